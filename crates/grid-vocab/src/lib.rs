@@ -1,0 +1,1 @@
+//! Tokenizer vocabularies as token bytes.
