@@ -1,0 +1,87 @@
+# shellcheck shell=bash
+# Helpers shared by the scripts in this folder. Source it; do not run it.
+
+GRID_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# Data the data-driven checks read (Spider, tokenizers): ../shared/data beside the repo.
+GRID_DATA="${GRID_DATA:-$GRID_ROOT/../shared/data}"
+
+say() { printf '==> %s\n' "$*"; }
+note() { printf '    %s\n' "$*"; }
+die() {
+    printf '!!! %s\n' "$*" >&2
+    exit 1
+}
+
+# Run a command as root: directly when we are root, through sudo otherwise.
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        die "need root (or sudo) to run: $*"
+    fi
+}
+
+# run_logged LABEL CMD...: run CMD with its output in a log file; print one
+# line with the time taken, or the tail of the log when it fails.
+run_logged() {
+    local label=$1 log start rc=0
+    shift
+    log=$(mktemp "${TMPDIR:-/tmp}/grid-setup.XXXXXX.log")
+    start=$SECONDS
+    "$@" >"$log" 2>&1 </dev/null || rc=$?
+    if [ "$rc" -ne 0 ]; then
+        printf '!!! %s failed (exit %d); last lines of %s:\n' "$label" "$rc" "$log" >&2
+        tail -n 40 "$log" >&2
+        return "$rc"
+    fi
+    note "$label: done in $((SECONDS - start))s"
+    rm -f "$log"
+}
+
+# Install the Debian packages among the arguments that are not installed yet.
+ensure_apt_packages() {
+    local missing=() p
+    for p in "$@"; do
+        if [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" != installed ]; then
+            missing+=("$p")
+        fi
+    done
+    if [ "${#missing[@]}" -eq 0 ]; then
+        note "Debian packages: all present ($*)"
+        return 0
+    fi
+    say "Installing Debian packages: ${missing[*]}"
+    run_logged "apt-get update" as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    run_logged "apt-get install" as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# python3 or jq reads the JSON summaries; install python3 when neither is there.
+ensure_json_reader() {
+    if ! command -v python3 >/dev/null 2>&1 && ! command -v jq >/dev/null 2>&1; then
+        ensure_apt_packages python3
+    fi
+}
+
+# json_int KEY JSON: print the integer value of KEY in a flat JSON object;
+# fail when the text is not a JSON object or KEY is not an integer.
+json_int() {
+    if command -v python3 >/dev/null 2>&1; then
+        python3 -c '
+import json, sys
+key, text = sys.argv[1], sys.argv[2]
+try:
+    v = json.loads(text)[key]
+except (ValueError, KeyError, TypeError):
+    sys.exit("no integer %r in %r" % (key, text))
+if type(v) is not int:
+    sys.exit("%s is not an integer: %r" % (key, v))
+print(v)' "$1" "$2"
+    elif command -v jq >/dev/null 2>&1; then
+        jq -er --arg k "$1" '.[$k] | if type == "number" and . == floor then . else error("\($k) is not an integer") end' <<<"$2"
+    else
+        die "python3 or jq is needed to read JSON"
+    fi
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Set up the machine (scripts/setup.sh), then run every check of the project,
+# stopping at the first failure:
+#   fmt              cargo fmt --all --check
+#   clippy engine    clippy -D warnings on grid-core, grid-cli, grid-vocab
+#   clippy pg        clippy -D warnings on the extension (pgrx, PostgreSQL 15)
+#   engine tests     cargo test on the engine crates, in release (heavy tests)
+#   spider parse     scripts/spider-parse.sh, when ../shared/data is beside the repo
+#   pgrx tests       the #[pg_test]s of src/ in a throwaway PostgreSQL 15
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$GRID_ROOT"
+
+ENGINE=(-p grid-core -p grid-cli -p grid-vocab)
+PG_FEATURES=(--no-default-features --features pg15)
+
+timings=()
+current=""
+pgdata=""
+finish() {
+    local rc=$?
+    [ -z "$pgdata" ] || rm -rf "$pgdata"
+    if [ "${#timings[@]}" -gt 0 ]; then
+        say "test: timings"
+        printf '    %s\n' "${timings[@]}"
+    fi
+    if [ "$rc" -ne 0 ]; then
+        printf '!!! test: FAILED in step "%s" (exit %d)\n' "$current" "$rc" >&2
+    else
+        say "test: all checks passed"
+    fi
+}
+trap finish EXIT
+
+# step NAME CMD...: run one check, timed.
+step() {
+    local start=$SECONDS
+    current=$1
+    shift
+    say "test: $current"
+    "$@"
+    timings+=("$(printf '%5ds  %s' $((SECONDS - start)) "$current")")
+}
+
+spider_parse() {
+    if [ -d "$GRID_DATA/spider" ]; then
+        bash scripts/spider-parse.sh
+    else
+        note "SKIPPED: no Spider data at $GRID_DATA/spider (put ../shared/data beside the repo)"
+    fi
+}
+
+pgrx_tests() {
+    # The workspace's default members leave the extension out, so name it: -p
+    # for `cargo test`, and PGRX_BUILD_FLAGS for the `cargo pgrx install` that
+    # the test harness runs (it passes no package of its own).
+    export PGRX_BUILD_FLAGS="--package grid_pg"
+    if [ "$(id -u)" -eq 0 ]; then
+        # PostgreSQL refuses to run as root. pgrx then installs the extension
+        # with sudo and runs initdb/postgres as user postgres (sudo -u), in a
+        # PGDATA under this world-writable scratch directory. It lives in /tmp
+        # so that user postgres can reach it whatever TMPDIR or $HOME are.
+        pgdata=$(mktemp -d /tmp/grid-pgrx-test.XXXXXX)
+        chmod 777 "$pgdata"
+        CARGO_PGRX_TEST_RUNAS=postgres CARGO_PGRX_TEST_PGDATA="$pgdata" cargo pgrx test pg15 -p grid_pg
+    else
+        cargo pgrx test pg15 -p grid_pg
+    fi
+}
+
+step "setup" bash scripts/setup.sh
+step "fmt" cargo fmt --all --check
+step "clippy engine" cargo clippy "${ENGINE[@]}" --all-targets -- -D warnings
+step "clippy pg" cargo clippy -p grid_pg "${PG_FEATURES[@]}" --all-targets -- -D warnings
+step "engine tests" cargo test "${ENGINE[@]}" --release
+step "spider parse" spider_parse
+step "pgrx tests" pgrx_tests
+current=""

@@ -1,0 +1,120 @@
+//! grid_pg: the PostgreSQL side of grid.
+//!
+//! This crate is deliberately thin: the engine (grammar pipeline, lexer,
+//! viable-prefix parser, masks, audit chain) lives in `crates/grid-core` and
+//! builds and tests without PostgreSQL. Here we only expose it as SQL.
+//!
+//! Layout of the SQL API:
+//! - every object lives in schema `grid`, created by `sql/bootstrap.sql`;
+//! - each Rust module marked `#[pg_schema]` maps to the schema of the same name;
+//! - every function pins `search_path` with `#[search_path(pg_catalog, pg_temp)]`
+//!   and is SECURITY INVOKER unless its definition says otherwise (the
+//!   `every_grid_function_pins_search_path` test checks this).
+
+use pgrx::prelude::*;
+
+// The engine is linked from the start; the SQL functions below will call it.
+use grid_core as _;
+
+::pgrx::pg_module_magic!(name, version);
+
+// The first SQL of the extension script: creates schema `grid`.
+extension_sql_file!("../sql/bootstrap.sql", name = "bootstrap", bootstrap);
+
+/// The SQL API in schema `grid`.
+#[pg_schema]
+mod grid {
+    use pgrx::prelude::*;
+
+    /// `grid.version()`: the version of the installed extension library.
+    #[pg_extern(security_invoker, stable, parallel_safe)]
+    #[search_path(pg_catalog, pg_temp)]
+    fn version() -> &'static str {
+        env!("CARGO_PKG_VERSION")
+    }
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    fn select_one<T: IntoDatum + FromDatum>(query: &str) -> Option<T> {
+        Spi::get_one::<T>(query).unwrap_or_else(|e| panic!("{query}: {e}"))
+    }
+
+    #[pg_test]
+    fn schema_grid_exists_and_belongs_to_the_extension() {
+        let owner_ext: Option<String> = select_one(
+            "SELECT e.extname::text
+               FROM pg_catalog.pg_namespace n
+               JOIN pg_catalog.pg_depend d
+                 ON d.classid = 'pg_catalog.pg_namespace'::regclass
+                AND d.objid = n.oid AND d.deptype = 'e'
+               JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid
+              WHERE n.nspname = 'grid'",
+        );
+        assert_eq!(owner_ext.as_deref(), Some("grid_pg"));
+    }
+
+    #[pg_test]
+    fn version_returns_the_cargo_version() {
+        let v: Option<String> = select_one("SELECT grid.version()");
+        assert_eq!(v.as_deref(), Some(env!("CARGO_PKG_VERSION")));
+
+        // The catalog agrees: the installed extension version is the same.
+        let ext: Option<String> = select_one(
+            "SELECT extversion::text FROM pg_catalog.pg_extension WHERE extname = 'grid_pg'",
+        );
+        assert_eq!(ext.as_deref(), Some(env!("CARGO_PKG_VERSION")));
+    }
+
+    #[pg_test]
+    fn version_is_security_invoker_with_pinned_search_path() {
+        let config: Option<Vec<Option<String>>> = select_one(
+            "SELECT p.proconfig::text[] FROM pg_catalog.pg_proc p
+              WHERE p.oid = 'grid.version()'::regprocedure",
+        );
+        assert_eq!(
+            config,
+            Some(vec![Some("search_path=pg_catalog, pg_temp".to_string())])
+        );
+        let definer: Option<bool> = select_one(
+            "SELECT p.prosecdef FROM pg_catalog.pg_proc p
+              WHERE p.oid = 'grid.version()'::regprocedure",
+        );
+        assert_eq!(definer, Some(false));
+    }
+
+    #[pg_test]
+    fn every_grid_function_pins_search_path() {
+        // Holds for every function the extension puts in schema `grid`, not
+        // only version(); also make sure there is at least one to check.
+        let total: Option<i64> = select_one(
+            "SELECT count(*) FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'grid'::regnamespace",
+        );
+        assert!(total.unwrap_or(0) >= 1, "no functions in schema grid");
+        let unpinned: Option<String> = select_one(
+            "SELECT string_agg(p.oid::regprocedure::text, ', ')
+               FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'grid'::regnamespace
+                AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)",
+        );
+        assert_eq!(unpinned, None, "functions without a pinned search_path");
+    }
+}
+
+/// Required by `cargo pgrx test`; must be visible at the crate root.
+#[cfg(test)]
+pub mod pg_test {
+    pub fn setup(_options: Vec<&str>) {
+        // one-off initialisation when the pg_test framework starts
+    }
+
+    #[must_use]
+    pub fn postgresql_conf_options() -> Vec<&'static str> {
+        // postgresql.conf settings the tests need
+        vec![]
+    }
+}
