@@ -1,1 +1,22 @@
-//! The grid_pg engine.
+//! The grid_pg engine: the dialect grammar (L1), role projections (L2), schema lexicons
+//! (L3), and the viable-prefix recognizer that decides them byte by byte. No PostgreSQL.
+
+pub mod error;
+pub mod grammar;
+pub mod language;
+pub mod lexer;
+pub mod lexicon;
+pub mod parser;
+pub mod policy;
+pub mod recognizer;
+pub mod schema;
+pub mod termset;
+
+pub use error::{GridError, Result};
+pub use grammar::Dialect;
+pub use language::Language;
+pub use lexicon::Lexicon;
+pub use policy::Policy;
+pub use recognizer::{Config, Session, Stop, StopKind};
+pub use schema::Schema;
+pub use termset::TermSet;

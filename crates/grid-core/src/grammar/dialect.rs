@@ -1,0 +1,196 @@
+//! L1: the frozen dialect. Loads the grammar template and the lexeme spec, checks that they
+//! agree, that the grammar is reduced and conflict-free, and builds the lexer automaton.
+
+use std::collections::BTreeMap;
+
+use blake2::digest::consts::U16;
+use blake2::{Blake2b, Digest};
+
+use super::cfg::Cfg;
+use super::spec::{IdentCategory, LexSpec, LexiconKind, TermKind};
+use super::table::LrTable;
+use super::template;
+use crate::error::{GridError, Result};
+use crate::lexer::dfa::LexDfa;
+use crate::termset::TermSet;
+
+/// An unquoted identifier as PostgreSQL scans it (its bytes ≥ 0x80 are letters).
+pub const UNQUOTED_IDENT: &str = r"[A-Za-z_\x80-\xFF][A-Za-z0-9_$\x80-\xFF]*";
+/// A double-quoted identifier, `""` standing for `"`.
+pub const QUOTED_IDENT: &str = r#""(?:[^"]|"")+""#;
+
+/// The L1 grammar source shipped with the crate.
+pub const POSTGRES_Y: &str = ""; // include_str!("../../../../grammars/postgres.y");
+pub const POSTGRES_LEX: &str = ""; // include_str!("../../../../grammars/postgres.lex");
+
+/// What the engine knows about every terminal id: grammar tokens `0..eof`, then end of
+/// input (`eof`), then the ignored terminals.
+#[derive(Clone, Debug)]
+pub struct Terminals {
+    pub names: Vec<String>,
+    /// `None` for end of input.
+    pub kinds: Vec<Option<TermKind>>,
+    pub eof: u16,
+    pub skip: TermSet,
+    /// Terminals whose words come from an L3 allow-list, by list.
+    pub lexicon: BTreeMap<LexiconKind, TermSet>,
+    pub lexicon_all: TermSet,
+    /// Identifier terminals that refuse reserved words (and, for CTE references, relations).
+    pub free: TermSet,
+    pub cte: TermSet,
+}
+
+impl Terminals {
+    pub fn name(&self, t: u16) -> &str {
+        self.names
+            .get(usize::from(t))
+            .map(String::as_str)
+            .unwrap_or("?")
+    }
+
+    pub fn names_of(&self, s: &TermSet) -> Vec<&str> {
+        s.iter().map(|t| self.name(t)).collect()
+    }
+}
+
+/// The compiled L1.
+#[derive(Debug)]
+pub struct Dialect {
+    pub spec: LexSpec,
+    /// The template-expanded grammar; role projections start from it.
+    pub cfg: Cfg,
+    /// The L1 table, kept for its statistics and the conflict check it proved.
+    pub table: LrTable,
+    pub terms: Terminals,
+    pub dfa: LexDfa,
+    pub fingerprint: [u8; 16],
+}
+
+impl Dialect {
+    /// The dialect in `grammars/`.
+    pub fn postgres() -> Result<Dialect> {
+        Dialect::load(POSTGRES_Y, POSTGRES_LEX)
+    }
+
+    pub fn load(y_src: &str, lex_src: &str) -> Result<Dialect> {
+        let expanded = template::expand(y_src)?;
+        let cfg = Cfg::from_yacc(&expanded)?;
+        let useless = cfg.useless_symbols()?;
+        if !useless.is_empty() {
+            return Err(GridError::NotReduced(useless.join(", ")));
+        }
+        let spec = LexSpec::parse(lex_src)?;
+        let terms = number_terminals(&cfg, &spec)?;
+        let table = LrTable::build(&cfg)?;
+        let mut patterns = Vec::new();
+        for (id, kind) in terms.kinds.iter().enumerate() {
+            let re = match kind {
+                None => continue,
+                Some(TermKind::Keyword { word }) => format!("(?i:{word})"),
+                Some(TermKind::Token { regex }) | Some(TermKind::Skip { regex }) => regex.clone(),
+                Some(TermKind::Ident(_)) => format!("(?:{UNQUOTED_IDENT}|{QUOTED_IDENT})"),
+            };
+            patterns.push((id as u16, re));
+        }
+        let dfa = LexDfa::build(&patterns)?;
+        check_skip_is_disjoint(&dfa, &terms)?;
+        let mut h = Blake2b::<U16>::new();
+        h.update(expanded.as_bytes());
+        h.update([0]);
+        h.update(lex_src.as_bytes());
+        Ok(Dialect {
+            spec,
+            cfg,
+            table,
+            terms,
+            dfa,
+            fingerprint: h.finalize().into(),
+        })
+    }
+
+    pub fn is_reserved(&self, word: &str) -> bool {
+        self.spec.is_reserved(word)
+    }
+}
+
+fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
+    let mut names = cfg.tokens.clone();
+    let mut kinds = Vec::new();
+    for t in &cfg.tokens {
+        let d = spec.decl(t).ok_or_else(|| {
+            GridError::SpecMismatch(format!("%token {t} has no lexeme declaration"))
+        })?;
+        if matches!(d.kind, TermKind::Skip { .. }) {
+            return Err(GridError::SpecMismatch(format!(
+                "{t} is a grammar token but declared SKIP"
+            )));
+        }
+        kinds.push(Some(d.kind.clone()));
+    }
+    for d in &spec.decls {
+        if !matches!(d.kind, TermKind::Skip { .. }) && !cfg.tokens.contains(&d.name) {
+            return Err(GridError::SpecMismatch(format!(
+                "{} is declared in the lexeme spec but is not a %token",
+                d.name
+            )));
+        }
+    }
+    let eof = names.len() as u16;
+    names.push("$end".into());
+    kinds.push(None);
+    let mut skip = TermSet::EMPTY;
+    for d in spec
+        .decls
+        .iter()
+        .filter(|d| matches!(d.kind, TermKind::Skip { .. }))
+    {
+        skip.insert(names.len() as u16);
+        names.push(d.name.clone());
+        kinds.push(Some(d.kind.clone()));
+    }
+    if names.len() > TermSet::CAPACITY {
+        return Err(GridError::SpecMismatch(format!(
+            "{} terminals exceed {}",
+            names.len(),
+            TermSet::CAPACITY
+        )));
+    }
+    let mut lexicon: BTreeMap<LexiconKind, TermSet> = BTreeMap::new();
+    let (mut free, mut cte) = (TermSet::EMPTY, TermSet::EMPTY);
+    for (i, k) in kinds.iter().enumerate() {
+        match k {
+            Some(TermKind::Ident(IdentCategory::Lexicon(l))) => {
+                lexicon.entry(*l).or_default().insert(i as u16)
+            }
+            Some(TermKind::Ident(IdentCategory::Free)) => free.insert(i as u16),
+            Some(TermKind::Ident(IdentCategory::Cte)) => cte.insert(i as u16),
+            _ => {}
+        }
+    }
+    let lexicon_all = lexicon.values().fold(TermSet::EMPTY, |a, s| a.union(s));
+    Ok(Terminals {
+        names,
+        kinds,
+        eof,
+        skip,
+        lexicon,
+        lexicon_all,
+        free,
+        cte,
+    })
+}
+
+/// An ignored lexeme must never also be a grammar lexeme, or the scanner could not tell
+/// whether to hand it to the parser.
+fn check_skip_is_disjoint(dfa: &LexDfa, terms: &Terminals) -> Result<()> {
+    for s in 0..dfa.n_states() as u32 {
+        let a = dfa.accept(s);
+        if a.intersects(&terms.skip) && !a.minus(&terms.skip).is_empty() {
+            return Err(GridError::Automaton(format!(
+                "a lexeme is both ignored and a grammar terminal: {:?}",
+                terms.names_of(a)
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,178 @@
+//! The union automaton of every terminal's lexeme language.
+//!
+//! Built once per dialect with regex-automata (one pattern per terminal, all matches kept),
+//! then copied into a table this crate owns so that each state carries what the scanner
+//! asks at every byte: which terminals accept the bytes read so far, and which terminals
+//! can still accept after more bytes ("live"). State 0 is the dead state.
+
+use regex_automata::dfa::{dense, Automaton, StartKind};
+use regex_automata::nfa::thompson;
+use regex_automata::util::{start, syntax};
+use regex_automata::{Anchored, MatchKind};
+use rustc_hash::FxHashMap;
+
+use crate::error::{GridError, Result};
+use crate::termset::TermSet;
+
+pub const DEAD: u32 = 0;
+
+/// A deterministic byte automaton over the union of terminal languages.
+#[derive(Clone, Debug)]
+pub struct LexDfa {
+    /// `trans[state * n_classes + class[byte]]`.
+    trans: Vec<u32>,
+    classes: [u8; 256],
+    n_classes: usize,
+    pub start: u32,
+    /// Terminals whose language contains the bytes read to reach this state.
+    accept: Vec<TermSet>,
+    /// Terminals with a word that extends the bytes read (accepting ones included).
+    live: Vec<TermSet>,
+}
+
+impl LexDfa {
+    /// `patterns[i] = (terminal id, regex)`; the regexes are over bytes.
+    pub fn build(patterns: &[(u16, String)]) -> Result<LexDfa> {
+        let regexes: Vec<&str> = patterns.iter().map(|p| p.1.as_str()).collect();
+        let dfa = dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .match_kind(MatchKind::All)
+                    .start_kind(StartKind::Anchored)
+                    .byte_classes(true),
+            )
+            .syntax(syntax::Config::new().unicode(false).utf8(false))
+            .thompson(thompson::Config::new().utf8(false))
+            .build_many(&regexes)
+            .map_err(|e| GridError::Automaton(e.to_string()))?;
+        let start = dfa
+            .start_state(&start::Config::new().anchored(Anchored::Yes))
+            .map_err(|e| GridError::Automaton(e.to_string()))?;
+        let bc = dfa.byte_classes();
+        let mut classes = [0u8; 256];
+        let mut repr = Vec::new();
+        for b in 0..=255u8 {
+            classes[usize::from(b)] = bc.get(b);
+            if usize::from(bc.get(b)) == repr.len() {
+                repr.push(b);
+            }
+        }
+        let n_classes = repr.len();
+        let mut ids: FxHashMap<regex_automata::util::primitives::StateID, u32> =
+            FxHashMap::default();
+        let mut order = Vec::new();
+        let mut trans = vec![DEAD; n_classes];
+        let mut accept = vec![TermSet::EMPTY];
+        let intern = |sid, ids: &mut FxHashMap<_, u32>, order: &mut Vec<_>| -> u32 {
+            if dfa.is_dead_state(sid) {
+                return DEAD;
+            }
+            *ids.entry(sid).or_insert_with(|| {
+                order.push(sid);
+                order.len() as u32
+            })
+        };
+        let start_id = intern(start, &mut ids, &mut order);
+        let mut i = 0;
+        while i < order.len() {
+            let sid = order[i];
+            i += 1;
+            let mut row = vec![DEAD; n_classes];
+            for (c, &b) in repr.iter().enumerate() {
+                let next = dfa.next_state(sid, b);
+                if dfa.is_quit_state(next) {
+                    return Err(GridError::Automaton("quit state in lexer automaton".into()));
+                }
+                row[c] = intern(next, &mut ids, &mut order);
+            }
+            trans.extend_from_slice(&row);
+            let eoi = dfa.next_eoi_state(sid);
+            let mut acc = TermSet::EMPTY;
+            if dfa.is_match_state(eoi) {
+                for k in 0..dfa.match_len(eoi) {
+                    acc.insert(patterns[dfa.match_pattern(eoi, k).as_usize()].0);
+                }
+            }
+            accept.push(acc);
+        }
+        let n = accept.len();
+        let mut live = accept.clone();
+        loop {
+            let mut changed = false;
+            for s in (1..n).rev() {
+                let mut l = live[s];
+                for c in 0..n_classes {
+                    l = l.union(&live[trans[s * n_classes + c] as usize]);
+                }
+                if l != live[s] {
+                    live[s] = l;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        Ok(LexDfa {
+            trans,
+            classes,
+            n_classes,
+            start: start_id,
+            accept,
+            live,
+        })
+    }
+
+    #[inline]
+    pub fn next(&self, state: u32, byte: u8) -> u32 {
+        self.trans[state as usize * self.n_classes + usize::from(self.classes[usize::from(byte)])]
+    }
+
+    #[inline]
+    pub fn accept(&self, state: u32) -> &TermSet {
+        &self.accept[state as usize]
+    }
+
+    #[inline]
+    pub fn live(&self, state: u32) -> &TermSet {
+        &self.live[state as usize]
+    }
+
+    pub fn n_states(&self) -> usize {
+        self.accept.len()
+    }
+
+    /// Runs the automaton over `bytes` from the start state.
+    pub fn run(&self, bytes: &[u8]) -> u32 {
+        bytes.iter().fold(
+            self.start,
+            |s, &b| if s == DEAD { DEAD } else { self.next(s, b) },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_and_live_sets() {
+        let d = LexDfa::build(&[
+            (0, "(?i:select)".into()),
+            (1, "[a-z_][a-z0-9_]*".into()),
+            (2, "[0-9]+(?:[eE][0-9]+)?".into()),
+        ])
+        .unwrap();
+        let s = d.run(b"SELECT");
+        assert_eq!(d.accept(s).iter().collect::<Vec<_>>(), vec![0]);
+        let s = d.run(b"select");
+        assert_eq!(d.accept(s).iter().collect::<Vec<_>>(), vec![0, 1]);
+        let s = d.run(b"sel");
+        assert_eq!(d.accept(s).iter().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(d.live(s).iter().collect::<Vec<_>>(), vec![0, 1]);
+        let s = d.run(b"1e");
+        assert!(d.accept(s).is_empty());
+        assert_eq!(d.live(s).iter().collect::<Vec<_>>(), vec![2]);
+        assert_eq!(d.run(b"1e!"), DEAD);
+    }
+}

@@ -1,0 +1,4 @@
+//! The scanner's two automata: the union of terminal languages and the word trie.
+
+pub mod dfa;
+pub mod words;

@@ -1,0 +1,341 @@
+//! The viable-prefix recognizer: the scanner and the parser stepped together, one byte at
+//! a time.
+//!
+//! A configuration is a set of parser stacks plus the scan state of the one lexeme in
+//! progress. The scanner runs the union automaton and the word trie in lockstep; when no
+//! terminal can continue, it emits the longest lexeme it saw (maximal munch) and requeues
+//! the rest. At an emission every candidate terminal that a stack can shift is shifted on
+//! that stack (contextual resolution); when several can (`name` as a column, a qualifier or a
+//! keyword), each becomes its own stack, and the next lexemes decide. Stacks are interned, so
+//! equal interpretations merge.
+//!
+//! Two rules keep the scanner faithful to PostgreSQL's: a reserved word is never an
+//! identifier (the word trie's deny lists), and a lexeme boundary never falls between two
+//! word characters (`1ex` and `salariesx` are one word, so they are refused rather than split).
+
+use smallvec::{smallvec, SmallVec};
+
+use crate::language::Language;
+use crate::lexer::dfa::DEAD;
+use crate::lexer::words::WordTrie;
+use crate::parser::Stacks;
+use crate::termset::TermSet;
+
+/// The lexeme in progress.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Scan {
+    /// Automaton state after `rem`.
+    pub q: u32,
+    /// Word-trie node after `rem` (or off the trie).
+    pub w: u32,
+    /// The bytes of the lexeme so far.
+    pub rem: SmallVec<[u8; 24]>,
+    /// The longest prefix of `rem` that is a lexeme, with its candidate terminals.
+    pub last: Option<(u32, TermSet)>,
+    /// Input offset of `rem[0]`.
+    pub start: usize,
+}
+
+/// A recognizer configuration: interned stacks (sorted, distinct) and the scan state.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    pub stacks: SmallVec<[u32; 4]>,
+    pub scan: Scan,
+    /// Bytes consumed so far.
+    pub offset: usize,
+}
+
+/// Why recognition stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopKind {
+    /// No terminal's lexeme starts with these bytes.
+    NoLexeme,
+    /// A lexeme would end between two word characters.
+    SplitWord,
+    /// A lexeme no stack can take; its candidate terminals.
+    Unexpected(TermSet),
+    /// End of input where the statement is not complete.
+    Incomplete,
+}
+
+/// A failed recognition: where, why, and which terminals would have been allowed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stop {
+    pub offset: usize,
+    pub kind: StopKind,
+    pub expected: TermSet,
+}
+
+/// How far the viability check follows a lexeme that could still be cut back to an earlier
+/// accepting length (`1e` may become `1` then `e…`): bytes tried past the current ones, and
+/// nested cut-backs.
+const CUTBACK_BYTES: usize = 3;
+const CUTBACK_NESTING: u32 = 2;
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// One session over a language: owns the stack arena and its memos.
+pub struct Session<'l> {
+    pub lang: &'l Language,
+    pub stacks: Stacks,
+}
+
+impl<'l> Session<'l> {
+    pub fn new(lang: &'l Language) -> Session<'l> {
+        Session {
+            lang,
+            stacks: Stacks::default(),
+        }
+    }
+
+    fn fresh_scan(&self, start: usize) -> Scan {
+        Scan {
+            q: self.lang.dfa().start,
+            w: WordTrie::ROOT,
+            rem: SmallVec::new(),
+            last: None,
+            start,
+        }
+    }
+
+    pub fn start(&mut self) -> Config {
+        let root = self.stacks.root(&self.lang.table);
+        Config {
+            stacks: smallvec![root],
+            scan: self.fresh_scan(0),
+            offset: 0,
+        }
+    }
+
+    /// `A(κ)`: terminals some stack can take next (end of input included).
+    pub fn allowed(&mut self, cfg: &Config) -> TermSet {
+        let mut a = TermSet::EMPTY;
+        for &s in &cfg.stacks {
+            a = a.union(&self.stacks.allowed(&self.lang.table, s));
+        }
+        a
+    }
+
+    fn stop(&mut self, cfg: &Config, offset: usize, kind: StopKind) -> Stop {
+        Stop {
+            offset,
+            kind,
+            expected: self.allowed(cfg),
+        }
+    }
+
+    /// Hands a finished lexeme with candidates `cands` to the parser.
+    fn emit(&mut self, cfg: &mut Config, cands: TermSet, at: usize) -> Result<(), Stop> {
+        if cands.intersects(&self.lang.terms().skip) {
+            return Ok(());
+        }
+        let table = &self.lang.table;
+        let mut next: SmallVec<[u32; 4]> = SmallVec::new();
+        for &s in &cfg.stacks {
+            let shiftable = self.stacks.allowed(table, s).intersect(&cands);
+            for t in shiftable.iter() {
+                if let Some(n) = self.stacks.shift(table, s, t) {
+                    next.push(n);
+                }
+            }
+        }
+        next.sort_unstable();
+        next.dedup();
+        if next.is_empty() {
+            return Err(self.stop(cfg, at, StopKind::Unexpected(cands)));
+        }
+        cfg.stacks = next;
+        Ok(())
+    }
+
+    /// Feeds bytes; on failure the configuration is left as it was before the failing byte.
+    pub fn feed(&mut self, cfg: &mut Config, bytes: &[u8]) -> Result<(), Stop> {
+        for &b in bytes {
+            let saved = cfg.clone();
+            if let Err(e) = self.push_byte(cfg, b) {
+                *cfg = saved;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn push_byte(&mut self, cfg: &mut Config, byte: u8) -> Result<(), Stop> {
+        let lang = self.lang;
+        let mut queue: SmallVec<[u8; 32]> = smallvec![byte];
+        // Input offset of queue[0].
+        let mut base = cfg.offset;
+        cfg.offset += 1;
+        let mut i = 0;
+        while i < queue.len() {
+            let b = queue[i];
+            let q = if cfg.scan.q == DEAD {
+                DEAD
+            } else {
+                lang.dfa().next(cfg.scan.q, b)
+            };
+            let w = lang.words.step(cfg.scan.w, b);
+            if !lang.live(q, w).is_empty() {
+                let s = &mut cfg.scan;
+                if s.rem.is_empty() {
+                    s.start = base + i;
+                }
+                s.q = q;
+                s.w = w;
+                s.rem.push(b);
+                let c = lang.candidates(q, w);
+                if !c.is_empty() {
+                    s.last = Some((s.rem.len() as u32, c));
+                }
+                i += 1;
+                continue;
+            }
+            if cfg.scan.rem.is_empty() {
+                return Err(self.stop(cfg, base + i, StopKind::NoLexeme));
+            }
+            let start = cfg.scan.start;
+            let Some((len, cands)) = cfg.scan.last else {
+                return Err(self.stop(cfg, start, StopKind::NoLexeme));
+            };
+            let len = len as usize;
+            let next = cfg.scan.rem.get(len).copied().unwrap_or(b);
+            if is_word_byte(cfg.scan.rem[len - 1]) && is_word_byte(next) {
+                return Err(self.stop(cfg, start, StopKind::SplitWord));
+            }
+            self.emit(cfg, cands, start)?;
+            let mut requeued: SmallVec<[u8; 32]> = SmallVec::from_slice(&cfg.scan.rem[len..]);
+            requeued.extend_from_slice(&queue[i..]);
+            base = start + len;
+            queue = requeued;
+            i = 0;
+            cfg.scan = self.fresh_scan(base);
+        }
+        Ok(())
+    }
+
+    /// Whether some continuation of the bytes fed so far is a sentence.
+    pub fn is_viable(&mut self, cfg: &Config) -> bool {
+        self.viable_within(cfg, CUTBACK_NESTING)
+    }
+
+    fn viable_within(&mut self, cfg: &Config, nesting: u32) -> bool {
+        if cfg.stacks.is_empty() {
+            return false;
+        }
+        if cfg.scan.rem.is_empty() {
+            // The projected grammar is reduced, so every stack the parser reached extends to
+            // a sentence, and every terminal has a spelling.
+            return true;
+        }
+        let wanted = self.allowed(cfg).union(&self.lang.terms().skip);
+        if self.lang.live(cfg.scan.q, cfg.scan.w).intersects(&wanted) {
+            return true;
+        }
+        match cfg.scan.last {
+            Some((len, _)) if (len as usize) < cfg.scan.rem.len() && nesting > 0 => {
+                let mut path = Vec::new();
+                self.cutback_viable(cfg, cfg.scan.q, cfg.scan.w, &mut path, nesting - 1)
+            }
+            _ => false,
+        }
+    }
+
+    /// The lexeme in progress can only help by being cut back to its last accepting length,
+    /// which happens when a later byte kills it. Tries every such byte after every short
+    /// non-accepting detour.
+    fn cutback_viable(
+        &mut self,
+        cfg: &Config,
+        q: u32,
+        w: u32,
+        path: &mut Vec<u8>,
+        nesting: u32,
+    ) -> bool {
+        let lang = self.lang;
+        for b in 0..=255u8 {
+            let q2 = if q == DEAD {
+                DEAD
+            } else {
+                lang.dfa().next(q, b)
+            };
+            let w2 = lang.words.step(w, b);
+            if lang.live(q2, w2).is_empty() {
+                let mut c = cfg.clone();
+                path.push(b);
+                let ok = self.feed(&mut c, path).is_ok() && self.viable_within(&c, nesting);
+                path.pop();
+                if ok {
+                    return true;
+                }
+            } else if lang.candidates(q2, w2).is_empty() && path.len() < CUTBACK_BYTES {
+                path.push(b);
+                let ok = self.cutback_viable(cfg, q2, w2, path, nesting);
+                path.pop();
+                if ok {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Ends the input: finishes the lexeme in progress and asks whether ACCEPT is reached.
+    pub fn finish(&mut self, cfg: &Config) -> Result<(), Stop> {
+        let mut c = cfg.clone();
+        loop {
+            if c.scan.rem.is_empty() {
+                break;
+            }
+            let start = c.scan.start;
+            let now = self.lang.candidates(c.scan.q, c.scan.w);
+            if !now.is_empty() {
+                self.emit(&mut c, now, start)?;
+                c.scan = self.fresh_scan(c.offset);
+                break;
+            }
+            let Some((len, cands)) = c.scan.last else {
+                return Err(self.stop(&c, start, StopKind::NoLexeme));
+            };
+            let len = len as usize;
+            if is_word_byte(c.scan.rem[len - 1]) && is_word_byte(c.scan.rem[len]) {
+                return Err(self.stop(&c, start, StopKind::SplitWord));
+            }
+            let tail: SmallVec<[u8; 24]> = SmallVec::from_slice(&c.scan.rem[len..]);
+            self.emit(&mut c, cands, start)?;
+            c.offset = start + len;
+            c.scan = self.fresh_scan(c.offset);
+            self.feed(&mut c, &tail)?;
+        }
+        let table = &self.lang.table;
+        for &s in &c.stacks {
+            if self.stacks.accepts(table, s) {
+                return Ok(());
+            }
+        }
+        Err(self.stop(&c, c.offset, StopKind::Incomplete))
+    }
+
+    pub fn is_complete(&mut self, cfg: &Config) -> bool {
+        self.finish(cfg).is_ok()
+    }
+
+    /// `viable(prefix)`: some continuation of `prefix` is a sentence of the language.
+    pub fn viable(&mut self, prefix: &[u8]) -> bool {
+        let mut c = self.start();
+        self.feed(&mut c, prefix).is_ok() && self.is_viable(&c)
+    }
+
+    /// `complete(text)`: `text` is a sentence of the language.
+    pub fn complete(&mut self, text: &[u8]) -> bool {
+        self.check(text).is_ok()
+    }
+
+    /// Recognizes a whole statement, saying where and why it fails.
+    pub fn check(&mut self, text: &[u8]) -> Result<(), Stop> {
+        let mut c = self.start();
+        self.feed(&mut c, text)?;
+        self.finish(&c)
+    }
+}
