@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use rustc_hash::FxHashMap;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::bpe::{ByteLevelEncoder, MergeTable};
@@ -103,14 +104,66 @@ fn as_id(v: &Value, what: &str, key: &str) -> Result<u32> {
         .ok_or_else(|| VocabError::malformed(what, format!("id of {key:?} is not a u32: {v}")))
 }
 
-/// Parses a `vocab.json` object `{token: id}`.
-fn parse_vocab_object(v: &Value, what: &str) -> Result<Vec<(String, u32)>> {
-    let obj = v
-        .as_object()
-        .ok_or_else(|| VocabError::malformed(what, "vocabulary is not a JSON object"))?;
-    obj.iter()
-        .map(|(k, id)| Ok((k.clone(), as_id(id, what, k)?)))
-        .collect()
+/// The entries of a `vocab.json` object `{token: id}` in file order, read straight from
+/// the text (no generic JSON map). A JSON array (a unigram `vocab`) reads as `is_map:
+/// false`.
+struct VocabEntries {
+    entries: Vec<(String, Value)>,
+    is_map: bool,
+}
+
+impl<'de> Deserialize<'de> for VocabEntries {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = VocabEntries;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a vocabulary object {token: id}")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<VocabEntries, A::Error> {
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                    entries.push((k, v));
+                }
+                Ok(VocabEntries {
+                    entries,
+                    is_map: true,
+                })
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<VocabEntries, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(VocabEntries {
+                    entries: Vec::new(),
+                    is_map: false,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl VocabEntries {
+    fn into_ids(self, what: &str) -> Result<Vec<(String, u32)>> {
+        if !self.is_map {
+            return Err(VocabError::malformed(
+                what,
+                "vocabulary is not a JSON object",
+            ));
+        }
+        self.entries
+            .into_iter()
+            .map(|(k, id)| {
+                let id = as_id(&id, what, &k)?;
+                Ok((k, id))
+            })
+            .collect()
+    }
 }
 
 /// Parses `merges.txt` text into pairs, in rank order.
@@ -357,9 +410,9 @@ pub fn load_vocab_merges(
 ) -> Result<Vocabulary> {
     let what = vocab_path.display().to_string();
     let vtext = read_text(vocab_path)?;
-    let vjson: Value = serde_json::from_str(&vtext).map_err(|e| VocabError::json(&what, e))?;
-    let vocab = parse_vocab_object(&vjson, &what)?;
-    drop(vjson);
+    let vocab = serde_json::from_str::<VocabEntries>(&vtext)
+        .map_err(|e| VocabError::json(&what, e))?
+        .into_ids(&what)?;
     let mwhat = merges_path.display().to_string();
     let merges = parse_merges_txt(&read_text(merges_path)?, &mwhat)?;
     let added = match added_path {
@@ -439,22 +492,43 @@ fn read_pre_tokenizer(v: &Value, p: &mut HfPipeline, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// The top level of a `tokenizer.json`, read without building a generic JSON tree for
+/// the (large) vocabulary.
+#[derive(Deserialize)]
+struct RawTokenizer {
+    model: RawModel,
+    #[serde(default)]
+    normalizer: Value,
+    #[serde(default)]
+    pre_tokenizer: Value,
+    #[serde(default)]
+    added_tokens: Value,
+}
+
+#[derive(Deserialize)]
+struct RawModel {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    vocab: Option<VocabEntries>,
+    #[serde(default)]
+    merges: Option<Value>,
+    #[serde(default)]
+    ignore_merges: Option<bool>,
+    #[serde(default)]
+    continuing_subword_prefix: Option<String>,
+    #[serde(default)]
+    end_of_word_suffix: Option<String>,
+}
+
 /// Parses a Hugging Face `tokenizer.json` document (model type BPE with a `ByteLevel`
 /// pre-tokenizer).
 pub fn parse_tokenizer_json(text: &str, what: &str) -> Result<Vocabulary> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| VocabError::json(what, e))?;
-    tokenizer_json_value(&doc, what)
-}
-
-/// [`parse_tokenizer_json`] on an already parsed document.
-pub(crate) fn tokenizer_json_value(doc: &Value, what: &str) -> Result<Vocabulary> {
-    let model = doc
-        .get("model")
-        .filter(|m| m.is_object())
-        .ok_or_else(|| VocabError::malformed(what, "no \"model\" object"))?;
-    match model.get("type").and_then(Value::as_str) {
+    let doc: RawTokenizer = serde_json::from_str(text).map_err(|e| VocabError::json(what, e))?;
+    let model = doc.model;
+    match model.kind.as_deref() {
         Some("BPE") => {}
-        None if model.get("merges").is_some() => {}
+        None if model.merges.is_some() => {}
         Some(t) => {
             return Err(VocabError::Unsupported(format!(
                 "{what}: model type {t}, not BPE"
@@ -466,13 +540,17 @@ pub(crate) fn tokenizer_json_value(doc: &Value, what: &str) -> Result<Vocabulary
             )))
         }
     }
-    for key in ["continuing_subword_prefix", "end_of_word_suffix"] {
-        if let Some(s) = model.get(key).and_then(Value::as_str) {
-            if !s.is_empty() {
-                return Err(VocabError::Unsupported(format!(
-                    "{what}: BPE with {key} {s:?}"
-                )));
-            }
+    for (key, v) in [
+        (
+            "continuing_subword_prefix",
+            &model.continuing_subword_prefix,
+        ),
+        ("end_of_word_suffix", &model.end_of_word_suffix),
+    ] {
+        if let Some(s) = v.as_deref().filter(|s| !s.is_empty()) {
+            return Err(VocabError::Unsupported(format!(
+                "{what}: BPE with {key} {s:?}"
+            )));
         }
     }
     let mut p = HfPipeline {
@@ -480,38 +558,29 @@ pub(crate) fn tokenizer_json_value(doc: &Value, what: &str) -> Result<Vocabulary
             patterns: Vec::new(),
             normalization: Normalization::None,
             add_prefix_space: false,
-            ignore_merges: model
-                .get("ignore_merges")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            ignore_merges: model.ignore_merges.unwrap_or(false),
         },
         byte_level: false,
         exact: true,
     };
-    if let Some(n) = doc.get("normalizer") {
-        read_normalizer(n, &mut p);
-    }
-    if let Some(pt) = doc.get("pre_tokenizer") {
-        read_pre_tokenizer(pt, &mut p, what)?;
-    }
+    read_normalizer(&doc.normalizer, &mut p);
+    read_pre_tokenizer(&doc.pre_tokenizer, &mut p, what)?;
     if !p.byte_level {
         return Err(VocabError::Unsupported(format!(
             "{what}: BPE without a ByteLevel pre-tokenizer (a SentencePiece-style tokenizer.json; load its tokenizer.model instead)"
         )));
     }
-    let vocab = parse_vocab_object(
-        model
-            .get("vocab")
-            .ok_or_else(|| VocabError::malformed(what, "model has no vocab"))?,
-        what,
-    )?;
-    let merges = match model.get("merges") {
+    let vocab = model
+        .vocab
+        .ok_or_else(|| VocabError::malformed(what, "model has no vocab"))?
+        .into_ids(what)?;
+    let merges = match &model.merges {
         Some(m) => parse_merges_json(m, what)?,
         None => Vec::new(),
     };
-    let added = match doc.get("added_tokens") {
-        Some(a) if !a.is_null() => parse_added_tokens(a, what)?,
-        _ => Vec::new(),
+    let added = match &doc.added_tokens {
+        Value::Null => Vec::new(),
+        a => parse_added_tokens(a, what)?,
     };
     build(vocab, merges, added, p.config, p.exact, what)
 }

@@ -676,6 +676,23 @@ fn sentencepiece_vocabulary_facts() {
 }
 
 #[test]
+fn directory_prefers_tokenizer_model_over_unsupported_tokenizer_json() {
+    let d = TempDir::new("sp-dir");
+    d.write(
+        "tokenizer.json",
+        json!({
+            "pre_tokenizer": {"type": "Metaspace", "replacement": "\u{2581}"},
+            "model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "byte_fallback": true}
+        })
+        .to_string(),
+    );
+    d.write("tokenizer.model", sp_model(SpVariant::Plain));
+    let v = Vocabulary::load(d.path()).unwrap();
+    assert_eq!(v.kind(), VocabKind::SentencePiece);
+    assert_eq!(v.len(), 275);
+}
+
+#[test]
 fn sentencepiece_truncated_or_garbled_never_panics() {
     let model = sp_model(SpVariant::Plain);
     for cut in 0..model.len() {
