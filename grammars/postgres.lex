@@ -1,0 +1,199 @@
+# L1 lexeme specification for grammars/postgres.y (see grammars/README.md).
+# One declaration per line. Order of the non-SKIP lines follows the %token header of
+# postgres.y, but only the names matter for the one-to-one match.
+
+# PostgreSQL 15 reserved keywords (Appendix C, "reserved").
+%reserved all analyse analyze and any array as asc asymmetric both case cast check collate
+%reserved column constraint create current_catalog current_date current_role current_time
+%reserved current_timestamp current_user default deferrable desc distinct do else end except
+%reserved false fetch for foreign from grant group having in initially intersect into lateral
+%reserved leading limit localtime localtimestamp not null offset on only or order placing
+%reserved primary references returning select session_user some symmetric table then to
+%reserved trailing true union unique user using variadic when where window with
+# PostgreSQL 15 keywords that are "reserved (can be function or type)".
+%reserved authorization binary collation concurrently cross current_schema freeze full ilike
+%reserved inner is isnull join left like natural notnull outer overlaps right similar
+%reserved tablesample verbose
+
+# Punctuation and operators.
+TOK LPAREN \(
+TOK RPAREN \)
+TOK COMMA ,
+TOK DOT \.
+TOK SEMI ;
+TOK STAR \*
+TOK PLUS \+
+TOK MINUS -
+TOK SLASH /
+TOK PERCENT %
+TOK CARET \^
+TOK EQ =
+TOK NE <>|!=
+TOK LT <
+TOK LE <=
+TOK GT >
+TOK GE >=
+TOK CONCAT \|\|
+TOK TYPECAST ::
+TOK LBRACKET \[
+TOK RBRACKET \]
+
+# Literals.
+TOK STRING '(?:[^']|'')*'
+TOK ESTRING [eE]'(?:[^'\\]|\\(?s:.)|'')*'
+TOK INTEGER [0-9]+
+TOK DECIMAL (?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+
+
+# Identifiers.
+ID TABLE_NAME table
+ID INSERT_TABLE insert_table
+ID UPDATE_TABLE update_table
+ID DELETE_TABLE delete_table
+ID COLUMN_NAME column
+ID FUNC_NAME function
+ID TYPE_NAME type
+ID IDENT free
+ID CTE_REF cte
+
+# Keywords.
+KW ALL all
+KW AND and
+KW ANY any
+KW ARRAY array
+KW AS as
+KW ASC asc
+KW ASYMMETRIC asymmetric
+KW AT at
+KW BETWEEN between
+KW BIGINT bigint
+KW BOOLEAN boolean
+KW BOTH both
+KW BY by
+KW CASE case
+KW CAST cast
+KW CHAR char
+KW CHARACTER character
+KW COALESCE coalesce
+KW CONFLICT conflict
+KW CROSS cross
+KW CUBE cube
+KW CURRENT current
+KW CURRENT_DATE current_date
+KW CURRENT_TIME current_time
+KW CURRENT_TIMESTAMP current_timestamp
+KW DECIMAL_P decimal
+KW DEFAULT default
+KW DELETE delete
+KW DESC desc
+KW DISTINCT distinct
+KW DO do
+KW DOUBLE double
+KW ELSE else
+KW END end
+KW ESCAPE escape
+KW EXCEPT except
+KW EXCLUDE exclude
+KW EXISTS exists
+KW EXTRACT extract
+KW FALSE false
+KW FETCH fetch
+KW FILTER filter
+KW FIRST first
+KW FLOAT float
+KW FOLLOWING following
+KW FOR for
+KW FROM from
+KW FULL full
+KW GREATEST greatest
+KW GROUP group
+KW GROUPING grouping
+KW GROUPS groups
+KW HAVING having
+KW ILIKE ilike
+KW IN in
+KW INNER inner
+KW INSERT insert
+KW INT int
+KW INTEGER_P integer
+KW INTERSECT intersect
+KW INTERVAL interval
+KW INTO into
+KW IS is
+KW ISNULL isnull
+KW JOIN join
+KW LAST last
+KW LATERAL lateral
+KW LEADING leading
+KW LEAST least
+KW LEFT left
+KW LIKE like
+KW LIMIT limit
+KW LOCALTIME localtime
+KW LOCALTIMESTAMP localtimestamp
+KW MATERIALIZED materialized
+KW NATURAL natural
+KW NEXT next
+KW NO no
+KW NOT not
+KW NOTHING nothing
+KW NOTNULL notnull
+KW NULL null
+KW NULLIF nullif
+KW NULLS nulls
+KW NUMERIC numeric
+KW OFFSET offset
+KW ON on
+KW ONLY only
+KW OR or
+KW ORDER order
+KW OTHERS others
+KW OUTER outer
+KW OVER over
+KW PARTITION partition
+KW POSITION position
+KW PRECEDING preceding
+KW PRECISION precision
+KW RANGE range
+KW REAL real
+KW RECURSIVE recursive
+KW RETURNING returning
+KW RIGHT right
+KW ROLLUP rollup
+KW ROW row
+KW ROWS rows
+KW SELECT select
+KW SET set
+KW SETS sets
+KW SIMILAR similar
+KW SMALLINT smallint
+KW SOME some
+KW SUBSTRING substring
+KW SYMMETRIC symmetric
+KW THEN then
+KW TIES ties
+KW TIME time
+KW TIMESTAMP timestamp
+KW TO to
+KW TRAILING trailing
+KW TRIM trim
+KW TRUE true
+KW UNBOUNDED unbounded
+KW UNION union
+KW UNKNOWN unknown
+KW UPDATE update
+KW USING using
+KW VALUES values
+KW VARCHAR varchar
+KW VARYING varying
+KW WHEN when
+KW WHERE where
+KW WINDOW window
+KW WITH with
+KW WITHIN within
+KW WITHOUT without
+KW ZONE zone
+
+# Ignored.
+SKIP WS [ \t\r\n\f]+
+SKIP LINE_COMMENT --[^\n]*
+SKIP BLOCK_COMMENT /\*(?:[^*]|\*+[^*/])*\*+/
