@@ -913,3 +913,21 @@ fn malformed_inputs_are_typed_errors() {
     let e = Vocabulary::from_served_json(r#"{"tokens":["YQ=="],"special":[7]}"#).unwrap_err();
     assert!(e.to_string().contains("out of range"), "{e}");
 }
+
+#[test]
+fn vocabulary_is_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Vocabulary>();
+    let v = std::sync::Arc::new(
+        grid_vocab::sentencepiece::parse_sentencepiece(&sp_model(SpVariant::Plain), "sp").unwrap(),
+    );
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let v = v.clone();
+            std::thread::spawn(move || v.encode("ab c"))
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(h.join().unwrap(), vec![266, 259, 262]);
+    }
+}
