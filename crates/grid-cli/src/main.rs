@@ -1,1 +1,35 @@
-fn main() {}
+//! `grid`: command-line tools over the grid_pg engine.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod corpus;
+mod parse;
+
+#[derive(Parser)]
+#[command(name = "grid", version, about = "grid_pg engine tools")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check every gold statement against its database's language (L1 + L2 + L3).
+    Parse(parse::ParseArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Parse(a) => parse::run(&a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("grid: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

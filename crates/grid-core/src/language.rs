@@ -9,7 +9,7 @@ use blake2::{Blake2b, Digest};
 use crate::error::{GridError, Result};
 use crate::grammar::spec::LexiconKind;
 use crate::grammar::table::LrTable;
-use crate::grammar::{project, Dialect, Terminals};
+use crate::grammar::{Dialect, Terminals};
 use crate::lexer::dfa::{LexDfa, DEAD};
 use crate::lexer::words::WordTrie;
 use crate::lexicon::{spellings, Lexicon};
@@ -20,7 +20,7 @@ use crate::termset::TermSet;
 pub struct Language {
     pub dialect: Arc<Dialect>,
     pub policy: Policy,
-    pub table: LrTable,
+    pub table: Arc<LrTable>,
     pub words: WordTrie,
     /// Dialect, policy and lexicon fingerprints combined.
     pub fingerprint: [u8; 16],
@@ -34,8 +34,7 @@ impl Language {
             .copied()
             .filter(|k| lexicon.is_empty(*k))
             .collect();
-        let cfg = project(&dialect, policy, &empty)?;
-        let table = LrTable::build(&cfg)?;
+        let table = dialect.projected_table(policy, &empty)?;
         let words = build_words(&dialect, lexicon)?;
         let lexicon_fingerprint = lexicon.fingerprint();
         let mut h = Blake2b::<U16>::new();

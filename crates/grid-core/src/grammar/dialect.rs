@@ -1,17 +1,20 @@
 //! L1: the frozen dialect. Loads the grammar template and the lexeme spec, checks that they
 //! agree, that the grammar is reduced and conflict-free, and builds the lexer automaton.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 
 use blake2::digest::consts::U16;
 use blake2::{Blake2b, Digest};
 
 use super::cfg::Cfg;
+use super::projection::project;
 use super::spec::{IdentCategory, LexSpec, LexiconKind, TermKind};
 use super::table::LrTable;
 use super::template;
 use crate::error::{GridError, Result};
 use crate::lexer::dfa::LexDfa;
+use crate::policy::{Ban, Policy, Verb};
 use crate::termset::TermSet;
 
 /// An unquoted identifier as PostgreSQL scans it (its bytes ≥ 0x80 are letters).
@@ -20,8 +23,8 @@ pub const UNQUOTED_IDENT: &str = r"[A-Za-z_\x80-\xFF][A-Za-z0-9_$\x80-\xFF]*";
 pub const QUOTED_IDENT: &str = r#""(?:[^"]|"")+""#;
 
 /// The L1 grammar source shipped with the crate.
-pub const POSTGRES_Y: &str = ""; // include_str!("../../../../grammars/postgres.y");
-pub const POSTGRES_LEX: &str = ""; // include_str!("../../../../grammars/postgres.lex");
+pub const POSTGRES_Y: &str = include_str!("../../../../grammars/postgres.y");
+pub const POSTGRES_LEX: &str = include_str!("../../../../grammars/postgres.lex");
 
 /// What the engine knows about every terminal id: grammar tokens `0..eof`, then end of
 /// input (`eof`), then the ignored terminals.
@@ -64,6 +67,16 @@ pub struct Dialect {
     pub terms: Terminals,
     pub dfa: LexDfa,
     pub fingerprint: [u8; 16],
+    /// Projected tables already built, by what a projection depends on.
+    projections: Mutex<HashMap<ProjectionKey, Arc<LrTable>>>,
+}
+
+/// A projection depends on the policy's verbs and bans and on which allow-lists are empty.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct ProjectionKey {
+    verbs: Vec<Verb>,
+    bans: Vec<Ban>,
+    empty: Vec<LexiconKind>,
 }
 
 impl Dialect {
@@ -105,7 +118,31 @@ impl Dialect {
             terms,
             dfa,
             fingerprint: h.finalize().into(),
+            projections: Mutex::default(),
         })
+    }
+
+    /// The LR table of this dialect projected by `policy`, with the terminals of the `empty`
+    /// allow-lists removed. Built once per distinct projection.
+    pub fn projected_table(&self, policy: &Policy, empty: &[LexiconKind]) -> Result<Arc<LrTable>> {
+        let key = ProjectionKey {
+            verbs: policy.verbs.clone(),
+            bans: policy.ban.clone(),
+            empty: empty.to_vec(),
+        };
+        if let Some(t) = self
+            .projections
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).cloned())
+        {
+            return Ok(t);
+        }
+        let table = Arc::new(LrTable::build(&project(self, policy, empty)?)?);
+        if let Ok(mut m) = self.projections.lock() {
+            m.insert(key, table.clone());
+        }
+        Ok(table)
     }
 
     pub fn is_reserved(&self, word: &str) -> bool {

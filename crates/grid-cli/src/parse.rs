@@ -1,0 +1,65 @@
+//! `grid parse`: which gold statements fall outside their database's language, and where.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use grid_core::{GridError, Session, StopKind};
+use serde_json::json;
+
+use crate::corpus::{read_gold, read_policy, Languages};
+
+#[derive(Args)]
+pub struct ParseArgs {
+    /// Spider-format tables.json with every database's schema.
+    #[arg(long)]
+    tables: PathBuf,
+    /// File of `SQL<TAB>db_id` lines.
+    #[arg(long)]
+    gold: PathBuf,
+    /// Policy JSON file (default: every verb, no bans).
+    #[arg(long)]
+    policy: Option<PathBuf>,
+}
+
+pub fn run(a: &ParseArgs) -> Result<(), GridError> {
+    let policy = read_policy(a.policy.as_deref())?;
+    let gold = read_gold(&a.gold)?;
+    let mut langs = Languages::new(&a.tables, policy)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let (mut parsed, mut failed) = (0usize, 0usize);
+    for g in &gold {
+        let lang = langs.get(&g.db)?;
+        let mut s = Session::new(&lang);
+        match s.check(g.sql.as_bytes()) {
+            Ok(()) => parsed += 1,
+            Err(stop) => {
+                failed += 1;
+                let reason = match &stop.kind {
+                    StopKind::NoLexeme => "no terminal matches here".to_string(),
+                    StopKind::SplitWord => "a word would be split".to_string(),
+                    StopKind::Unexpected(c) => {
+                        format!("unexpected {}", lang.terms().names_of(c).join("|"))
+                    }
+                    StopKind::Incomplete => "statement ends early".to_string(),
+                };
+                let line = json!({
+                    "line": g.line,
+                    "db": g.db,
+                    "offset": stop.offset,
+                    "reason": reason,
+                    "expected": lang.terms().names_of(&stop.expected),
+                    "sql": g.sql,
+                });
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+    writeln!(
+        out,
+        "{}",
+        json!({"total": gold.len(), "parsed": parsed, "failed": failed})
+    )?;
+    Ok(())
+}

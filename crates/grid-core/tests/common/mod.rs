@@ -1,0 +1,111 @@
+//! Shared helpers for the tests that read `../shared/data`.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use grid_core::schema::load_spider;
+use grid_core::{Dialect, Language, Lexicon, Policy, Schema};
+
+/// `$GRID_DATA_DIR`, or `../shared/data` beside the repository.
+pub fn data_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("GRID_DATA_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+    };
+    dir.join("spider/tables.json").exists().then_some(dir)
+}
+
+/// Prints why a data-driven test does nothing, and returns `None`.
+pub fn spider_or_skip(test: &str) -> Option<PathBuf> {
+    let d = data_dir();
+    if d.is_none() {
+        eprintln!("SKIP {test}: ../shared/data/spider is absent (set GRID_DATA_DIR to run it)");
+    }
+    d
+}
+
+pub fn dialect() -> Arc<Dialect> {
+    static D: OnceLock<Arc<Dialect>> = OnceLock::new();
+    D.get_or_init(|| Arc::new(Dialect::postgres().expect("the shipped dialect builds")))
+        .clone()
+}
+
+pub struct Gold {
+    pub sql: String,
+    pub db: String,
+}
+
+pub fn gold(dir: &std::path::Path) -> Vec<Gold> {
+    std::fs::read_to_string(dir.join("spider/dev_gold_pg.sql"))
+        .expect("gold file")
+        .lines()
+        .filter_map(|l| l.rsplit_once('\t'))
+        .map(|(sql, db)| Gold {
+            sql: sql.to_string(),
+            db: db.trim().to_string(),
+        })
+        .collect()
+}
+
+pub fn schemas(dir: &std::path::Path) -> HashMap<String, Schema> {
+    let d = dialect();
+    let reserved = |w: &str| d.is_reserved(w);
+    load_spider(&dir.join("spider/tables.json"), &reserved)
+        .expect("tables.json")
+        .into_iter()
+        .map(|s| (s.db_id.clone(), s))
+        .collect()
+}
+
+/// Languages per database under one policy, built on first use.
+pub struct Langs {
+    schemas: HashMap<String, Schema>,
+    policy: Policy,
+    built: HashMap<String, Arc<Language>>,
+}
+
+impl Langs {
+    pub fn new(dir: &std::path::Path, policy: Policy) -> Langs {
+        Langs {
+            schemas: schemas(dir),
+            policy,
+            built: HashMap::new(),
+        }
+    }
+
+    pub fn schema(&self, db: &str) -> &Schema {
+        &self.schemas[db]
+    }
+
+    pub fn get(&mut self, db: &str) -> Arc<Language> {
+        if let Some(l) = self.built.get(db) {
+            return l.clone();
+        }
+        let d = dialect();
+        let reserved = |w: &str| d.is_reserved(w);
+        let lx = Lexicon::from_schema(&self.schemas[db], &self.policy, &reserved).expect("lexicon");
+        let l = Arc::new(Language::build(d.clone(), &self.policy, &lx).expect("language"));
+        self.built.insert(db.to_string(), l.clone());
+        l
+    }
+}
+
+/// A small deterministic generator (xorshift), so failures reproduce from the seed printed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
