@@ -1,0 +1,152 @@
+//! Backends: what samples one token per generation under its allowed set.
+//!
+//! The server hands a backend a batch of [`SampleContext`]s (one per ready generation)
+//! and checks every answer against the allowed set before it is sent: a backend that
+//! answers outside mask ∪ cd_pass (or EOS when the gate is shut) gets its answer refused
+//! (`backend_violation`), never emitted.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::error::BackendError;
+use crate::protocol::Sampling;
+use crate::tokenset::TokenSet;
+
+pub mod mock;
+pub mod script;
+pub mod vllm;
+
+/// A boxed, sendable future (what [`Backend::sample_batch`] returns).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The ids a step may sample: the mask entry's set, the step's CD pass list, and EOS
+/// when the gate is open.
+#[derive(Debug, Clone)]
+pub struct Allowed {
+    /// The mask entry's set (shared with the server's cache).
+    mask: Arc<TokenSet>,
+    /// CD-pass ids not already in `mask`, ascending.
+    extra: Vec<u32>,
+    /// The EOS id when EOS is allowed this step.
+    eos: Option<u32>,
+}
+
+impl Allowed {
+    /// mask ∪ cd_pass ∪ {eos}. Ids of `cd_pass` outside the mask's universe are
+    /// dropped (the server validates them before).
+    pub fn new(mask: Arc<TokenSet>, cd_pass: &[u32], eos: Option<u32>) -> Self {
+        let mut extra: Vec<u32> = cd_pass
+            .iter()
+            .copied()
+            .filter(|&id| (id as usize) < mask.universe() && !mask.contains(id))
+            .collect();
+        extra.sort_unstable();
+        extra.dedup();
+        Allowed { mask, extra, eos }
+    }
+
+    /// Whether `id` may be sampled (EOS only when the gate is open).
+    pub fn contains(&self, id: u32) -> bool {
+        self.eos == Some(id) || self.mask.contains(id) || self.extra.binary_search(&id).is_ok()
+    }
+
+    /// The EOS id, when EOS is allowed.
+    pub fn eos(&self) -> Option<u32> {
+        self.eos
+    }
+
+    /// Number of allowed ids, EOS included when allowed.
+    pub fn len(&self) -> usize {
+        let eos_extra = self
+            .eos
+            .is_some_and(|e| !self.mask.contains(e) && self.extra.binary_search(&e).is_err());
+        self.mask.len() + self.extra.len() + usize::from(eos_extra)
+    }
+
+    /// Whether nothing may be sampled.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The allowed ids other than EOS, each once (mask ids ascending, then CD-pass ids
+    /// ascending).
+    pub fn tokens(&self) -> impl Iterator<Item = u32> + '_ {
+        let eos = self.eos;
+        self.mask
+            .iter()
+            .chain(self.extra.iter().copied())
+            .filter(move |&id| Some(id) != eos)
+    }
+
+    /// Every allowed id, EOS included when allowed, ascending.
+    pub fn ids(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.tokens().chain(self.eos).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+/// What a backend sees of one generation's step.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleContext<'a> {
+    /// The generation's id.
+    pub generation: &'a str,
+    /// The prompt tokens.
+    pub prompt: &'a [u32],
+    /// Every token after the prompt (sampled and forced), including this step's
+    /// `tokens_to_append`.
+    pub generated: &'a [u32],
+    /// What may be sampled.
+    pub allowed: &'a Allowed,
+    /// The sampling parameters.
+    pub sampling: Sampling,
+}
+
+impl SampleContext<'_> {
+    /// The history length (prompt + generated): the step's position.
+    pub fn position(&self) -> usize {
+        self.prompt.len() + self.generated.len()
+    }
+}
+
+/// A sampled token.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    /// The token id.
+    pub token: u32,
+    /// Its log-probability under the backend's masked distribution, when known.
+    pub logprob: Option<f64>,
+}
+
+/// A model that samples one token per generation of a batch, each from its allowed set.
+pub trait Backend: Send + Sync + 'static {
+    /// The model's name (served in the vocabulary reply).
+    fn model(&self) -> &str;
+
+    /// One result per context, in order. A backend must choose only allowed ids; the
+    /// server checks it regardless.
+    fn sample_batch<'a>(
+        &'a self,
+        batch: &'a [SampleContext<'a>],
+    ) -> BoxFuture<'a, Vec<Result<Sample, BackendError>>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowed_union() {
+        let mask = Arc::new(TokenSet::from_ids(10, [1, 3]).unwrap());
+        let a = Allowed::new(mask.clone(), &[3, 5, 5, 12], Some(9));
+        assert_eq!(a.ids(), vec![1, 3, 5, 9]);
+        assert_eq!(a.len(), 4);
+        assert!(a.contains(9) && a.contains(5) && !a.contains(2) && !a.contains(12));
+        assert_eq!(a.tokens().collect::<Vec<_>>(), vec![1, 3, 5]);
+        let shut = Allowed::new(mask, &[], None);
+        assert!(!shut.contains(9));
+        assert_eq!(shut.len(), 2);
+    }
+}

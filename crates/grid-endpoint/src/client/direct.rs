@@ -1,0 +1,393 @@
+//! The direct mode: exact greedy decoding under a caller-computed mask against a stock
+//! OpenAI-compatible server that does not speak `grid-endpoint/1`.
+//!
+//! Each round asks for a chunk of `k` greedy tokens continuing the output, with the top
+//! alternatives of every position. The longest prefix of the chunk whose tokens are each
+//! allowed (by `mask_for` of the output so far) is kept. At the first illegal token the
+//! masked greedy choice is the most likely *allowed* alternative of that position, when
+//! one is listed and its rank is unambiguous (every unlisted token is at most as likely
+//! as the last listed one); otherwise one constrained step (`allowed_token_ids`, or
+//! `logit_bias` on servers without it) decides. Either way the result is exactly
+//! per-step masked greedy, with far fewer round trips when the model mostly agrees with
+//! the mask. Every kept token is checked against its mask: a server that ignores a
+//! constraint gets [`ClientError::IllegalToken`], never a token outside the mask.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use grid_vocab::Vocabulary;
+
+use crate::client::http::{Http, HttpConfig};
+use crate::client::openai::{
+    parse_completion, Completion, CompletionRequest, TokenMap, COMPLETIONS_PATH,
+};
+use crate::error::ClientError;
+use crate::tokenset::TokenSet;
+
+/// How a constrained step restricts the server's choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConstraintStyle {
+    /// vLLM's `allowed_token_ids`.
+    AllowedTokenIds,
+    /// OpenAI's `logit_bias`: +100 on the allowed ids, or −100 on the others when fewer.
+    LogitBias,
+    /// `allowed_token_ids`, switching to `logit_bias` for good when the server refuses it
+    /// (HTTP 400/422).
+    Auto,
+}
+
+/// Settings of a [`DirectClient`].
+#[derive(Debug, Clone)]
+pub struct DirectConfig {
+    /// Transport settings.
+    pub http: HttpConfig,
+    /// Tokens asked for per round (`max_tokens`), at least 1.
+    pub chunk: usize,
+    /// Alternatives asked for per position (`logprobs`), at least 1.
+    pub top_logprobs: usize,
+    /// How constrained steps are sent.
+    pub constraint: ConstraintStyle,
+    /// Send vLLM's extensions (`return_tokens_as_token_ids`, `skip_special_tokens`).
+    /// Without them token strings are mapped back through the vocabulary, which is exact
+    /// only for tokens whose bytes are valid UTF-8 and unique.
+    pub vllm_extensions: bool,
+}
+
+impl Default for DirectConfig {
+    fn default() -> Self {
+        DirectConfig {
+            http: HttpConfig::default(),
+            chunk: 16,
+            top_logprobs: 5,
+            constraint: ConstraintStyle::Auto,
+            vllm_extensions: true,
+        }
+    }
+}
+
+/// Why a generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// EOS was chosen (it is not in `tokens`).
+    Eos,
+    /// `max_new_tokens` were generated.
+    Length,
+}
+
+/// The result of a greedy generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GreedyOutput {
+    /// The generated tokens (without EOS).
+    pub tokens: Vec<u32>,
+    /// Why it stopped.
+    pub finish: Finish,
+    /// Requests made.
+    pub round_trips: u64,
+    /// Constrained single steps among them.
+    pub constrained_steps: u64,
+}
+
+/// A client of an OpenAI-compatible completions server, for one model and vocabulary.
+#[derive(Debug)]
+pub struct DirectClient {
+    http: Http,
+    model: String,
+    vocab: Arc<Vocabulary>,
+    map: TokenMap,
+    config: DirectConfig,
+    /// Set once the server has refused `allowed_token_ids` (Auto style).
+    use_bias: AtomicBool,
+}
+
+/// Per-call counters.
+#[derive(Default)]
+struct Counters {
+    round_trips: u64,
+    constrained: u64,
+}
+
+impl DirectClient {
+    /// A client of `base_url` (the server root; a trailing `/v1` is accepted) serving
+    /// `model` with vocabulary `vocab`.
+    pub fn new(
+        base_url: &str,
+        model: impl Into<String>,
+        vocab: Arc<Vocabulary>,
+        config: DirectConfig,
+    ) -> Result<Self, ClientError> {
+        if config.chunk == 0 || config.top_logprobs == 0 {
+            return Err(ClientError::invalid("chunk and top_logprobs must be ≥ 1"));
+        }
+        Ok(DirectClient {
+            http: Http::new(base_url, config.http.clone())?,
+            model: model.into(),
+            vocab,
+            map: TokenMap::new(),
+            config,
+            use_bias: AtomicBool::new(false),
+        })
+    }
+
+    /// Greedy decoding under the mask, in chunks (see the module documentation).
+    /// `mask_for(output)` is the allowed set after `output` (the generated tokens so
+    /// far, without the prompt); it holds EOS exactly when EOS is allowed.
+    pub async fn greedy(
+        &self,
+        prompt: &[u32],
+        max_new_tokens: usize,
+        mut mask_for: impl FnMut(&[u32]) -> TokenSet,
+    ) -> Result<GreedyOutput, ClientError> {
+        let eos = self.vocab.eos_id();
+        let mut out: Vec<u32> = Vec::new();
+        let mut n = Counters::default();
+        'rounds: while out.len() < max_new_tokens {
+            let want = self.config.chunk.min(max_new_tokens - out.len());
+            let context = concat(prompt, &out);
+            let chunk = self.complete(&context, want, None, &mut n).await?;
+            if chunk.tokens.is_empty() && chunk.finish_reason.as_deref() != Some("stop") {
+                return Err(ClientError::malformed(
+                    "completion returned no tokens and did not stop",
+                ));
+            }
+            for t in &chunk.tokens {
+                let allowed = checked_mask(&mut mask_for, &out)?;
+                if allowed.contains(t.id) {
+                    if Some(t.id) == eos {
+                        return Ok(done(out, Finish::Eos, n));
+                    }
+                    out.push(t.id);
+                    if out.len() == max_new_tokens {
+                        break 'rounds;
+                    }
+                    continue;
+                }
+                // The model's choice is illegal here: the masked greedy choice is the best
+                // allowed alternative, when the list decides it.
+                let pick = match best_listed(&t.top, &allowed) {
+                    Some(id) => id,
+                    None => {
+                        self.constrained(&concat(prompt, &out), &allowed, out.len(), &mut n)
+                            .await?
+                    }
+                };
+                if Some(pick) == eos {
+                    return Ok(done(out, Finish::Eos, n));
+                }
+                out.push(pick);
+                continue 'rounds;
+            }
+            if chunk.tokens.len() < want && chunk.finish_reason.as_deref() == Some("stop") {
+                // The model's next choice was EOS.
+                let allowed = checked_mask(&mut mask_for, &out)?;
+                if eos.is_some_and(|e| allowed.contains(e)) {
+                    return Ok(done(out, Finish::Eos, n));
+                }
+                let pick = self
+                    .constrained(&concat(prompt, &out), &allowed, out.len(), &mut n)
+                    .await?;
+                if Some(pick) == eos {
+                    return Ok(done(out, Finish::Eos, n));
+                }
+                out.push(pick);
+            }
+        }
+        Ok(done(out, Finish::Length, n))
+    }
+
+    /// The reference: one constrained greedy step per token.
+    pub async fn greedy_per_step(
+        &self,
+        prompt: &[u32],
+        max_new_tokens: usize,
+        mut mask_for: impl FnMut(&[u32]) -> TokenSet,
+    ) -> Result<GreedyOutput, ClientError> {
+        let eos = self.vocab.eos_id();
+        let mut out: Vec<u32> = Vec::new();
+        let mut n = Counters::default();
+        while out.len() < max_new_tokens {
+            let allowed = checked_mask(&mut mask_for, &out)?;
+            let pick = self
+                .constrained(&concat(prompt, &out), &allowed, out.len(), &mut n)
+                .await?;
+            if Some(pick) == eos {
+                return Ok(done(out, Finish::Eos, n));
+            }
+            out.push(pick);
+        }
+        Ok(done(out, Finish::Length, n))
+    }
+
+    /// One greedy token restricted to `allowed`.
+    async fn constrained(
+        &self,
+        context: &[u32],
+        allowed: &TokenSet,
+        step: usize,
+        n: &mut Counters,
+    ) -> Result<u32, ClientError> {
+        n.constrained += 1;
+        let bias = match self.config.constraint {
+            ConstraintStyle::LogitBias => true,
+            ConstraintStyle::AllowedTokenIds => false,
+            ConstraintStyle::Auto => self.use_bias.load(Ordering::Relaxed),
+        };
+        let reply = match self.complete(context, 1, Some((allowed, bias)), n).await {
+            Err(ClientError::Rejected { status, .. })
+                if !bias
+                    && self.config.constraint == ConstraintStyle::Auto
+                    && (status == 400 || status == 422) =>
+            {
+                self.use_bias.store(true, Ordering::Relaxed);
+                self.complete(context, 1, Some((allowed, true)), n).await?
+            }
+            other => other?,
+        };
+        let eos = self.vocab.eos_id();
+        let token = match reply.tokens.first() {
+            Some(t) => t.id,
+            None if reply.finish_reason.as_deref() == Some("stop") => eos.ok_or_else(|| {
+                ClientError::malformed("the model stopped but the vocabulary has no EOS")
+            })?,
+            None => return Err(ClientError::malformed("constrained step returned no token")),
+        };
+        if !allowed.contains(token) {
+            return Err(ClientError::IllegalToken { token, step });
+        }
+        Ok(token)
+    }
+
+    async fn complete(
+        &self,
+        context: &[u32],
+        max_tokens: usize,
+        constraint: Option<(&TokenSet, bool)>,
+        n: &mut Counters,
+    ) -> Result<Completion, ClientError> {
+        let (allowed_token_ids, logit_bias) = match constraint {
+            None => (None, None),
+            Some((set, false)) => (Some(set.iter().collect()), None),
+            Some((set, true)) => (None, Some(bias_for(set))),
+        };
+        let req = CompletionRequest {
+            model: &self.model,
+            prompt: context,
+            max_tokens,
+            temperature: 0.0,
+            top_k: None,
+            seed: None,
+            logprobs: self.config.top_logprobs,
+            allowed_token_ids,
+            logit_bias,
+            return_tokens_as_token_ids: self.config.vllm_extensions,
+            skip_special_tokens: self.config.vllm_extensions.then_some(false),
+        };
+        n.round_trips += 1;
+        let reply = self.http.post_json(COMPLETIONS_PATH, &req).await?;
+        parse_completion(&reply.body, &self.vocab, &self.map)
+    }
+}
+
+fn concat(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let mut v = Vec::with_capacity(a.len() + b.len());
+    v.extend_from_slice(a);
+    v.extend_from_slice(b);
+    v
+}
+
+fn done(tokens: Vec<u32>, finish: Finish, n: Counters) -> GreedyOutput {
+    GreedyOutput {
+        tokens,
+        finish,
+        round_trips: n.round_trips,
+        constrained_steps: n.constrained,
+    }
+}
+
+fn checked_mask(
+    mask_for: &mut impl FnMut(&[u32]) -> TokenSet,
+    out: &[u32],
+) -> Result<TokenSet, ClientError> {
+    let m = mask_for(out);
+    if m.is_empty() {
+        return Err(ClientError::invalid(format!(
+            "mask_for returned an empty set after {} tokens",
+            out.len()
+        )));
+    }
+    Ok(m)
+}
+
+/// The most likely allowed alternative of a position, when the list proves it is the
+/// masked greedy choice: it is strictly more likely than every other allowed listed
+/// token and, unless the list covers the whole vocabulary, strictly more likely than the
+/// last entry (which bounds every unlisted token, however many entries the server chose
+/// to return).
+fn best_listed(top: &[(u32, f64)], allowed: &TokenSet) -> Option<u32> {
+    let mut it = top.iter().filter(|(id, _)| allowed.contains(*id));
+    let &(best, p) = it.next()?;
+    if it.next().is_some_and(|&(_, q)| q >= p) {
+        return None;
+    }
+    if top.len() < allowed.universe() {
+        let floor = top.last().map(|&(_, q)| q)?;
+        if p <= floor {
+            return None;
+        }
+    }
+    Some(best)
+}
+
+/// `logit_bias` restricting the choice to `set`: +100 on its ids, or −100 on the others
+/// when they are fewer.
+fn bias_for(set: &TokenSet) -> BTreeMap<String, f64> {
+    let inside = set.len();
+    let outside = set.universe() - inside;
+    if inside <= outside {
+        set.iter().map(|id| (id.to_string(), 100.0)).collect()
+    } else {
+        (0..set.universe() as u32)
+            .filter(|&id| !set.contains(id))
+            .map(|id| (id.to_string(), -100.0))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn best_listed_respects_the_floor() {
+        let allowed = TokenSet::from_ids(10, [3, 4]).unwrap();
+        // 4 is listed last, so an unlisted allowed token may beat it.
+        assert_eq!(
+            best_listed(&[(1, -0.1), (2, -1.0), (4, -2.0)], &allowed),
+            None
+        );
+        // 4 is above the floor: decided.
+        assert_eq!(
+            best_listed(&[(1, -0.1), (4, -1.0), (2, -2.0)], &allowed),
+            Some(4)
+        );
+        // A list of the whole vocabulary decides even at its end.
+        let small = TokenSet::from_ids(2, [1]).unwrap();
+        assert_eq!(best_listed(&[(0, -0.1), (1, -1.0)], &small), Some(1));
+        // A tie between allowed tokens is left to the server.
+        assert_eq!(
+            best_listed(&[(1, -0.1), (3, -1.0), (4, -1.0), (2, -3.0)], &allowed),
+            None
+        );
+        assert_eq!(best_listed(&[(1, -0.1)], &allowed), None);
+    }
+
+    #[test]
+    fn bias_takes_the_smaller_side() {
+        let few = TokenSet::from_ids(10, [1]).unwrap();
+        assert_eq!(bias_for(&few).len(), 1);
+        let many = TokenSet::from_ids(10, 0..9).unwrap();
+        let b = bias_for(&many);
+        assert_eq!(b.get("9"), Some(&-100.0));
+        assert_eq!(b.len(), 1);
+    }
+}

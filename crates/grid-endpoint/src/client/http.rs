@@ -1,0 +1,371 @@
+//! The HTTP layer shared by the protocol client, the direct OpenAI-compatible client and
+//! the vLLM backend: timeouts, bounded retries on connection errors only, a reply-size
+//! cap, and the mapping of every transport failure to a distinct [`ClientError`].
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use reqwest::{Method, StatusCode, Url};
+use serde::Serialize;
+
+use crate::error::ClientError;
+use crate::protocol::{request_codes, ErrorBody};
+
+/// An API key, sent as `Authorization: Bearer …`. Its `Debug` and `Display` never show
+/// it, and no error message contains it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key; `None` for an empty one.
+    pub fn new(key: impl Into<String>) -> Option<Self> {
+        let key = key.into();
+        (!key.is_empty()).then_some(ApiKey(key))
+    }
+
+    /// The key from environment variable `var`, when set and non-empty.
+    pub fn from_env(var: &str) -> Option<Self> {
+        std::env::var(var).ok().and_then(ApiKey::new)
+    }
+
+    /// The key itself (to send it, never to show it).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Transport settings of a client.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Limit on establishing a connection.
+    pub connect_timeout: Duration,
+    /// Limit on a whole request: connect, send, wait, read the reply.
+    pub request_timeout: Duration,
+    /// How many times a request that could not *connect* is tried again (so at most
+    /// `retries + 1` attempts). Nothing else is retried: not timeouts, not HTTP errors,
+    /// not bad replies, since the server may have acted on the request.
+    pub retries: u32,
+    /// Wait before the first retry; doubled before each further one.
+    pub retry_backoff: Duration,
+    /// Sent as a bearer token when set.
+    pub api_key: Option<ApiKey>,
+    /// Replies longer than this are refused as malformed.
+    pub max_reply_bytes: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(60),
+            retries: 2,
+            retry_backoff: Duration::from_millis(100),
+            api_key: None,
+            max_reply_bytes: 256 << 20,
+        }
+    }
+}
+
+/// A successful (2xx) reply.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    /// The whole body.
+    pub body: Bytes,
+}
+
+/// A reqwest client bound to one base URL.
+#[derive(Debug, Clone)]
+pub(crate) struct Http {
+    client: reqwest::Client,
+    /// The server root (no trailing `/`, no trailing `/v1`).
+    base: String,
+    /// `base` without credentials, for messages.
+    shown: String,
+    config: HttpConfig,
+    /// Round trips made (requests that reached the server or failed trying).
+    round_trips: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Http {
+    /// A client for the server at `base_url` (e.g. `http://127.0.0.1:8077`; a trailing
+    /// `/` or `/v1` is dropped, paths are added as `/v1/...`).
+    pub fn new(base_url: &str, config: HttpConfig) -> Result<Self, ClientError> {
+        let mut url = Url::parse(base_url)
+            .map_err(|e| ClientError::invalid(format!("bad endpoint URL: {e}")))?;
+        if url.scheme() != "http" && url.scheme() != "https" {
+            return Err(ClientError::invalid(format!(
+                "endpoint URL scheme must be http or https, not {}",
+                url.scheme()
+            )));
+        }
+        let mut base = url.as_str().trim_end_matches('/').to_string();
+        if let Some(stripped) = base.strip_suffix("/v1") {
+            base = stripped.to_string();
+        }
+        // Credentials in the URL are used but never shown.
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        let mut shown = url.as_str().trim_end_matches('/').to_string();
+        if let Some(stripped) = shown.strip_suffix("/v1") {
+            shown = stripped.to_string();
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .timeout(config.request_timeout)
+            .build()
+            .map_err(|e| ClientError::Transport {
+                detail: format!("cannot build the HTTP client: {}", e.without_url()),
+            })?;
+        Ok(Http {
+            client,
+            base,
+            shown,
+            config,
+            round_trips: Default::default(),
+        })
+    }
+
+    /// The endpoint as shown in messages (no credentials).
+    pub fn endpoint(&self) -> &str {
+        &self.shown
+    }
+
+    /// Round trips made so far.
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// `GET path`.
+    pub async fn get(&self, path: &str) -> Result<Reply, ClientError> {
+        self.send(Method::GET, path, None).await
+    }
+
+    /// `POST path` with a JSON body.
+    pub async fn post_json<T: Serialize + ?Sized>(
+        &self,
+        path: &str,
+        body: &T,
+    ) -> Result<Reply, ClientError> {
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| ClientError::invalid(format!("cannot serialize the request: {e}")))?;
+        self.send(Method::POST, path, Some(Bytes::from(bytes)))
+            .await
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> Result<Reply, ClientError> {
+        let url = format!("{}{}", self.base, path);
+        let mut attempts = 0u32;
+        let mut backoff = self.config.retry_backoff;
+        loop {
+            attempts += 1;
+            self.round_trips
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut req = self.client.request(method.clone(), &url);
+            if let Some(key) = &self.config.api_key {
+                req = req.bearer_auth(key.expose());
+            }
+            if let Some(b) = &body {
+                req = req
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(b.clone());
+            }
+            match req.send().await {
+                Ok(resp) => return self.finish(resp).await,
+                Err(e) => {
+                    let err = self.classify(&e, attempts);
+                    let retryable = matches!(
+                        err,
+                        ClientError::ConnectionRefused { .. } | ClientError::Connect { .. }
+                    );
+                    if retryable && attempts <= self.config.retries {
+                        tokio::time::sleep(backoff).await;
+                        backoff = backoff.saturating_mul(2);
+                        continue;
+                    }
+                    return Err(err);
+                }
+            }
+        }
+    }
+
+    async fn finish(&self, mut resp: reqwest::Response) -> Result<Reply, ClientError> {
+        let status = resp.status();
+        let mut buf = BytesMut::new();
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    if buf.len() + chunk.len() > self.config.max_reply_bytes {
+                        return Err(ClientError::malformed(format!(
+                            "reply longer than {} bytes",
+                            self.config.max_reply_bytes
+                        )));
+                    }
+                    buf.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(match self.classify(&e, 1) {
+                        t @ ClientError::Timeout { .. } => t,
+                        _ => ClientError::Disconnected {
+                            detail: format!("reading the reply body: {}", describe(&e)),
+                        },
+                    });
+                }
+            }
+        }
+        let body = buf.freeze();
+        if status.is_success() {
+            return Ok(Reply { body });
+        }
+        Err(status_error(status, &body))
+    }
+
+    fn classify(&self, e: &reqwest::Error, attempts: u32) -> ClientError {
+        let endpoint = self.shown.clone();
+        if e.is_timeout() || has_io_kind(e, std::io::ErrorKind::TimedOut) {
+            let phase = if e.is_connect() {
+                "connecting"
+            } else {
+                "waiting for or reading the reply"
+            };
+            return ClientError::Timeout {
+                endpoint,
+                detail: phase.to_string(),
+            };
+        }
+        if e.is_connect() {
+            if has_io_kind(e, std::io::ErrorKind::ConnectionRefused) {
+                return ClientError::ConnectionRefused { endpoint, attempts };
+            }
+            return ClientError::Connect {
+                endpoint,
+                attempts,
+                detail: describe(e),
+            };
+        }
+        if e.is_body() || e.is_decode() || is_disconnect(e) {
+            return ClientError::Disconnected {
+                detail: describe(e),
+            };
+        }
+        ClientError::Transport {
+            detail: describe(e),
+        }
+    }
+}
+
+/// The error of a non-2xx reply.
+fn status_error(status: StatusCode, body: &[u8]) -> ClientError {
+    let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
+    let (code, message, server_fp) = match parsed {
+        Some(b) => (b.error.code, b.error.message, b.error.server_fingerprint),
+        None => ("http".to_string(), snippet(body), None),
+    };
+    if status.is_server_error() {
+        return ClientError::ServerError {
+            status: status.as_u16(),
+            message,
+        };
+    }
+    if code == request_codes::VOCAB_MISMATCH {
+        return ClientError::VocabMismatch {
+            client: String::new(),
+            server: server_fp.unwrap_or_default(),
+        };
+    }
+    ClientError::Rejected {
+        status: status.as_u16(),
+        code,
+        message,
+    }
+}
+
+/// The start of a body, as text, for messages.
+pub(crate) fn snippet(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+    if body.len() > 200 {
+        format!("{text}…")
+    } else {
+        text
+    }
+}
+
+/// The error and its sources, without the URL.
+fn describe(e: &reqwest::Error) -> String {
+    let mut out = String::new();
+    let mut cur: Option<&(dyn StdError + 'static)> = e.source();
+    out.push_str(&strip_url(e));
+    while let Some(s) = cur {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        cur = s.source();
+    }
+    out
+}
+
+fn strip_url(e: &reqwest::Error) -> String {
+    // `without_url` needs ownership; the display of the kind alone is enough.
+    if e.is_connect() {
+        "error connecting".into()
+    } else if e.is_body() {
+        "error reading the body".into()
+    } else if e.is_decode() {
+        "error decoding the body".into()
+    } else if e.is_request() {
+        "error sending the request".into()
+    } else {
+        "HTTP error".into()
+    }
+}
+
+fn sources(e: &reqwest::Error) -> impl Iterator<Item = &(dyn StdError + 'static)> {
+    let mut cur: Option<&(dyn StdError + 'static)> = e.source();
+    std::iter::from_fn(move || {
+        let s = cur?;
+        cur = s.source();
+        Some(s)
+    })
+}
+
+fn has_io_kind(e: &reqwest::Error, kind: std::io::ErrorKind) -> bool {
+    sources(e).any(|s| {
+        s.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == kind)
+    })
+}
+
+fn is_disconnect(e: &reqwest::Error) -> bool {
+    sources(e).any(|s| {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message() || h.is_closed() || h.is_canceled();
+        }
+        s.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            )
+        })
+    })
+}

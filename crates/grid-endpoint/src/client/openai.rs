@@ -1,0 +1,177 @@
+//! The OpenAI-compatible `POST /v1/completions` call with token-id prompts, as vLLM
+//! serves it: the request (with vLLM's `allowed_token_ids` and
+//! `return_tokens_as_token_ids` extensions) and the parse of the chosen tokens and their
+//! top-k logprobs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
+
+use grid_vocab::Vocabulary;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ClientError;
+
+/// Path of the completions call.
+pub const COMPLETIONS_PATH: &str = "/v1/completions";
+
+/// A completions request over token ids.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompletionRequest<'a> {
+    /// The served model name.
+    pub model: &'a str,
+    /// The prompt as token ids.
+    pub prompt: &'a [u32],
+    /// Tokens to generate.
+    pub max_tokens: usize,
+    /// Sampling temperature (0 = greedy).
+    pub temperature: f64,
+    /// vLLM's top-k (absent: off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+    /// Seed of the draw.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// How many top alternatives to report per position.
+    pub logprobs: usize,
+    /// vLLM: sample only among these ids.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_token_ids: Option<Vec<u32>>,
+    /// OpenAI: additive bias per id (keys are ids as decimal strings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logit_bias: Option<BTreeMap<String, f64>>,
+    /// vLLM: name tokens `token_id:<n>` in logprobs.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub return_tokens_as_token_ids: bool,
+    /// vLLM: keep special tokens (EOS) in the output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip_special_tokens: Option<bool>,
+}
+
+/// One generated position of a completion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompletionToken {
+    /// The chosen id.
+    pub id: u32,
+    /// Its logprob, when reported.
+    pub logprob: Option<f64>,
+    /// The reported alternatives `(id, logprob)`, most likely first (ties: lower id).
+    pub top: Vec<(u32, f64)>,
+}
+
+/// A parsed completion (the first choice).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    /// The generated positions, in order.
+    pub tokens: Vec<CompletionToken>,
+    /// `stop` (the model ended: EOS or a stop token), `length`, …
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Reply {
+    choices: Vec<Choice>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    finish_reason: Option<String>,
+    #[serde(default)]
+    logprobs: Option<Logprobs>,
+}
+
+#[derive(Deserialize)]
+struct Logprobs {
+    #[serde(default)]
+    tokens: Vec<String>,
+    #[serde(default)]
+    token_logprobs: Vec<Option<f64>>,
+    #[serde(default)]
+    top_logprobs: Vec<Option<serde_json::Map<String, Value>>>,
+}
+
+/// Maps the token strings of a reply to ids: `token_id:<n>` directly; any other string
+/// by its UTF-8 bytes when exactly one vocabulary id spells them (built once per
+/// vocabulary, on first use).
+#[derive(Debug, Default)]
+pub struct TokenMap {
+    /// Bytes → the id spelling them, or `None` when several do.
+    by_bytes: OnceLock<HashMap<Vec<u8>, Option<u32>>>,
+}
+
+impl TokenMap {
+    /// An empty map (built lazily).
+    pub fn new() -> Self {
+        TokenMap::default()
+    }
+
+    /// The id of token string `s`.
+    pub fn id_of(&self, vocab: &Vocabulary, s: &str) -> Result<u32, ClientError> {
+        if let Some(n) = s.strip_prefix("token_id:") {
+            let id: u32 = n.parse().map_err(|_| ClientError::UnmappableToken {
+                token: s.to_string(),
+            })?;
+            if id as usize >= vocab.len() {
+                return Err(ClientError::malformed(format!(
+                    "token id {id} is out of the vocabulary of {}",
+                    vocab.len()
+                )));
+            }
+            return Ok(id);
+        }
+        let map = self.by_bytes.get_or_init(|| {
+            let mut m: HashMap<Vec<u8>, Option<u32>> = HashMap::new();
+            for (id, b) in vocab.iter() {
+                m.entry(b.to_vec())
+                    .and_modify(|e| *e = None)
+                    .or_insert(Some(id));
+            }
+            m
+        });
+        match map.get(s.as_bytes()) {
+            Some(Some(id)) => Ok(*id),
+            _ => Err(ClientError::UnmappableToken {
+                token: s.to_string(),
+            }),
+        }
+    }
+}
+
+/// Parses a completions reply body.
+pub fn parse_completion(
+    body: &[u8],
+    vocab: &Vocabulary,
+    map: &TokenMap,
+) -> Result<Completion, ClientError> {
+    let reply: Reply = serde_json::from_slice(body)
+        .map_err(|e| ClientError::malformed(format!("completions reply: {e}")))?;
+    let choice = reply
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| ClientError::malformed("completions reply has no choices"))?;
+    let mut tokens = Vec::new();
+    if let Some(lp) = choice.logprobs {
+        for (i, s) in lp.tokens.iter().enumerate() {
+            let id = map.id_of(vocab, s)?;
+            let logprob = lp.token_logprobs.get(i).copied().flatten();
+            let mut top = Vec::new();
+            if let Some(Some(alts)) = lp.top_logprobs.get(i) {
+                for (k, v) in alts {
+                    let alt = map.id_of(vocab, k)?;
+                    let p = v.as_f64().ok_or_else(|| {
+                        ClientError::malformed(format!("top logprob of {k:?} is not a number"))
+                    })?;
+                    top.push((alt, p));
+                }
+            }
+            top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            tokens.push(CompletionToken { id, logprob, top });
+        }
+    }
+    Ok(Completion {
+        tokens,
+        finish_reason: choice.finish_reason,
+    })
+}

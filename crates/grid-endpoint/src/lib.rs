@@ -1,0 +1,34 @@
+//! The model endpoint of grid_pg.
+//!
+//! The extension drives the decode loop: it computes the exact mask of every step, owns
+//! termination and the audit trail. The endpoint only samples under the mask. This
+//! crate holds
+//!
+//! * [`protocol`]: the `grid-endpoint/1` wire types (`GET /v1/vocabulary`,
+//!   `POST /v1/step`), documented in `docs/endpoint-protocol.md`;
+//! * [`client`]: the protocol client ([`EndpointClient`]) and the direct mode for stock
+//!   OpenAI-compatible servers ([`DirectClient`]: exact masked greedy from top-k
+//!   logprobs and constrained single steps);
+//! * [`server`]: the reference endpoint ([`Server`]) with its [`backend`]s: deterministic
+//!   mocks (scripted, adversarial) and a vLLM front.
+//!
+//! Every failure a peer can cause is a typed error ([`ClientError`], per-generation
+//! [`GenerationError`]), never a panic; the server never emits a token outside the
+//! allowed set, whatever its backend answers.
+
+pub mod backend;
+pub mod client;
+pub mod error;
+pub mod lru;
+pub mod protocol;
+pub mod server;
+pub mod tokenset;
+
+pub use backend::{Allowed, Backend, Sample, SampleContext};
+pub use client::{
+    ClientConfig, DirectClient, DirectConfig, EndpointClient, HttpConfig, Mask, Sampled, StepInput,
+};
+pub use error::{BackendError, ClientError, GenerationError};
+pub use protocol::{Sampling, PROTOCOL};
+pub use server::{Server, ServerConfig};
+pub use tokenset::{EntryId, TokenSet};

@@ -1,0 +1,242 @@
+//! `grid-endpoint`: the reference model endpoint of grid_pg, and a probe of endpoints.
+//!
+//! ```text
+//! grid-endpoint serve --backend mock --mock scripted --script demo.json \
+//!     --tokenizer path/to/tokenizer --listen 127.0.0.1:8077
+//! grid-endpoint serve --backend vllm --vllm-url http://gpu:8000 --model Qwen/Qwen2.5-7B \
+//!     --tokenizer path/to/tokenizer --listen 0.0.0.0:8077
+//! grid-endpoint vocabulary --url http://127.0.0.1:8077
+//! grid-endpoint fingerprint --tokenizer path/to/tokenizer
+//! ```
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use grid_endpoint::backend::mock::{AdversarialMock, ScriptedMock};
+use grid_endpoint::backend::script::Script;
+use grid_endpoint::backend::vllm::{VllmBackend, VllmConfig};
+use grid_endpoint::client::{ApiKey, ClientConfig, EndpointClient, HttpConfig};
+use grid_endpoint::{Backend, Server, ServerConfig};
+use grid_vocab::Vocabulary;
+
+#[derive(Parser)]
+#[command(name = "grid-endpoint", version, about = "The grid_pg model endpoint")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the grid-endpoint/1 protocol.
+    Serve(ServeArgs),
+    /// Fetch an endpoint's vocabulary and print its summary.
+    Vocabulary {
+        /// The endpoint, e.g. http://127.0.0.1:8077.
+        #[arg(long)]
+        url: String,
+        /// Bearer token of the endpoint.
+        #[arg(long, env = "GRID_ENDPOINT_API_KEY", hide_env_values = true)]
+        api_key: Option<String>,
+    },
+    /// Print the fingerprint of a tokenizer as an endpoint would serve it.
+    Fingerprint {
+        /// A tokenizer directory or file (see grid_vocab::Vocabulary::load).
+        #[arg(long)]
+        tokenizer: PathBuf,
+        /// Use this id as EOS.
+        #[arg(long)]
+        eos: Option<u32>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendKind {
+    Mock,
+    Vllm,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum MockKind {
+    Scripted,
+    Adversarial,
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Which backend samples.
+    #[arg(long, value_enum)]
+    backend: BackendKind,
+    /// Which mock, with --backend mock.
+    #[arg(long, value_enum, default_value = "scripted")]
+    mock: MockKind,
+    /// The scripted mock's script (JSON: {"entries":[{"match":…,"sql":…}]}).
+    #[arg(long)]
+    script: Option<PathBuf>,
+    /// The model's tokenizer (directory or file).
+    #[arg(long)]
+    tokenizer: PathBuf,
+    /// Use this id as EOS (e.g. <|im_end|> of a chat model).
+    #[arg(long)]
+    eos: Option<u32>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8077")]
+    listen: SocketAddr,
+    /// The vLLM server root, with --backend vllm.
+    #[arg(long)]
+    vllm_url: Option<String>,
+    /// The vLLM served model name, with --backend vllm.
+    #[arg(long)]
+    model: Option<String>,
+    /// Bearer token for the vLLM server.
+    #[arg(long, env = "GRID_VLLM_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Bearer token this endpoint requires of its clients.
+    #[arg(long, env = "GRID_ENDPOINT_API_KEY", hide_env_values = true)]
+    require_api_key: Option<String>,
+    /// Timeout of one vLLM request, in milliseconds.
+    #[arg(long, default_value_t = 60_000)]
+    vllm_timeout_ms: u64,
+    /// Mask payloads kept.
+    #[arg(long, default_value_t = 4096)]
+    mask_cache: usize,
+    /// Generations kept.
+    #[arg(long, default_value_t = 4096)]
+    max_sessions: usize,
+    /// Most generations per step request.
+    #[arg(long, default_value_t = 1024)]
+    max_batch: usize,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("grid-endpoint: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("grid-endpoint: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        Command::Serve(args) => serve(args).await,
+        Command::Vocabulary { url, api_key } => {
+            let config = ClientConfig {
+                http: HttpConfig {
+                    api_key: api_key.and_then(ApiKey::new),
+                    ..HttpConfig::default()
+                },
+                ..ClientConfig::default()
+            };
+            let client = EndpointClient::new(&url, "", config).map_err(|e| e.to_string())?;
+            let served = client.fetch_vocabulary().await.map_err(|e| e.to_string())?;
+            let v = &served.vocabulary;
+            println!("endpoint     {}", client.endpoint());
+            println!("protocol     {}", served.header.protocol);
+            println!("model        {}", served.header.model);
+            println!("fingerprint  {}", v.fingerprint());
+            println!("tokens       {}", v.len());
+            println!("special      {}", v.special_ids().len());
+            println!("eos          {:?}", v.eos_id());
+            println!("mask cache   {}", served.header.mask_cache_capacity);
+            println!("max batch    {}", served.header.max_batch);
+            Ok(())
+        }
+        Command::Fingerprint { tokenizer, eos } => {
+            let v = load_vocab(&tokenizer, eos)?;
+            println!(
+                "{}  tokens={} eos={:?}",
+                v.fingerprint(),
+                v.len(),
+                v.eos_id()
+            );
+            Ok(())
+        }
+    }
+}
+
+fn load_vocab(path: &PathBuf, eos: Option<u32>) -> Result<Vocabulary, String> {
+    let v = Vocabulary::load(path).map_err(|e| format!("tokenizer {}: {e}", path.display()))?;
+    match eos {
+        Some(id) => v.with_eos(id).map_err(|e| format!("--eos {id}: {e}")),
+        None => Ok(v),
+    }
+}
+
+async fn serve(args: ServeArgs) -> Result<(), String> {
+    let vocab = Arc::new(load_vocab(&args.tokenizer, args.eos)?);
+    let backend: Arc<dyn Backend> = match args.backend {
+        BackendKind::Mock => match args.mock {
+            MockKind::Scripted => {
+                let script = match &args.script {
+                    Some(p) => {
+                        let text = std::fs::read_to_string(p)
+                            .map_err(|e| format!("script {}: {e}", p.display()))?;
+                        Script::parse(&text).map_err(|e| format!("script {}: {e}", p.display()))?
+                    }
+                    None => Script::default(),
+                };
+                Arc::new(ScriptedMock::new(vocab.clone(), script))
+            }
+            MockKind::Adversarial => Arc::new(AdversarialMock::new(vocab.clone())),
+        },
+        BackendKind::Vllm => {
+            let url = args
+                .vllm_url
+                .clone()
+                .ok_or("--backend vllm needs --vllm-url")?;
+            let model = args.model.clone().ok_or("--backend vllm needs --model")?;
+            let http = HttpConfig {
+                request_timeout: Duration::from_millis(args.vllm_timeout_ms),
+                api_key: args.api_key.clone().and_then(ApiKey::new),
+                ..HttpConfig::default()
+            };
+            Arc::new(
+                VllmBackend::new(VllmConfig { url, model, http }, vocab.clone())
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+    };
+    let config = ServerConfig {
+        mask_cache_capacity: args.mask_cache,
+        max_sessions: args.max_sessions,
+        max_batch: args.max_batch,
+        api_key: args.require_api_key.clone().and_then(ApiKey::new),
+        ..ServerConfig::default()
+    };
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!(
+        "grid-endpoint: serving {} (model {}, vocabulary {} of {} tokens) on http://{addr}",
+        grid_endpoint::PROTOCOL,
+        backend.model(),
+        vocab.fingerprint(),
+        vocab.len()
+    );
+    let server = Server::new(vocab, backend, config);
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    server
+        .serve(listener, shutdown)
+        .await
+        .map_err(|e| e.to_string())
+}
