@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod audit;
 mod corpus;
 mod parse;
 
@@ -16,6 +17,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Verify or replay a JSONL audit log (exit 0 verified, 1 fails, 2 unreadable).
+    Audit(audit::AuditArgs),
     /// Check every gold statement against its database's language (L1 + L2 + L3).
     Parse(parse::ParseArgs),
 }
@@ -23,6 +26,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Audit(a) => return audit::run(&a),
         Command::Parse(a) => parse::run(&a),
     };
     match result {

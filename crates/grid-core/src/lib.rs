@@ -1,6 +1,7 @@
 //! The grid_pg engine: the dialect grammar (L1), role projections (L2), schema lexicons
 //! (L3), and the viable-prefix recognizer that decides them byte by byte. No PostgreSQL.
 
+pub mod audit;
 pub mod error;
 pub mod grammar;
 pub mod language;
