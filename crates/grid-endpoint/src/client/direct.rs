@@ -1,7 +1,8 @@
 //! The direct mode: exact greedy decoding under a caller-computed mask against a stock
 //! OpenAI-compatible server that does not speak `grid-endpoint/1`.
 //!
-//! Each round asks for a chunk of `k` greedy tokens continuing the output, with the top
+//! A singleton mask is a forced token and costs no round trip. Otherwise each round asks
+//! for a chunk of `k` greedy tokens continuing the output, with the top
 //! alternatives of every position. The longest prefix of the chunk whose tokens are each
 //! allowed (by `mask_for` of the output so far) is kept. At the first illegal token the
 //! masked greedy choice is the most likely *allowed* alternative of that position, when
@@ -9,7 +10,11 @@
 //! as the last listed one); otherwise one constrained step (`allowed_token_ids`, or
 //! `logit_bias` on servers without it) decides. Either way the result is exactly
 //! per-step masked greedy, with far fewer round trips when the model mostly agrees with
-//! the mask. Every kept token is checked against its mask: a server that ignores a
+//! the mask. Where the mask keeps overruling the model (a chunk's very first token needs
+//! a constrained step), the client stops paying for chunks that will be thrown away: it
+//! serves the next positions by constrained steps directly, for a run (first 4) that doubles
+//! (up to `2 × max(chunk, 8)`) while chunk probes keep failing and resets when one pays
+//! off, so it costs at most a few percent more than per-step decoding there. Every kept token is checked against its mask: a server that ignores a
 //! constraint gets [`ClientError::IllegalToken`], never a token outside the mask.
 
 use std::collections::BTreeMap;
@@ -141,7 +146,39 @@ impl DirectClient {
         let eos = self.vocab.eos_id();
         let mut out: Vec<u32> = Vec::new();
         let mut n = Counters::default();
+        // Adaptive: after a chunk whose first token had to be settled by a constrained
+        // step (the mask overrules the model there), the next `direct_run` positions go
+        // straight to constrained steps; the run doubles while probes keep failing and
+        // resets when a chunk pays off. It changes round trips, never the result.
+        let mut run = 0usize;
+        let mut direct_run = 0usize;
+        let max_run = 2 * self.config.chunk.max(8);
         'rounds: while out.len() < max_new_tokens {
+            if direct_run > 0 {
+                direct_run -= 1;
+                let allowed = checked_mask(&mut mask_for, &out)?;
+                let pick = match forced(&allowed) {
+                    Some(id) => id,
+                    None => {
+                        self.constrained(&concat(prompt, &out), &allowed, out.len(), &mut n)
+                            .await?
+                    }
+                };
+                if Some(pick) == eos {
+                    return Ok(done(out, Finish::Eos, n));
+                }
+                out.push(pick);
+                continue;
+            }
+            // A singleton mask is a forced token: no round trip.
+            let first_mask = checked_mask(&mut mask_for, &out)?;
+            if let Some(id) = forced(&first_mask) {
+                if Some(id) == eos {
+                    return Ok(done(out, Finish::Eos, n));
+                }
+                out.push(id);
+                continue;
+            }
             let want = self.config.chunk.min(max_new_tokens - out.len());
             let context = concat(prompt, &out);
             let chunk = self.complete(&context, want, None, &mut n).await?;
@@ -150,12 +187,13 @@ impl DirectClient {
                     "completion returned no tokens and did not stop",
                 ));
             }
-            for t in &chunk.tokens {
+            for (i, t) in chunk.tokens.iter().enumerate() {
                 let allowed = checked_mask(&mut mask_for, &out)?;
                 if allowed.contains(t.id) {
                     if Some(t.id) == eos {
                         return Ok(done(out, Finish::Eos, n));
                     }
+                    run = 0;
                     out.push(t.id);
                     if out.len() == max_new_tokens {
                         break 'rounds;
@@ -165,8 +203,17 @@ impl DirectClient {
                 // The model's choice is illegal here: the masked greedy choice is the best
                 // allowed alternative, when the list decides it.
                 let pick = match best_listed(&t.top, &allowed) {
-                    Some(id) => id,
+                    Some(id) => {
+                        run = 0;
+                        id
+                    }
                     None => {
+                        if i == 0 {
+                            run = (2 * run).clamp(4, max_run);
+                            direct_run = run;
+                        } else {
+                            run = 0;
+                        }
                         self.constrained(&concat(prompt, &out), &allowed, out.len(), &mut n)
                             .await?
                     }
@@ -195,7 +242,8 @@ impl DirectClient {
         Ok(done(out, Finish::Length, n))
     }
 
-    /// The reference: one constrained greedy step per token.
+    /// The reference: one constrained greedy step per token (none for a token forced
+    /// by a singleton mask).
     pub async fn greedy_per_step(
         &self,
         prompt: &[u32],
@@ -207,9 +255,13 @@ impl DirectClient {
         let mut n = Counters::default();
         while out.len() < max_new_tokens {
             let allowed = checked_mask(&mut mask_for, &out)?;
-            let pick = self
-                .constrained(&concat(prompt, &out), &allowed, out.len(), &mut n)
-                .await?;
+            let pick = match forced(&allowed) {
+                Some(id) => id,
+                None => {
+                    self.constrained(&concat(prompt, &out), &allowed, out.len(), &mut n)
+                        .await?
+                }
+            };
             if Some(pick) == eos {
                 return Ok(done(out, Finish::Eos, n));
             }
@@ -302,6 +354,13 @@ fn done(tokens: Vec<u32>, finish: Finish, n: Counters) -> GreedyOutput {
         round_trips: n.round_trips,
         constrained_steps: n.constrained,
     }
+}
+
+/// The only allowed id, when the set has exactly one: masked greedy needs no model call.
+fn forced(allowed: &TokenSet) -> Option<u32> {
+    let mut it = allowed.iter();
+    let first = it.next()?;
+    it.next().is_none().then_some(first)
 }
 
 fn checked_mask(

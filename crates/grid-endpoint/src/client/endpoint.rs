@@ -262,10 +262,15 @@ impl EndpointClient {
         let mut out: Vec<Option<Result<Sampled, GenerationError>>> = vec![None; batch.len()];
         let first: Vec<Pending> = {
             let st = self.lock();
+            // A payload goes once per request: the server caches it at its first use
+            // and the later generations of the request find it there.
+            let mut in_request = std::collections::HashSet::new();
             batch
                 .iter()
                 .enumerate()
                 .map(|(index, input)| {
+                    let id = input.mask.entry_id;
+                    let with_payload = !st.sent.contains(&id) && in_request.insert(id);
                     let position = st
                         .known
                         .get(input.id)
@@ -276,7 +281,7 @@ impl EndpointClient {
                         input,
                         full_history: position.is_none(),
                         position: position.unwrap_or(0),
-                        with_payload: !st.sent.contains(&input.mask.entry_id),
+                        with_payload,
                     }
                 })
                 .collect()

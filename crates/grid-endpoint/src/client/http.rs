@@ -236,7 +236,36 @@ impl Http {
         if status.is_success() {
             return Ok(Reply { body });
         }
-        Err(status_error(status, &body))
+        Err(self.redacted(status_error(status, &body)))
+    }
+
+    /// The error with any echo of the API key (a server may quote request headers)
+    /// blotted out of its messages.
+    fn redacted(&self, err: ClientError) -> ClientError {
+        let Some(key) = &self.config.api_key else {
+            return err;
+        };
+        let clean = |m: String| m.replace(key.expose(), "<redacted>");
+        match err {
+            ClientError::ServerError { status, message } => ClientError::ServerError {
+                status,
+                message: clean(message),
+            },
+            ClientError::Rejected {
+                status,
+                code,
+                message,
+            } => ClientError::Rejected {
+                status,
+                code: clean(code),
+                message: clean(message),
+            },
+            ClientError::VocabMismatch { client, server } => ClientError::VocabMismatch {
+                client,
+                server: clean(server),
+            },
+            other => other,
+        }
     }
 
     fn classify(&self, e: &reqwest::Error, attempts: u32) -> ClientError {
