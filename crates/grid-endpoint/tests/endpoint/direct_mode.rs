@@ -3,13 +3,11 @@
 //! several prompts and mask regimes, with `allowed_token_ids`, with the `logit_bias`
 //! fallback, and with token strings instead of token ids.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::fake_openai::{self, FakeOptions};
-use common::{bounded, sql_vocab};
+use crate::common::fake_openai::{self, FakeOptions};
+use crate::common::{bounded, sql_vocab};
 use grid_endpoint::backend::mock::mix;
 use grid_endpoint::client::{
     ConstraintStyle, DirectClient, DirectConfig, Finish, GreedyOutput, HttpConfig,

@@ -2,12 +2,10 @@
 //! message when absent): the served vocabulary round-trips with the same fingerprint,
 //! and the scripted mock spells its SQL through the protocol.
 
-mod common;
-
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use common::{all_plain, bounded, spawn_server};
+use crate::common::{all_plain, bounded, spawn_server};
 use grid_endpoint::backend::mock::{AdversarialMock, ScriptedMock, FORBIDDEN};
 use grid_endpoint::backend::script::Script;
 use grid_endpoint::client::{ClientConfig, EndpointClient, Mask, StepInput};

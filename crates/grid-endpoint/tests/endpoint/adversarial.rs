@@ -2,11 +2,9 @@
 //! mask ∪ cd_pass (and EOS only when the gate is open): checked at the backend and
 //! through the server.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{all_plain, bounded, id_of, spawn_server, sql_vocab};
+use crate::common::{all_plain, bounded, id_of, spawn_server, sql_vocab};
 use grid_endpoint::backend::mock::{mix, AdversarialMock, FORBIDDEN};
 use grid_endpoint::backend::{Allowed, SampleContext};
 use grid_endpoint::client::{ClientConfig, EndpointClient, Mask, StepInput};

@@ -1,13 +1,11 @@
 //! The grid-endpoint/1 protocol end to end: the reference server with the scripted mock,
 //! driven by the client the way the extension's decode loop will drive it.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use common::{all_plain, bounded, id_of, spawn_server, sql_vocab};
+use crate::common::{all_plain, bounded, id_of, spawn_server, sql_vocab};
 use grid_endpoint::backend::mock::ScriptedMock;
 use grid_endpoint::backend::script::Script;
 use grid_endpoint::backend::{BoxFuture, Sample, SampleContext};

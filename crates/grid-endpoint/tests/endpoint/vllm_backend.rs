@@ -2,13 +2,11 @@
 //! exactly mask ∪ cd_pass ∪ {EOS when allowed}, the chosen token is the fake model's
 //! masked greedy choice, and a vLLM that ignores the list is caught by the server.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::fake_openai::{self, FakeOptions};
-use common::{bounded, dead_port, spawn_server, sql_vocab};
+use crate::common::fake_openai::{self, FakeOptions};
+use crate::common::{bounded, dead_port, spawn_server, sql_vocab};
 use grid_endpoint::backend::mock::mix;
 use grid_endpoint::backend::vllm::{VllmBackend, VllmConfig};
 use grid_endpoint::client::openai::{parse_completion, TokenMap};

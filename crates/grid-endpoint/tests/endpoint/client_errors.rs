@@ -1,13 +1,11 @@
 //! Every transport failure is a distinct `ClientError` variant, never a panic; only
 //! connection failures are retried, and boundedly; the API key never shows.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::raw::{self, Act};
-use common::{bounded, dead_port, spawn_server, sql_vocab};
+use crate::common::raw::{self, Act};
+use crate::common::{bounded, dead_port, spawn_server, sql_vocab};
 use grid_endpoint::backend::mock::ScriptedMock;
 use grid_endpoint::backend::script::Script;
 use grid_endpoint::client::{ApiKey, ClientConfig, EndpointClient, HttpConfig, Mask, StepInput};
@@ -30,7 +28,7 @@ fn config(timeout_ms: u64, retries: u32) -> ClientConfig {
 
 /// One step of one generation (any valid input; the servers here never sample).
 async fn one_step(client: &EndpointClient, vocab: &Vocabulary) -> Result<(), ClientError> {
-    let mask = Mask::content_addressed(common::all_plain(vocab));
+    let mask = Mask::content_addressed(crate::common::all_plain(vocab));
     let history = vocab.encode("question: how many employees?");
     let input = StepInput {
         id: "g",
