@@ -269,7 +269,10 @@ impl<'l> Session<'l> {
                 if ok {
                     return true;
                 }
-            } else if lang.candidates(q2, w2).is_empty() && path.len() < CUTBACK_BYTES {
+            } else if lang.candidates(q2, w2).is_empty()
+                && path.len() < CUTBACK_BYTES
+                && lang.dfa().dies_within(q2) < (CUTBACK_BYTES - path.len()) as u32
+            {
                 path.push(b);
                 let ok = self.cutback_viable(cfg, q2, w2, path, nesting);
                 path.pop();

@@ -28,6 +28,10 @@ pub struct LexDfa {
     accept: Vec<TermSet>,
     /// Terminals with a word that extends the bytes read (accepting ones included).
     live: Vec<TermSet>,
+    /// The fewest further bytes, all through non-accepting states, before one byte kills
+    /// the automaton (`u32::MAX` if that never happens: a string body only ends by
+    /// accepting). Bounds the search for a cut-back to an earlier accepting length.
+    dies_within: Vec<u32>,
 }
 
 impl LexDfa {
@@ -113,6 +117,31 @@ impl LexDfa {
                 break;
             }
         }
+        let mut dies_within = vec![u32::MAX; n];
+        loop {
+            let mut changed = false;
+            for s in 1..n {
+                let mut best = dies_within[s];
+                for c in 0..n_classes {
+                    let t = trans[s * n_classes + c] as usize;
+                    let d = if t == DEAD as usize {
+                        0
+                    } else if accept[t].is_empty() && dies_within[t] != u32::MAX {
+                        dies_within[t] + 1
+                    } else {
+                        continue;
+                    };
+                    best = best.min(d);
+                }
+                if best != dies_within[s] {
+                    dies_within[s] = best;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
         Ok(LexDfa {
             trans,
             classes,
@@ -120,6 +149,7 @@ impl LexDfa {
             start: start_id,
             accept,
             live,
+            dies_within,
         })
     }
 
@@ -136,6 +166,11 @@ impl LexDfa {
     #[inline]
     pub fn live(&self, state: u32) -> &TermSet {
         &self.live[state as usize]
+    }
+
+    #[inline]
+    pub fn dies_within(&self, state: u32) -> u32 {
+        self.dies_within[state as usize]
     }
 
     pub fn n_states(&self) -> usize {
@@ -174,5 +209,12 @@ mod tests {
         assert!(d.accept(s).is_empty());
         assert_eq!(d.live(s).iter().collect::<Vec<_>>(), vec![2]);
         assert_eq!(d.run(b"1e!"), DEAD);
+        assert_eq!(d.dies_within(d.run(b"1e")), 0);
+        let s = LexDfa::build(&[(0, "'[^']*'".into()), (1, "[a-z]+".into())]).unwrap();
+        assert_eq!(
+            s.dies_within(s.run(b"'ab")),
+            u32::MAX,
+            "a string body never dies"
+        );
     }
 }

@@ -109,3 +109,60 @@ impl Rng {
         (self.next() % n.max(1) as u64) as usize
     }
 }
+
+/// The grammar's example statements (one per line), shipped with the repository.
+pub fn examples() -> Vec<String> {
+    include_str!("../../../../grammars/examples.sql")
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("--"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A schema in which every unquoted word of `texts` that is not reserved is a table and a
+/// column: the lexicon then constrains nothing the texts use, so what is checked is L1.
+pub fn permissive_schema(texts: &[String]) -> Schema {
+    use grid_core::schema::{Column, Table};
+    let d = dialect();
+    let mut words = std::collections::BTreeSet::new();
+    for t in texts {
+        let mut in_str = false;
+        for w in t.split(|c: char| {
+            if c == '\'' {
+                in_str = !in_str;
+            }
+            in_str || !(c.is_ascii_alphanumeric() || c == '_')
+        }) {
+            let w = w.to_ascii_lowercase();
+            if !w.is_empty() && !w.as_bytes()[0].is_ascii_digit() && !d.is_reserved(&w) {
+                words.insert(w);
+            }
+        }
+    }
+    let columns: Vec<Column> = words
+        .iter()
+        .map(|w| Column {
+            name: w.clone(),
+            ty: "text".into(),
+        })
+        .collect();
+    Schema {
+        db_id: "permissive".into(),
+        tables: words
+            .iter()
+            .map(|w| Table {
+                name: w.clone(),
+                columns: columns.clone(),
+                primary_key: vec![],
+                foreign_keys: vec![],
+            })
+            .collect(),
+    }
+}
+
+pub fn language_for(schema: &Schema, policy: &Policy) -> Arc<Language> {
+    let d = dialect();
+    let reserved = |w: &str| d.is_reserved(w);
+    let lx = Lexicon::from_schema(schema, policy, &reserved).expect("lexicon");
+    Arc::new(Language::build(d.clone(), policy, &lx).expect("language"))
+}

@@ -1,0 +1,155 @@
+//! L1 and L2 on the shipped dialect, without external data: the grammar builds
+//! conflict-free and reduced, its examples parse, projections keep the terminal numbering,
+//! and a conflicting grammar is refused.
+
+mod common;
+
+use common::{dialect, examples, language_for, permissive_schema};
+use grid_core::grammar::table::LrTable;
+use grid_core::policy::{Ban, Policy, Verb};
+use grid_core::{Dialect, GridError, Session};
+
+#[test]
+fn dialect_is_conflict_free_and_reduced() {
+    let d = dialect();
+    assert!(d.table.n_states > 500, "{} states", d.table.n_states);
+    assert!(d.cfg.useless_symbols().unwrap().is_empty());
+    // The template made a CTE-scoped copy of the SELECT grammar.
+    assert!(d.cfg.rule_id("select_stmt").is_some() && d.cfg.rule_id("select_stmt_w").is_some());
+    let cte_ref = d.cfg.token_id("CTE_REF").unwrap();
+    let plain_uses_cte = d.cfg.prods.iter().any(|p| {
+        !d.cfg.rules[p.lhs as usize].ends_with("_w")
+            && p.rhs.contains(&grid_core::grammar::cfg::Sym::T(cte_ref))
+    });
+    assert!(!plain_uses_cte, "a CTE reference outside a WITH");
+}
+
+#[test]
+fn conflicting_grammars_are_refused() {
+    let y = "%start s\n%token A\n%%\ns: e ;\ne: e A e | A ;\n";
+    let lex = "KW A a\n";
+    match Dialect::load(y, lex) {
+        Err(GridError::Conflicts { sr, .. }) => assert!(sr > 0),
+        other => panic!("expected a conflict error, got {other:?}"),
+    }
+    let useless = "%start s\n%token A B\n%%\ns: A ;\nt: B ;\n";
+    assert!(matches!(
+        Dialect::load(useless, "KW A a\nKW B b\n"),
+        Err(GridError::NotReduced(_))
+    ));
+    assert!(matches!(
+        Dialect::load("%start s\n%token A\n%%\ns: A ;\n", "KW B b\n"),
+        Err(GridError::SpecMismatch(_))
+    ));
+}
+
+#[test]
+fn examples_parse() {
+    let ex = examples();
+    assert!(ex.len() >= 150, "{}", ex.len());
+    let lang = language_for(&permissive_schema(&ex), &Policy::default());
+    let mut s = Session::new(&lang);
+    let bad: Vec<&String> = ex.iter().filter(|e| !s.complete(e.as_bytes())).collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+#[test]
+fn refuses_what_postgres_refuses() {
+    let ex = examples();
+    let lang = language_for(&permissive_schema(&ex), &Policy::default());
+    let mut s = Session::new(&lang);
+    for bad in [
+        "SELECT name FROM dogs WHERE",
+        "SELECT name FROM dogs; DROP TABLE dogs",
+        "SELECT name FROM dogs; SELECT 1",
+        "DROP TABLE dogs",
+        "SELECT FROM FROM dogs",
+        "SELECT name FROM dogs WHERE age > 1 > 2",
+        "SELECT name FROM dogs ORDER BY",
+        "SELECT name AS select FROM dogs",
+        "SELECT pg_sleep(10)",
+        "SELECT 1 LIKE 2 NOT LIKE 3",
+        "SELECT 'unterminated",
+        "SELECT name FROM dogs /* open comment",
+        "SELECT 1ex",
+        "COPY dogs TO '/tmp/x'",
+    ] {
+        assert!(!s.complete(bad.as_bytes()), "accepted: {bad}");
+    }
+}
+
+/// Projections never renumber terminals: the table of every sampled policy is built with
+/// the dialect's `%token` order (checked inside `LrTable::build`), is conflict-free, and
+/// the verbs it lacks cannot start a statement.
+#[test]
+fn projections_keep_numbering_and_drop_what_they_ban() {
+    let d = dialect();
+    let ex = examples();
+    let schema = permissive_schema(&ex);
+    let policies = [
+        (vec![Verb::Select], vec![]),
+        (
+            vec![Verb::Select],
+            vec![
+                Ban::SetOps,
+                Ban::Subqueries,
+                Ban::Window,
+                Ban::Cte,
+                Ban::Joins,
+            ],
+        ),
+        (vec![Verb::Insert], vec![]),
+        (vec![Verb::Update, Verb::Delete], vec![Ban::Subqueries]),
+        (vec![Verb::Select, Verb::Insert], vec![Ban::Joins]),
+    ];
+    for (verbs, ban) in policies {
+        let p = Policy {
+            verbs: verbs.clone(),
+            ban: ban.clone(),
+            ..Policy::default()
+        };
+        let cfg = grid_core::grammar::project(&d, &p, &[]).unwrap();
+        assert_eq!(cfg.tokens, d.cfg.tokens);
+        assert!(cfg.useless_symbols().unwrap().is_empty());
+        LrTable::build(&cfg).unwrap();
+        let lang = language_for(&schema, &p);
+        let mut s = Session::new(&lang);
+        for (v, head) in [
+            (Verb::Select, "SELECT "),
+            (Verb::Insert, "INSERT "),
+            (Verb::Update, "UPDATE "),
+            (Verb::Delete, "DELETE "),
+        ] {
+            assert_eq!(
+                s.viable(head.as_bytes()),
+                verbs.contains(&v),
+                "{head} under {verbs:?}"
+            );
+        }
+        if ban.contains(&Ban::SetOps) {
+            assert!(!s.viable(b"SELECT 1 UNION "));
+        }
+        if ban.contains(&Ban::Joins) && verbs.contains(&Verb::Select) {
+            assert!(!s.viable(b"SELECT name FROM dogs JOIN "));
+            assert!(!s.viable(b"SELECT name FROM dogs, "));
+        }
+        if ban.contains(&Ban::Subqueries) && verbs.contains(&Verb::Select) {
+            assert!(!s.viable(b"SELECT name FROM dogs WHERE age IN (SELECT "));
+            assert!(s.viable(b"SELECT name FROM dogs WHERE age IN (1"));
+        }
+    }
+}
+
+#[test]
+fn an_empty_projection_is_an_error() {
+    let d = dialect();
+    let p = Policy {
+        verbs: vec![Verb::Insert],
+        ..Policy::default()
+    };
+    let empty = [grid_core::grammar::spec::LexiconKind::InsertTable];
+    assert!(matches!(
+        grid_core::grammar::project(&d, &p, &empty),
+        Err(GridError::EmptyLanguage(_))
+    ));
+}
