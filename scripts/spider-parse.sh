@@ -33,9 +33,9 @@ for f in tables.json dev_gold_pg.sql; do
 done
 ensure_json_reader
 
-say "spider: building grid (cargo build --release -p grid-cli)"
-cargo build --release --quiet -p grid-cli
-grid="${CARGO_TARGET_DIR:-target}/release/grid"
+say "spider: building grid (cargo build --profile ci -p grid-cli)"
+cargo build --profile ci --quiet -p grid-cli
+grid="${CARGO_TARGET_DIR:-target}/ci/grid"
 
 out=$(mktemp "${TMPDIR:-/tmp}/grid-spider.XXXXXX.out")
 err=$(mktemp "${TMPDIR:-/tmp}/grid-spider.XXXXXX.err")

@@ -4,7 +4,7 @@
 #   fmt              cargo fmt --all --check
 #   clippy engine    clippy -D warnings on every workspace crate but the extension
 #   clippy pg        clippy -D warnings on the extension (pgrx, PostgreSQL 15)
-#   engine tests     cargo test on those crates, in release (heavy tests)
+#   engine tests     cargo test on those crates, optimised (profile ci: heavy tests)
 #   spider parse     scripts/spider-parse.sh, when ../shared/data is beside the repo
 #   pgrx tests       the #[pg_test]s of src/ in a throwaway PostgreSQL 15
 set -euo pipefail
@@ -75,7 +75,7 @@ step "setup" bash scripts/setup.sh
 step "fmt" cargo fmt --all --check
 step "clippy engine" cargo clippy "${ENGINE[@]}" --all-targets -- -D warnings
 step "clippy pg" cargo clippy -p grid_pg "${PG_FEATURES[@]}" --all-targets -- -D warnings
-step "engine tests" cargo test "${ENGINE[@]}" --release
+step "engine tests" cargo test "${ENGINE[@]}" --profile ci
 step "spider parse" spider_parse
 step "pgrx tests" pgrx_tests
 current=""
