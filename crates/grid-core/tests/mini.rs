@@ -159,3 +159,24 @@ fn bans_remove_clauses() {
     assert!(!s.viable(b"SELECT name FROM ("));
     assert!(!s.viable(b"WITH"));
 }
+
+/// W ⊆ R is checked when a language is built: a word no spelling of which the identifier
+/// terminal can scan is refused by name instead of producing a dead-end mask later.
+#[test]
+fn unscannable_words_are_build_errors() {
+    let d = dialect();
+    let mut s = schema();
+    s.tables[0].columns.push(Column {
+        name: String::new(),
+        ty: "text".into(),
+    });
+    let reserved = |w: &str| d.is_reserved(w);
+    let lx = Lexicon::from_schema(&s, &Policy::default(), &reserved).unwrap();
+    match Language::build(d.clone(), &Policy::default(), &lx) {
+        Err(grid_core::GridError::UnscannableWord { word, category, .. }) => {
+            assert_eq!(word, "\"\"");
+            assert_eq!(category, "column");
+        }
+        other => panic!("expected UnscannableWord, got {:?}", other.map(|_| ())),
+    }
+}
