@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod audit;
 mod corpus;
 mod parse;
+mod replay;
 
 #[derive(Parser)]
 #[command(name = "grid", version, about = "grid_pg engine tools")]
@@ -21,13 +22,16 @@ enum Command {
     Audit(audit::AuditArgs),
     /// Check every gold statement against its database's language (L1 + L2 + L3).
     Parse(parse::ParseArgs),
+    /// Replay gold statements token by token through the mask: completeness, EOS, oracle.
+    Replay(replay::ReplayArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Audit(a) => return audit::run(&a),
-        Command::Parse(a) => parse::run(&a),
+        Command::Parse(a) => parse::run(&a).map_err(|e| e.to_string()),
+        Command::Replay(a) => replay::run(&a).map_err(|e| e.to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

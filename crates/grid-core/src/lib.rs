@@ -7,11 +7,14 @@ pub mod grammar;
 pub mod language;
 pub mod lexer;
 pub mod lexicon;
+pub mod mask;
+pub mod oracle;
 pub mod parser;
 pub mod policy;
 pub mod recognizer;
 pub mod schema;
 pub mod termset;
+pub mod trie;
 
 pub use error::{GridError, Result};
 pub use grammar::Dialect;

@@ -45,6 +45,34 @@ pub struct Config {
     pub offset: usize,
 }
 
+impl Config {
+    /// `*self = other.clone()`, reusing `self`'s buffers and copying slices wholesale (the
+    /// mask walk does this once per trie node).
+    pub(crate) fn copy_from(&mut self, other: &Config) {
+        let Config {
+            stacks,
+            scan:
+                Scan {
+                    q,
+                    w,
+                    rem,
+                    last,
+                    start,
+                },
+            offset,
+        } = other;
+        self.stacks.clear();
+        self.stacks.extend_from_slice(stacks);
+        self.scan.q = *q;
+        self.scan.w = *w;
+        self.scan.rem.clear();
+        self.scan.rem.extend_from_slice(rem);
+        self.scan.last = *last;
+        self.scan.start = *start;
+        self.offset = *offset;
+    }
+}
+
 /// Why recognition stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StopKind {
@@ -72,7 +100,7 @@ pub struct Stop {
 const CUTBACK_BYTES: usize = 3;
 const CUTBACK_NESTING: u32 = 2;
 
-fn is_word_byte(b: u8) -> bool {
+pub(crate) fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
 }
 
@@ -163,6 +191,19 @@ impl<'l> Session<'l> {
     }
 
     fn push_byte(&mut self, cfg: &mut Config, byte: u8) -> Result<(), Stop> {
+        self.push_byte_with(cfg, byte, &mut |_| {})
+    }
+
+    /// Pushes one byte without saving the configuration first: on failure `cfg` is left
+    /// half-updated and must be discarded (the mask walk pushes on a copy it owns).
+    /// `emitted` sees the candidate set of every lexeme handed to the parser, in order
+    /// (ignored lexemes are not handed over and not reported).
+    pub(crate) fn push_byte_with(
+        &mut self,
+        cfg: &mut Config,
+        byte: u8,
+        emitted: &mut impl FnMut(TermSet),
+    ) -> Result<(), Stop> {
         let lang = self.lang;
         let mut queue: SmallVec<[u8; 32]> = smallvec![byte];
         // Input offset of queue[0].
@@ -205,6 +246,9 @@ impl<'l> Session<'l> {
                 return Err(self.stop(cfg, start, StopKind::SplitWord));
             }
             self.emit(cfg, cands, start)?;
+            if !cands.intersects(&lang.terms().skip) {
+                emitted(cands);
+            }
             let mut requeued: SmallVec<[u8; 32]> = SmallVec::from_slice(&cfg.scan.rem[len..]);
             requeued.extend_from_slice(&queue[i..]);
             base = start + len;

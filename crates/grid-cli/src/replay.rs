@@ -1,0 +1,213 @@
+//! `grid replay`: real SQL replayed token by token through the mask.
+//!
+//! Each gold statement is tokenized with the vocabulary's own encoder. At every step the
+//! mask is computed at the configuration reached so far, and:
+//! * the next gold token must be in it (else a completeness failure);
+//! * EOS must be in it exactly when the text so far is a complete statement, checked from
+//!   scratch with `complete` (else an EOS failure); after the last token it must be;
+//! * every `--oracle-every` steps, the mask must equal the brute-force oracle bit for bit.
+//!
+//! Failures are JSON lines; the last line is the summary, with mask times (the mask call
+//! alone, forced runs included) in microseconds.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+use grid_core::mask::{Mask, Masker};
+use grid_core::oracle::oracle_mask;
+use grid_core::trie::{TokenTrie, TrieError};
+use grid_core::{GridError, Session};
+use grid_vocab::{VocabError, Vocabulary};
+use serde_json::json;
+use thiserror::Error;
+
+use crate::corpus::{read_gold, read_policy, Languages};
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// Tokenizer: a directory or file `grid_vocab::Vocabulary::load` reads.
+    #[arg(long)]
+    tokenizer: PathBuf,
+    /// Spider-format tables.json with every database's schema.
+    #[arg(long)]
+    tables: PathBuf,
+    /// File of `SQL<TAB>db_id` lines.
+    #[arg(long)]
+    gold: PathBuf,
+    /// Policy JSON file (default: every verb, no bans).
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Compare with the brute-force oracle every N steps (0: never).
+    #[arg(long, default_value_t = 0)]
+    oracle_every: u64,
+    /// Replay only the first N statements.
+    #[arg(long)]
+    limit: Option<usize>,
+}
+
+#[derive(Debug, Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Grid(#[from] GridError),
+    #[error("tokenizer: {0}")]
+    Vocab(#[from] VocabError),
+    #[error("token trie: {0}")]
+    Trie(#[from] TrieError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Counters of one replay.
+#[derive(Default)]
+struct Tally {
+    queries: u64,
+    steps: u64,
+    completeness_failures: u64,
+    eos_failures: u64,
+    oracle_checked: u64,
+    oracle_mismatches: u64,
+    /// Mask times, nanoseconds.
+    times: Vec<u64>,
+}
+
+pub fn run(a: &ReplayArgs) -> Result<(), ReplayError> {
+    let policy = read_policy(a.policy.as_deref())?;
+    let gold = read_gold(&a.gold)?;
+    let mut langs = Languages::new(&a.tables, policy)?;
+    let vocab = Vocabulary::load(&a.tokenizer)?;
+    let trie = TokenTrie::shared(&vocab)?;
+    let mut masker = Masker::new(trie);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut t = Tally::default();
+    let n = a.limit.unwrap_or(gold.len()).min(gold.len());
+    for (qi, g) in gold.iter().take(n).enumerate() {
+        let lang = langs.get(&g.db)?;
+        let mut session = Session::new(&lang);
+        t.queries += 1;
+        let ids = vocab.encode(&g.sql);
+        let mut cfg = session.start();
+        let mut text: Vec<u8> = Vec::new();
+        let fail = |kind: &str, step: usize, text: &[u8], extra: serde_json::Value| {
+            let mut v = json!({
+                "kind": kind,
+                "line": g.line,
+                "db": g.db,
+                "step": step,
+                "prefix": String::from_utf8_lossy(text),
+                "sql": g.sql,
+            });
+            if let (Some(o), serde_json::Value::Object(e)) = (v.as_object_mut(), extra) {
+                o.extend(e);
+            }
+            v
+        };
+        for k in 0..=ids.len() {
+            let t0 = Instant::now();
+            let m = masker.mask(&mut session, &cfg);
+            t.times.push(t0.elapsed().as_nanos() as u64);
+            t.steps += 1;
+            let complete = session.complete(&text);
+            if m.eos != complete || (k == ids.len() && !m.eos) {
+                t.eos_failures += 1;
+                let j = fail(
+                    "eos",
+                    k,
+                    &text,
+                    json!({"mask_eos": m.eos, "complete": complete, "at_end": k == ids.len()}),
+                );
+                writeln!(out, "{j}")?;
+            }
+            if a.oracle_every > 0 && t.steps % a.oracle_every == 0 {
+                t.oracle_checked += 1;
+                let o = oracle_mask(&mut session, &cfg, &vocab);
+                if o.bits != m.bits || o.eos != m.eos {
+                    t.oracle_mismatches += 1;
+                    let j = fail("oracle", k, &text, mismatch(&m, &o, &vocab));
+                    writeln!(out, "{j}")?;
+                }
+            }
+            let Some(&id) = ids.get(k) else { break };
+            let bytes = vocab.token_bytes(id);
+            if !m.contains(id) {
+                t.completeness_failures += 1;
+                let j = fail(
+                    "completeness",
+                    k,
+                    &text,
+                    json!({"token": id, "token_text": String::from_utf8_lossy(bytes)}),
+                );
+                writeln!(out, "{j}")?;
+            }
+            if let Err(stop) = session.feed(&mut cfg, bytes) {
+                let j = fail(
+                    "refused",
+                    k,
+                    &text,
+                    json!({"token": id, "token_text": String::from_utf8_lossy(bytes),
+                           "offset": stop.offset, "reason": format!("{:?}", stop.kind)}),
+                );
+                writeln!(out, "{j}")?;
+                if m.contains(id) {
+                    t.completeness_failures += 1;
+                }
+                break;
+            }
+            text.extend_from_slice(bytes);
+        }
+        if (qi + 1) % 100 == 0 {
+            eprintln!(
+                "replay: {} of {n} statements, {} steps, {} failures",
+                qi + 1,
+                t.steps,
+                t.completeness_failures + t.eos_failures + t.oracle_mismatches
+            );
+        }
+    }
+    t.times.sort_unstable();
+    let pct = |p: u64| -> f64 {
+        if t.times.is_empty() {
+            return 0.0;
+        }
+        let rank = (p * t.times.len() as u64).div_ceil(100).max(1) as usize;
+        let ns = t.times[rank.min(t.times.len()) - 1];
+        (ns as f64 / 100.0).round() / 10.0
+    };
+    // Written by hand: the field order is part of the format.
+    let summary = format!(
+        "{{\"queries\":{},\"steps\":{},\"completeness_failures\":{},\"eos_failures\":{},\
+         \"oracle_checked\":{},\"oracle_mismatches\":{},\"p50_us\":{},\"p90_us\":{},\"p99_us\":{}}}",
+        t.queries,
+        t.steps,
+        t.completeness_failures,
+        t.eos_failures,
+        t.oracle_checked,
+        t.oracle_mismatches,
+        pct(50),
+        pct(90),
+        pct(99),
+    );
+    writeln!(out, "{summary}")?;
+    Ok(())
+}
+
+/// The ids on which the fast mask and the oracle disagree (a few of each, with spellings).
+fn mismatch(fast: &Mask, oracle: &Mask, vocab: &Vocabulary) -> serde_json::Value {
+    let (only_fast, only_oracle) = fast.diff(oracle);
+    let show = |ids: &[u32]| -> Vec<serde_json::Value> {
+        ids.iter()
+            .take(8)
+            .map(|&id| json!([id, String::from_utf8_lossy(vocab.token_bytes(id))]))
+            .collect()
+    };
+    json!({
+        "fast_eos": fast.eos,
+        "oracle_eos": oracle.eos,
+        "only_fast": only_fast.len(),
+        "only_oracle": only_oracle.len(),
+        "only_fast_ids": show(&only_fast),
+        "only_oracle_ids": show(&only_oracle),
+    })
+}

@@ -1,0 +1,396 @@
+//! The exact next-token mask `M(κ)`: every non-special token whose bytes keep the output a
+//! viable prefix, plus EOS iff the output is a complete sentence.
+//!
+//! [`Masker::mask`] walks the token trie depth first, carrying one recognizer configuration
+//! per depth. A byte the recognizer refuses, or one that leaves a prefix no sentence
+//! extends, prunes the node's whole subtree (viability is monotone under extension). EOS is
+//! decided only by [`Session::finish`], never by the trie; special tokens are never set.
+//!
+//! Each allowed token is classified for the cache of later work:
+//!
+//! * **CI** (context-independent): feeding its bytes hands no lexeme to the parser, and its
+//!   last prefix is viable because the lexeme in progress can still become a terminal the
+//!   stacks allow (or an ignored one), or because no lexeme is in progress. Its verdict is a
+//!   function of the remainder `r` and the allowed set `A(σ)` alone, so it may be cached
+//!   under `(r, A)`.
+//! * **CD** (context-dependent): everything else, i.e. the token completes a lexeme and goes
+//!   on (`'),'`, `1;`, ` FROM` after a pending word), or its viability needed the recognizer
+//!   to cut the lexeme in progress back to an earlier accepting length. Its verdict reads
+//!   the live stacks. CD tokens are grouped into verdict-equivalence classes by
+//!   [`CdKey`].
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+use crate::recognizer::{is_word_byte, Config, Session};
+use crate::termset::TermSet;
+use crate::trie::TokenTrie;
+
+/// The longest forced run a singleton mask extends to.
+pub const FORCED_MAX: usize = 16;
+
+/// One step's mask over the ids of a vocabulary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mask {
+    /// Bit `i % 32` of word `i / 32` is set when id `i` may be sampled. Special ids are never
+    /// set, except EOS when `eos` is true.
+    pub bits: Vec<u32>,
+    /// Non-special ids allowed (EOS not counted).
+    pub allowed: u32,
+    /// Non-special ids blocked; `allowed + blocked` is the number of non-special ids.
+    pub blocked: u32,
+    /// EOS is allowed: the output so far is a complete sentence.
+    pub eos: bool,
+    /// When exactly one id is allowed and EOS is not, the run of ids forced from here:
+    /// the first is that id, each next one the single id allowed after the ones before it,
+    /// at most [`FORCED_MAX`].
+    pub forced: Option<Vec<u32>>,
+    /// Allowed ids that are context-independent (see the module documentation).
+    pub ci: u32,
+    /// Allowed ids that are context-dependent; `ci + cd == allowed`.
+    pub cd: u32,
+    /// The CD ids, grouped by verdict-equivalence class, classes in order of first
+    /// appearance in the walk, ids ascending within a class.
+    pub cd_classes: Vec<CdClass>,
+    /// Trie nodes the walk pushed a byte for (its cost; 0 for the oracle).
+    pub visited: u32,
+}
+
+impl Mask {
+    /// An all-blocked mask over `n_ids` ids of which `n_special` are special.
+    pub fn empty(n_ids: usize, n_special: usize) -> Mask {
+        Mask {
+            bits: vec![0; n_ids.div_ceil(32)],
+            allowed: 0,
+            blocked: (n_ids - n_special) as u32,
+            eos: false,
+            forced: None,
+            ci: 0,
+            cd: 0,
+            cd_classes: Vec::new(),
+            visited: 0,
+        }
+    }
+
+    #[inline]
+    pub fn contains(&self, id: u32) -> bool {
+        self.bits
+            .get(id as usize / 32)
+            .is_some_and(|w| w & (1 << (id % 32)) != 0)
+    }
+
+    #[inline]
+    pub(crate) fn set(&mut self, id: u32) {
+        self.bits[id as usize / 32] |= 1 << (id % 32);
+    }
+
+    /// Every id whose bit is set, ascending.
+    pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.bits.iter().enumerate().flat_map(|(w, &word)| {
+            let mut bits = word;
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    w as u32 * 32 + b
+                })
+            })
+        })
+    }
+
+    /// The ids set here but not in `other`, and those set in `other` but not here.
+    pub fn diff(&self, other: &Mask) -> (Vec<u32>, Vec<u32>) {
+        let mut only_here = Vec::new();
+        let mut only_there = Vec::new();
+        let n = self.bits.len().max(other.bits.len());
+        for w in 0..n {
+            let a = self.bits.get(w).copied().unwrap_or(0);
+            let b = other.bits.get(w).copied().unwrap_or(0);
+            for bit in 0..32 {
+                let m = 1u32 << bit;
+                let id = w as u32 * 32 + bit;
+                if a & m != 0 && b & m == 0 {
+                    only_here.push(id);
+                } else if b & m != 0 && a & m == 0 {
+                    only_there.push(id);
+                }
+            }
+        }
+        (only_here, only_there)
+    }
+
+    /// The single allowed id, when exactly one is allowed and EOS is not.
+    pub fn singleton(&self) -> Option<u32> {
+        if self.eos || self.allowed != 1 {
+            return None;
+        }
+        self.ids().next()
+    }
+}
+
+/// What the verdict of a CD token depends on, besides the live stacks.
+///
+/// Feeding a token `t` at `κ = (σ, r)` scans `r · bytes(t)` into lexemes handed to the
+/// parser, with candidate sets `C1 … Ck` (ignored lexemes are not handed over), and a
+/// trailing lexeme in progress. The scan itself reads no stack, so the verdict is
+/// "the stacks take `C1`, then `C2`, … (contextual resolution shifts every candidate some
+/// stack can take), and the trailing lexeme is still viable on the stacks reached". The
+/// candidate sets already say everything the lexicons decide about the emitted segments
+/// (the word trie is part of the scan), and the trailing viability reads the trailing scan
+/// state only through [`TrailKey`]. So two allowed CD tokens with equal keys, fed at the same
+/// remainder, have equal verdicts on every stack: one stack-dependent verdict per class
+/// decides the whole class.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CdKey {
+    /// `C1 … Ck`, in scan order.
+    pub emitted: SmallVec<[TermSet; 2]>,
+    pub trail: TrailKey,
+}
+
+/// The trailing lexeme in progress as the viability check reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TrailKey {
+    /// No lexeme in progress (then the rest is irrelevant: the prefix is viable).
+    pub idle: bool,
+    /// Automaton state and word-trie node of the lexeme so far: they give the terminals it
+    /// can still become.
+    pub q: u32,
+    pub w: u32,
+    /// When the lexeme has an accepting prefix shorter than itself, the check may cut it back
+    /// there: the prefix's candidates, whether the prefix ends in a word character, and the
+    /// bytes after it (they are scanned again).
+    pub cutback: Option<(TermSet, bool, SmallVec<[u8; 8]>)>,
+}
+
+impl TrailKey {
+    fn of(cfg: &Config) -> TrailKey {
+        let s = &cfg.scan;
+        let cutback = s.last.as_ref().and_then(|(len, c)| {
+            let len = *len as usize;
+            (len < s.rem.len() && len > 0)
+                .then(|| (*c, is_word_byte(s.rem[len - 1]), s.rem[len..].into()))
+        });
+        TrailKey {
+            idle: s.rem.is_empty(),
+            q: s.q,
+            w: s.w,
+            cutback,
+        }
+    }
+}
+
+/// A verdict-equivalence class of CD tokens allowed at one step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CdClass {
+    pub key: CdKey,
+    /// Alias-expanded ids, ascending.
+    pub ids: Vec<u32>,
+}
+
+/// Computes masks over one token trie; owns the walk's scratch space so that repeated
+/// masks allocate little.
+pub struct Masker {
+    trie: Arc<TokenTrie>,
+    /// `frames[d]`: the configuration after the first `d` bytes of the current path.
+    frames: Vec<Config>,
+    /// Candidate sets emitted along the current path.
+    log: Vec<TermSet>,
+    /// `log_len[d]`: length of `log` at depth `d`.
+    log_len: Vec<usize>,
+    /// Subtree ends of the nodes on the current path, root excluded.
+    ends: Vec<usize>,
+}
+
+/// The first allowed id of a walk and the configuration after it, kept for forced runs.
+type First = Option<(u32, Config)>;
+
+impl Masker {
+    pub fn new(trie: Arc<TokenTrie>) -> Masker {
+        Masker {
+            trie,
+            frames: Vec::new(),
+            log: Vec::new(),
+            log_len: Vec::new(),
+            ends: Vec::new(),
+        }
+    }
+
+    pub fn trie(&self) -> &Arc<TokenTrie> {
+        &self.trie
+    }
+
+    /// `M(κ)` at `cfg`, with its forced run when it is a singleton.
+    pub fn mask(&mut self, session: &mut Session<'_>, cfg: &Config) -> Mask {
+        let (mut m, mut first) = self.walk(session, cfg);
+        if m.singleton().is_none() {
+            return m;
+        }
+        let mut run = Vec::new();
+        while let Some((id, after)) = first.take() {
+            run.push(id);
+            if run.len() == FORCED_MAX {
+                break;
+            }
+            let (next, f) = self.walk(session, &after);
+            if next.singleton().is_some() {
+                first = f;
+            }
+        }
+        m.forced = Some(run);
+        m
+    }
+
+    /// `M(κ)` without the forced run.
+    pub fn mask_once(&mut self, session: &mut Session<'_>, cfg: &Config) -> Mask {
+        self.walk(session, cfg).0
+    }
+
+    fn walk(&mut self, session: &mut Session<'_>, cfg: &Config) -> (Mask, First) {
+        let trie = &*self.trie;
+        let mut m = Mask::empty(trie.n_ids(), trie.special_ids().len());
+        m.eos = session.finish(cfg).is_ok();
+        if m.eos {
+            if let Some(e) = trie.eos_id() {
+                m.set(e);
+            }
+        }
+        let mut first: First = None;
+        if !session.is_viable(cfg) {
+            // Monotone: no extension of a dead prefix is viable.
+            return (m, first);
+        }
+        let depth = trie.max_len() + 1;
+        if self.frames.len() < depth {
+            self.frames.resize(depth, cfg.clone());
+            self.log_len.resize(depth, 0);
+        }
+        let Masker {
+            frames,
+            log,
+            log_len,
+            ends,
+            ..
+        } = self;
+        frames[0].clone_from(cfg);
+        log.clear();
+        log_len[0] = 0;
+        ends.clear();
+        let mut classes: FxHashMap<CdKey, usize> = FxHashMap::default();
+        // The empty spelling (if a token has it) keeps the output as it is: viable, CI.
+        record(&mut m, trie, 0, true, None, &mut classes, &mut first, cfg);
+        let skip = session.lang.terms().skip;
+        let n = trie.len();
+        let mut i = 1;
+        while i < n {
+            while ends.last().is_some_and(|&e| i >= e) {
+                ends.pop();
+            }
+            let d = ends.len() + 1;
+            let (before, rest) = frames.split_at_mut(d);
+            let f = &mut rest[0];
+            f.copy_from(&before[d - 1]);
+            log.truncate(log_len[d - 1]);
+            m.visited += 1;
+            let pushed = session
+                .push_byte_with(f, trie.byte(i), &mut |c| log.push(c))
+                .is_ok();
+            let direct = pushed
+                && (f.scan.rem.is_empty()
+                    || session
+                        .lang
+                        .live(f.scan.q, f.scan.w)
+                        .intersects(&session.allowed(f).union(&skip)));
+            if !(direct || pushed && session.is_viable(f)) {
+                i += trie.size(i);
+                continue;
+            }
+            log_len[d] = log.len();
+            let ci = direct && log.is_empty();
+            let key = (!ci).then(|| CdKey {
+                emitted: log.iter().copied().collect(),
+                trail: TrailKey::of(f),
+            });
+            record(&mut m, trie, i, ci, key, &mut classes, &mut first, f);
+            ends.push(i + trie.size(i));
+            i += 1;
+        }
+        m.blocked -= m.allowed;
+        for c in &mut m.cd_classes {
+            c.ids.sort_unstable();
+        }
+        (m, first)
+    }
+}
+
+/// Allows the ids of `node` (if any) in `m`, classified, and remembers the first one.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    m: &mut Mask,
+    trie: &TokenTrie,
+    node: usize,
+    ci: bool,
+    key: Option<CdKey>,
+    classes: &mut FxHashMap<CdKey, usize>,
+    first: &mut First,
+    after: &Config,
+) {
+    let ids = trie.ids(node);
+    if ids.is_empty() {
+        return;
+    }
+    for id in ids.iter() {
+        m.set(id);
+    }
+    let k = ids.len() as u32;
+    if m.allowed == 0 {
+        if let Some(id) = ids.iter().next() {
+            *first = Some((id, after.clone()));
+        }
+    }
+    m.allowed += k;
+    if ci {
+        m.ci += k;
+        return;
+    }
+    m.cd += k;
+    let Some(key) = key else { return };
+    let c = match classes.get(&key) {
+        Some(&c) => c,
+        None => {
+            let c = m.cd_classes.len();
+            classes.insert(key.clone(), c);
+            m.cd_classes.push(CdClass {
+                key,
+                ids: Vec::new(),
+            });
+            c
+        }
+    };
+    m.cd_classes[c].ids.extend(ids.iter());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bitset_helpers() {
+        let mut a = Mask::empty(70, 2);
+        assert_eq!((a.bits.len(), a.blocked), (3, 68));
+        for id in [0, 31, 32, 69] {
+            a.set(id);
+        }
+        assert_eq!(a.ids().collect::<Vec<_>>(), vec![0, 31, 32, 69]);
+        assert!(a.contains(31) && !a.contains(30) && !a.contains(1000));
+        let mut b = Mask::empty(70, 2);
+        b.set(31);
+        b.set(33);
+        assert_eq!(a.diff(&b), (vec![0, 32, 69], vec![33]));
+        b.allowed = 1;
+        assert_eq!(b.singleton(), Some(31));
+        b.eos = true;
+        assert_eq!(b.singleton(), None, "EOS is a second choice");
+    }
+}

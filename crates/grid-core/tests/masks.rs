@@ -1,0 +1,674 @@
+//! Next-token masks: the trie walk against the brute-force oracle, bit for bit, on the mini
+//! dialect and the PostgreSQL dialect; the identifier rule; aliases, specials, EOS; forced
+//! runs; CI/CD classes; soundness and completeness on hostile text. Data-free unless a test
+//! says otherwise (those print SKIP without `../shared/data`).
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{gold, spider_or_skip, Langs, Rng};
+use grid_core::grammar::spec::LexiconKind;
+use grid_core::mask::{Mask, Masker};
+use grid_core::oracle::oracle_mask;
+use grid_core::schema::{Column, Schema, Table};
+use grid_core::trie::TokenTrie;
+use grid_core::{Config, Dialect, Language, Lexicon, Policy, Session};
+use grid_vocab::Vocabulary;
+
+// ---------------------------------------------------------------------------------------
+// Languages
+
+fn mini_dialect() -> Arc<Dialect> {
+    Arc::new(
+        Dialect::load(
+            include_str!("fixtures/mini.y"),
+            include_str!("fixtures/mini.lex"),
+        )
+        .expect("mini dialect"),
+    )
+}
+
+fn table(name: &str, cols: &[&str]) -> Table {
+    Table {
+        name: name.into(),
+        columns: cols
+            .iter()
+            .map(|c| Column {
+                name: c.to_string(),
+                ty: "text".into(),
+            })
+            .collect(),
+        primary_key: vec![],
+        foreign_keys: vec![],
+    }
+}
+
+/// `employees` is a prefix of `employees_public`; `salaries` exists but the role may not see
+/// it (a relation, so no CTE may borrow its name, but not in the table lexicon).
+fn hr_schema() -> Schema {
+    Schema {
+        db_id: "hr".into(),
+        tables: vec![
+            table("employees", &["id", "name", "salary", "Rating_(millions)"]),
+            table("employees_public", &["id", "name"]),
+            table("orders", &["id", "total", "employee_id"]),
+            table("salaries", &["id", "amount"]),
+        ],
+    }
+}
+
+fn hr_language(dialect: Arc<Dialect>, policy: &Policy) -> Language {
+    let reserved = |w: &str| dialect.is_reserved(w);
+    let mut lx = Lexicon::from_schema(&hr_schema(), policy, &reserved).expect("lexicon");
+    for kind in LexiconKind::ALL {
+        if let Some(words) = lx.words.get_mut(&kind) {
+            words.remove("salaries");
+        }
+    }
+    assert!(lx.relations.contains("salaries"));
+    Language::build(dialect, policy, &lx).expect("language")
+}
+
+// ---------------------------------------------------------------------------------------
+// A synthetic vocabulary: every byte, SQL fragments that cross lexeme boundaries, duplicate
+// spellings (aliases), and specials (one of them spelling a keyword).
+
+const EOS: u32 = 0;
+const PAD: u32 = 1;
+const SPECIAL_SELECT: u32 = 2;
+
+#[rustfmt::skip]
+const FRAGMENTS: &[&str] = &[
+    "SELECT", " SELECT", "select", "sel", "ect", " FROM", " from", "FROM", " WHERE", " where",
+    " name", "name", " *", "*", " emplo", "emplo", "emp", "loyees", "oyees", "yees", "yee", "y",
+    "yer", "yees where", "yees;", "_public", "_p", " employees", "employees", " orders",
+    "orders", " sal", "sal", "aries", " salaries", "'),", "'),(", "),", "')", "1;", ";", " 1",
+    "1", " =", " = ", " (", "(", ")", "(*)", " count", "count(", "'it", "''", "''s", "s'", "' ",
+    "'a", "\"", " \"", "\"employees\"", "\"Rating", "_(millions", ")\"", "Rating_(millions)\"",
+    "/*", "*/", " /*", " --", "--", "\n", " c", "1.5", "e3", "1e", "e+", " AS", " as", " T1",
+    ".name", "T1.", " UNION", " INSERT", "INSERT", "ins", " INTO", " VALUES", " (1)", " x",
+    "ex", "1ex", "id", " id", " total", " 'x'", "'x'", " E'", "E'", "\\'", "::", " ::", "text",
+    " <", " <=", " <>", "||", " ||", " AND", " OR", " IN", " NOT", " NULL", " IS", " LIKE",
+    " JOIN", " ON", " GROUP", " BY", " ORDER", " LIMIT", " DESC", " 2", "0", "00", ".5", "e",
+    "E", " AS uu", " AS zz",
+];
+
+/// Spellings given twice more, so their ids form alias classes.
+const DUPLICATED: &[&str] = &["yees", " FROM", "'),", "(", "sal"];
+
+fn synthetic_vocab() -> Vocabulary {
+    let mut toks: Vec<Vec<u8>> = vec![b"<eos>".to_vec(), b"<pad>".to_vec(), b"SELECT".to_vec()];
+    toks.extend((0..=255u8).map(|b| vec![b]));
+    toks.extend(FRAGMENTS.iter().map(|f| f.as_bytes().to_vec()));
+    for d in DUPLICATED {
+        toks.push(d.as_bytes().to_vec());
+        toks.push(d.as_bytes().to_vec());
+    }
+    Vocabulary::from_served(toks, &[PAD, SPECIAL_SELECT], Some(EOS)).expect("vocabulary")
+}
+
+/// Every non-special id spelling `s`.
+fn ids_of(v: &Vocabulary, s: &str) -> Vec<u32> {
+    v.iter()
+        .filter(|(id, b)| !v.is_special(*id) && *b == s.as_bytes())
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// Every non-special id spelling the single byte `b`.
+fn byte_ids(v: &Vocabulary, b: u8) -> Vec<u32> {
+    v.iter()
+        .filter(|(id, t)| !v.is_special(*id) && *t == [b])
+        .map(|(id, _)| id)
+        .collect()
+}
+
+fn spell(v: &Vocabulary, ids: &[u32]) -> Vec<String> {
+    ids.iter()
+        .take(12)
+        .map(|&id| format!("{id}:{:?}", String::from_utf8_lossy(v.token_bytes(id))))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Checking one configuration
+
+struct Fixture {
+    vocab: Vocabulary,
+    masker: Masker,
+}
+
+impl Fixture {
+    fn new(vocab: Vocabulary) -> Fixture {
+        let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
+        Fixture {
+            masker: Masker::new(trie),
+            vocab,
+        }
+    }
+
+    /// The fast mask at `cfg`, asserted equal to the oracle's and internally consistent.
+    fn checked(&mut self, s: &mut Session<'_>, cfg: &Config, what: &str) -> Mask {
+        let fast = self.masker.mask(s, cfg);
+        let slow = oracle_mask(s, cfg, &self.vocab);
+        let (only_fast, only_oracle) = fast.diff(&slow);
+        assert!(
+            only_fast.is_empty() && only_oracle.is_empty() && fast.eos == slow.eos,
+            "{what}: fast and oracle differ: only fast {:?}, only oracle {:?}, eos {} vs {}",
+            spell(&self.vocab, &only_fast),
+            spell(&self.vocab, &only_oracle),
+            fast.eos,
+            slow.eos
+        );
+        assert_eq!((fast.allowed, fast.blocked), (slow.allowed, slow.blocked));
+        self.consistent(&fast, what);
+        fast
+    }
+
+    fn consistent(&self, m: &Mask, what: &str) {
+        let v = &self.vocab;
+        assert_eq!(m.ci + m.cd, m.allowed, "{what}: CI + CD");
+        assert_eq!(
+            m.allowed + m.blocked,
+            (v.len() - v.special_ids().len()) as u32,
+            "{what}: allowed + blocked"
+        );
+        let in_classes: usize = m.cd_classes.iter().map(|c| c.ids.len()).sum();
+        assert_eq!(in_classes, m.cd as usize, "{what}: class sizes");
+        for &sp in v.special_ids() {
+            assert_eq!(
+                m.contains(sp),
+                Some(sp) == v.eos_id() && m.eos,
+                "{what}: special id {sp} set"
+            );
+        }
+        for class in v.alias_classes() {
+            let set = class.iter().filter(|&&id| m.contains(id)).count();
+            assert!(
+                set == 0 || set == class.len(),
+                "{what}: alias class {class:?} split"
+            );
+        }
+        let counted = m.ids().filter(|&id| !v.is_special(id)).count();
+        assert_eq!(counted, m.allowed as usize, "{what}: popcount");
+    }
+}
+
+fn config_after(s: &mut Session<'_>, text: &str) -> Config {
+    let mut c = s.start();
+    if let Err(e) = s.feed(&mut c, text.as_bytes()) {
+        panic!("{text:?} refused: {e:?}");
+    }
+    c
+}
+
+/// Fast ≡ oracle at every byte offset of each statement (so mid-identifier, mid-string,
+/// mid-comment and mid-keyword positions too), and the statement is complete at its end.
+fn differential_over_offsets(lang: &Language, fx: &mut Fixture, statements: &[&str]) -> usize {
+    let mut s = Session::new(lang);
+    let mut checked = 0;
+    for text in statements {
+        let bytes = text.as_bytes();
+        let mut cfg = s.start();
+        for i in 0..=bytes.len() {
+            let what = format!("{:?} at byte {i}", &text[..i]);
+            let m = fx.checked(&mut s, &cfg, &what);
+            checked += 1;
+            if let Some(&b) = bytes.get(i) {
+                // The next byte is a token of the vocabulary: it must be allowed.
+                for id in byte_ids(&fx.vocab, b) {
+                    assert!(m.contains(id), "{what}: next byte {:?} blocked", b as char);
+                }
+                s.feed(&mut cfg, &[b]).expect("statement byte");
+            } else {
+                assert!(m.eos, "{text}: EOS not allowed at the end");
+            }
+        }
+    }
+    checked
+}
+
+// ---------------------------------------------------------------------------------------
+// Differential tests
+
+const MINI_STATEMENTS: &[&str] = &[
+    "SELECT name FROM employees",
+    "select NAME from EMPLOYEES;",
+    "SELECT T1.name FROM employees AS T1",
+    "SELECT count(*) FROM employees_public",
+    "SELECT \"Rating_(millions)\" FROM employees",
+    "SELECT 'it''s' , 1.5e3 FROM employees",
+    "SELECT /* c */ name -- x\nFROM employees",
+    "SELECT name FROM employees UNION SELECT name FROM employees_public",
+    "WITH x AS (SELECT name FROM employees) SELECT name FROM x",
+    "INSERT INTO orders VALUES (1)",
+    "SELECT 1 FROM orders;",
+];
+
+#[test]
+fn mini_dialect_fast_equals_oracle_at_every_offset() {
+    let lang = hr_language(mini_dialect(), &Policy::default());
+    let mut fx = Fixture::new(synthetic_vocab());
+    let n = differential_over_offsets(&lang, &mut fx, MINI_STATEMENTS);
+    assert!(n > 300, "{n}");
+}
+
+const PG_STATEMENTS: &[&str] = &[
+    "SELECT name FROM employees WHERE id = 1;",
+    "SELECT e.name, o.total FROM employees AS e JOIN orders o ON e.id = o.employee_id",
+    "INSERT INTO orders VALUES ('a'),('b');",
+    "SELECT \"Rating_(millions)\" FROM employees_public AS p, employees",
+    "SELECT 'it''s', E'quote\\'s', 1.5e3, .5, 1e5 FROM employees",
+    "SELECT /* c */ name -- x\nFROM employees_public WHERE name LIKE 'a%'",
+    "SELECT count(*) FROM employees GROUP BY name ORDER BY count(*) DESC LIMIT 3",
+    "SELECT id::text FROM orders WHERE total <> 0 AND id IN (SELECT id FROM employees)",
+    "WITH t AS (SELECT id FROM orders) SELECT id FROM t",
+];
+
+#[test]
+fn postgres_dialect_fast_equals_oracle_at_every_offset() {
+    let lang = hr_language(common::dialect(), &Policy::default());
+    let mut fx = Fixture::new(synthetic_vocab());
+    let n = differential_over_offsets(&lang, &mut fx, PG_STATEMENTS);
+    assert!(n > 500, "{n}");
+}
+
+/// Tokens that complete a lexeme and go on are decided on the live stack: the same token
+/// is allowed at one stack and blocked at another with the same remainder.
+#[test]
+fn boundary_crossing_tokens_follow_the_stack() {
+    let lang = hr_language(common::dialect(), &Policy::default());
+    let mut fx = Fixture::new(synthetic_vocab());
+    let mut s = Session::new(&lang);
+    let v = synthetic_vocab();
+    let one_semi = ids_of(&v, "1;")[0];
+    let one = ids_of(&v, "1")[0];
+
+    let c = config_after(&mut s, "SELECT name FROM employees WHERE id = ");
+    let m = fx.checked(&mut s, &c, "after `= `");
+    assert!(m.contains(one_semi) && m.contains(one));
+    let class = m.cd_classes.iter().find(|k| k.ids.contains(&one_semi));
+    assert!(class.is_some(), "`1;` is CD");
+    assert!(
+        m.cd_classes.iter().all(|k| !k.ids.contains(&one)),
+        "`1` is CI"
+    );
+
+    let c = config_after(&mut s, "SELECT name FROM employees WHERE id = (");
+    let m = fx.checked(&mut s, &c, "after `= (`");
+    assert!(!m.contains(one_semi), "`1;` inside an open parenthesis");
+    assert!(m.contains(one));
+
+    let c = config_after(&mut s, "INSERT INTO orders VALUES ('a");
+    let m = fx.checked(&mut s, &c, "inside a VALUES string");
+    for t in ["'),", "'),(", "')", "'", "''s"] {
+        for id in ids_of(&v, t) {
+            assert!(m.contains(id), "{t:?} blocked inside a VALUES string");
+        }
+    }
+    let crossing = ids_of(&v, "'),");
+    assert!(crossing
+        .iter()
+        .all(|id| m.cd_classes.iter().any(|k| k.ids.contains(id))));
+
+    let c = config_after(&mut s, "SELECT name");
+    let m = fx.checked(&mut s, &c, "after `SELECT name`");
+    for id in ids_of(&v, " FROM") {
+        assert!(m.contains(id));
+        assert!(m.cd_classes.iter().any(|k| k.ids.contains(&id)));
+    }
+    // No parenthesis is open: the string may close, `)` may not follow it.
+    let c = config_after(&mut s, "SELECT name FROM employees WHERE name = 'a");
+    let m = fx.checked(&mut s, &c, "inside a WHERE string");
+    for id in ids_of(&v, "'),") {
+        assert!(!m.contains(id), "`'),` with no open parenthesis");
+    }
+    assert!(m.contains(ids_of(&v, "''s")[0]) && m.contains(ids_of(&v, "' ")[0]));
+}
+
+/// The worked example of the paper: an identifier position under a schema lexicon.
+fn identifier_rule(lang: &Language) {
+    let v = synthetic_vocab();
+    let mut fx = Fixture::new(synthetic_vocab());
+    let mut s = Session::new(lang);
+    let at = |s: &mut Session<'_>, fx: &mut Fixture, text: &str| {
+        let c = config_after(s, text);
+        fx.checked(s, &c, text)
+    };
+    let m = at(&mut s, &mut fx, "select * from ");
+    for t in ["sal", "salaries" /* not a token: absent */] {
+        for id in ids_of(&v, t) {
+            assert!(
+                !m.contains(id),
+                "{t:?} allowed where only granted tables may go"
+            );
+        }
+    }
+    assert!(ids_of(&v, "sal").len() == 3);
+    for t in ["emp", "emplo", "employees", "orders", "\"employees\""] {
+        assert!(
+            m.contains(ids_of(&v, t)[0]),
+            "{t:?} blocked at a table position"
+        );
+    }
+    let m = at(&mut s, &mut fx, "select * from");
+    for t in [" sal", " salaries"] {
+        assert!(!m.contains(ids_of(&v, t)[0]), "{t:?} allowed");
+    }
+    assert!(m.contains(ids_of(&v, " emplo")[0]));
+
+    let m = at(&mut s, &mut fx, "select * from emplo");
+    let yees = ids_of(&v, "yees");
+    assert_eq!(yees.len(), 3, "aliases of `yees`");
+    for &id in &yees {
+        assert!(m.contains(id), "`yees` (id {id}) blocked after `emplo`");
+    }
+    assert!(
+        m.cd_classes.iter().all(|k| !k.ids.contains(&yees[0])),
+        "`yees` stays in the lexeme: CI"
+    );
+    assert!(m.contains(ids_of(&v, "y")[0]));
+    assert!(!m.contains(ids_of(&v, "yer")[0]), "`yer` allowed");
+    let crossing = ids_of(&v, "yees where")[0];
+    assert!(m.contains(crossing));
+    assert!(m.cd_classes.iter().any(|k| k.ids.contains(&crossing)));
+    assert!(!m.eos, "`select * from emplo` is not a sentence");
+
+    let m = at(&mut s, &mut fx, "select * from employees");
+    assert!(m.eos, "a complete statement: EOS");
+    assert!(m.contains(EOS));
+    assert!(m.contains(ids_of(&v, "_p")[0]), "`employees_p…`");
+    assert!(m.contains(ids_of(&v, "_public")[0]));
+}
+
+#[test]
+fn identifier_rule_mini() {
+    identifier_rule(&hr_language(mini_dialect(), &Policy::default()));
+}
+
+#[test]
+fn identifier_rule_postgres() {
+    identifier_rule(&hr_language(common::dialect(), &Policy::default()));
+}
+
+#[test]
+fn select_only_policy_at_the_statement_head() {
+    let v = synthetic_vocab();
+    let mut fx = Fixture::new(synthetic_vocab());
+    let d = common::dialect();
+    let lang = hr_language(d.clone(), &Policy::select_only());
+    let mut s = Session::new(&lang);
+    let c = s.start();
+    let m = fx.checked(&mut s, &c, "select-only head");
+    for t in ["SELECT", " SELECT", "select", "sel"] {
+        for id in ids_of(&v, t) {
+            assert!(m.contains(id), "{t:?} blocked at the head");
+        }
+    }
+    for t in ["INSERT", " INSERT", "ins"] {
+        for id in ids_of(&v, t) {
+            assert!(!m.contains(id), "{t:?} allowed under select-only");
+        }
+    }
+    assert!(
+        !m.contains(SPECIAL_SELECT),
+        "a special token is never allowed"
+    );
+    assert!(!m.eos);
+    // Control: with every verb, INSERT starts a statement.
+    let all = hr_language(d, &Policy::default());
+    let mut s = Session::new(&all);
+    let c = s.start();
+    let m = fx.checked(&mut s, &c, "head");
+    assert!(m.contains(ids_of(&v, "INSERT")[0]) && m.contains(ids_of(&v, "ins")[0]));
+}
+
+// ---------------------------------------------------------------------------------------
+// Forced runs
+
+fn small_vocab(tokens: &[&str]) -> Vocabulary {
+    let toks = tokens.iter().map(|t| t.as_bytes().to_vec()).collect();
+    Vocabulary::from_served(toks, &[EOS], Some(EOS)).expect("vocabulary")
+}
+
+#[test]
+fn singleton_masks_extend_to_forced_runs() {
+    let lang = hr_language(mini_dialect(), &Policy::default());
+    let mut s = Session::new(&lang);
+    // (` FROM` alone could begin an identifier such as `fromage`; ` FROM ` cannot.)
+    let mut fx = Fixture::new(small_vocab(&["<eos>", "SELECT", " *", " FROM ", "orders;"]));
+    let c = s.start();
+    let m = fx.checked(&mut s, &c, "start");
+    assert_eq!(m.forced, Some(vec![1, 2, 3, 4]));
+    // After the run the statement is complete and only EOS remains.
+    let c = config_after(&mut s, "SELECT * FROM orders;");
+    let m = fx.checked(&mut s, &c, "end");
+    assert!(m.eos && m.allowed == 0 && m.forced.is_none());
+
+    // `(` nests without end: the run stops at its bound.
+    let long = "INSERT INTO orders VALUES (";
+    let mut fx = Fixture::new(small_vocab(&["<eos>", long, "(", ")"]));
+    let c = s.start();
+    let m = fx.checked(&mut s, &c, "start");
+    let run = m.forced.expect("forced");
+    assert_eq!(run.len(), grid_core::mask::FORCED_MAX, "runs are bounded");
+    assert_eq!(run[0], 1);
+    assert!(run[1..].iter().all(|&t| t == 2));
+    let c = config_after(&mut s, "INSERT INTO orders VALUES ((");
+    let m = fx.checked(&mut s, &c, "nested");
+    assert_eq!(m.forced.map(|r| r.len()), Some(grid_core::mask::FORCED_MAX));
+
+    // With a number to choose as well, the run is the one forced token.
+    let mut fx = Fixture::new(small_vocab(&["<eos>", long, "(", ")", "1"]));
+    let c = s.start();
+    let m = fx.checked(&mut s, &c, "start");
+    assert_eq!(m.forced, Some(vec![1]));
+    let c = config_after(&mut s, long);
+    let m = fx.checked(&mut s, &c, "two choices");
+    assert_eq!((m.allowed, m.forced), (2, None));
+}
+
+// ---------------------------------------------------------------------------------------
+// CD classes
+
+/// Two configurations with the same remainder but different stacks: every CD class of one
+/// gets a single verdict (all allowed or all blocked) from the oracle at the other.
+#[test]
+fn cd_classes_are_verdict_equivalent_across_stacks() {
+    let lang = hr_language(common::dialect(), &Policy::default());
+    let v = synthetic_vocab();
+    let mut fx = Fixture::new(synthetic_vocab());
+    let mut s = Session::new(&lang);
+    // Prefixes grouped by the remainder they leave (the pending lexeme).
+    let groups: &[&[&str]] = &[
+        &[
+            "SELECT name FROM employees WHERE id = ",
+            "SELECT name FROM employees WHERE id = (",
+            "SELECT ",
+            "SELECT name, ",
+            "SELECT name FROM ",
+            "SELECT name FROM employees ",
+            "INSERT INTO orders VALUES (",
+        ],
+        &[
+            "SELECT name FROM employees WHERE id = 1",
+            "SELECT 1",
+            "SELECT name FROM employees LIMIT 1",
+            "SELECT (1",
+        ],
+        &[
+            "SELECT name",
+            "SELECT e.name",
+            "SELECT count(*) FROM employees GROUP BY name",
+            // After `AS` only a type name: `uu` may begin `uuid`, `zz` nothing. (After
+            // `SELECT name AS` any alias: the two share everything but the word-trie node.)
+            "SELECT CAST(name",
+        ],
+    ];
+    let mut classes_checked = 0;
+    for group in groups {
+        let cfgs: Vec<Config> = group.iter().map(|t| config_after(&mut s, t)).collect();
+        for (i, a) in cfgs.iter().enumerate() {
+            let m = fx.checked(&mut s, a, group[i]);
+            for (j, b) in cfgs.iter().enumerate() {
+                if i == j || a.scan.rem != b.scan.rem {
+                    continue;
+                }
+                let o = oracle_mask(&mut s, b, &v);
+                for class in &m.cd_classes {
+                    let allowed = class.ids.iter().filter(|&&id| o.contains(id)).count();
+                    assert!(
+                        allowed == 0 || allowed == class.ids.len(),
+                        "class {:?} of {:?} split at {:?}: {:?}",
+                        class.key,
+                        group[i],
+                        group[j],
+                        spell(&v, &class.ids)
+                    );
+                    classes_checked += 1;
+                }
+            }
+        }
+    }
+    assert!(classes_checked > 100, "{classes_checked}");
+    let c = config_after(&mut s, "SELECT name");
+    let m = fx.checked(&mut s, &c, "SELECT name");
+    let class_of = |t: &str| {
+        let id = ids_of(&v, t)[0];
+        m.cd_classes.iter().position(|k| k.ids.contains(&id))
+    };
+    assert!(class_of(" AS uu").is_some() && class_of(" AS zz").is_some());
+    assert_ne!(class_of(" AS uu"), class_of(" AS zz"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile text
+
+/// A token sequence walked through the mask: every token that keeps the output viable is
+/// in the mask, and the first one that leaves the language is not. Returns whether the
+/// text left the language.
+fn walk_hostile(s: &mut Session<'_>, fx: &mut Fixture, text: &str, check_oracle: bool) -> bool {
+    let ids = fx.vocab.encode(text);
+    let mut cfg = s.start();
+    let mut prefix: Vec<u8> = Vec::new();
+    for (k, &id) in ids.iter().enumerate() {
+        let m = if check_oracle {
+            fx.checked(s, &cfg, text)
+        } else {
+            fx.masker.mask(s, &cfg)
+        };
+        assert_eq!(m.eos, s.complete(&prefix), "{text:?}: EOS at token {k}");
+        let bytes = fx.vocab.token_bytes(id);
+        let mut next = prefix.clone();
+        next.extend_from_slice(bytes);
+        let viable = s.viable(&next);
+        assert_eq!(
+            m.contains(id),
+            viable,
+            "{text:?}: token {k} {:?} after {:?}",
+            String::from_utf8_lossy(bytes),
+            String::from_utf8_lossy(&prefix)
+        );
+        if !viable {
+            return true;
+        }
+        s.feed(&mut cfg, bytes).expect("viable token");
+        prefix = next;
+    }
+    false
+}
+
+fn mutate(text: &str, rng: &mut Rng) -> String {
+    const NOISE: &[&str] = &[
+        "'", "\"", "(", ")", ";", ",", " ", "x", "1", "*", "--", "/*", "sal", "emp", "e", ".",
+        "::", "<", "|", "\\", "FROM", "select",
+    ];
+    let b = text.as_bytes();
+    let i = rng.below(b.len() + 1);
+    let j = (i + rng.below(4)).min(b.len());
+    let noise = NOISE[rng.below(NOISE.len())];
+    let (head, tail) = (&b[..i], &b[j..]);
+    let mut out = head.to_vec();
+    match rng.below(3) {
+        0 => out.extend_from_slice(noise.as_bytes()),
+        1 => {}
+        _ => out.extend_from_slice(&b[i..j].to_ascii_uppercase()),
+    }
+    out.extend_from_slice(tail);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn hostile_text_is_refused_at_the_first_bad_token() {
+    let mut fx = Fixture::new(synthetic_vocab());
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut left = 0;
+    for (lang, statements) in [
+        (
+            hr_language(mini_dialect(), &Policy::default()),
+            MINI_STATEMENTS,
+        ),
+        (
+            hr_language(common::dialect(), &Policy::default()),
+            PG_STATEMENTS,
+        ),
+    ] {
+        let mut s = Session::new(&lang);
+        for text in statements {
+            assert!(!walk_hostile(&mut s, &mut fx, text, false), "{text}");
+            for round in 0..12 {
+                let m = mutate(text, &mut rng);
+                left += usize::from(walk_hostile(&mut s, &mut fx, &m, round % 4 == 0));
+            }
+        }
+    }
+    assert!(left > 50, "only {left} mutations left the language");
+}
+
+// ---------------------------------------------------------------------------------------
+// Real data: Spider gold with a real vocabulary
+
+#[test]
+fn spider_gold_fast_equals_oracle_with_gpt2() {
+    let Some(dir) = spider_or_skip("spider_gold_fast_equals_oracle_with_gpt2") else {
+        return;
+    };
+    let tok = dir.join("tokenizers/gpt2");
+    if !tok.exists() {
+        eprintln!(
+            "SKIP spider_gold_fast_equals_oracle_with_gpt2: no {}",
+            tok.display()
+        );
+        return;
+    }
+    let vocab = Vocabulary::load(&tok).expect("gpt2");
+    let mut fx = Fixture::new(vocab);
+    let mut langs = Langs::new(&dir, Policy::default());
+    let mut rng = Rng(7);
+    let mut checked = 0;
+    for g in gold(&dir).iter().step_by(97) {
+        let lang = langs.get(&g.db);
+        let mut s = Session::new(&lang);
+        let ids = fx.vocab.encode(&g.sql);
+        let mut cfg = s.start();
+        let mut text = Vec::new();
+        for (k, &id) in ids.iter().enumerate() {
+            if rng.below(4) == 0 {
+                let what = format!("{} at token {k}", g.sql);
+                let m = fx.checked(&mut s, &cfg, &what);
+                assert!(m.contains(id), "{what}: gold token blocked");
+                checked += 1;
+            }
+            let b = fx.vocab.token_bytes(id).to_vec();
+            s.feed(&mut cfg, &b).expect("gold token");
+            text.extend_from_slice(&b);
+        }
+        let m = fx.checked(&mut s, &cfg, &g.sql);
+        assert!(m.eos, "{}: EOS at the end", g.sql);
+        // Hostile: the same statement with a table swapped for a name the role lacks.
+        let hostile = format!("{} salaries_zz", g.sql.trim_end_matches(';'));
+        walk_hostile(&mut s, &mut fx, &hostile, false);
+    }
+    assert!(checked >= 20, "{checked}");
+}
