@@ -253,25 +253,14 @@ pub fn spellings(stored: &str, is_reserved: &dyn Fn(&str) -> bool) -> Vec<String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{Column, Table};
+    use crate::schema::Table;
 
     fn reserved(w: &str) -> bool {
         matches!(w, "order" | "select")
     }
 
     fn schema() -> Schema {
-        let t = |n: &str, cols: &[&str]| Table {
-            name: n.into(),
-            columns: cols
-                .iter()
-                .map(|c| Column {
-                    name: c.to_string(),
-                    ty: "text".into(),
-                })
-                .collect(),
-            primary_key: vec![],
-            foreign_keys: vec![],
-        };
+        let t = Table::with_columns;
         Schema {
             db_id: "shop".into(),
             tables: vec![

@@ -25,6 +25,24 @@ pub struct Table {
     pub foreign_keys: Vec<(usize, usize, usize)>,
 }
 
+impl Table {
+    /// A table of text columns with no keys, by stored names.
+    pub fn with_columns(name: &str, columns: &[&str]) -> Table {
+        Table {
+            name: name.to_string(),
+            columns: columns
+                .iter()
+                .map(|c| Column {
+                    name: c.to_string(),
+                    ty: "text".into(),
+                })
+                .collect(),
+            primary_key: Vec::new(),
+            foreign_keys: Vec::new(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Schema {
     pub db_id: String,

@@ -19,18 +19,7 @@ fn dialect() -> Arc<Dialect> {
 }
 
 fn schema() -> Schema {
-    let t = |n: &str, cols: &[&str]| Table {
-        name: n.into(),
-        columns: cols
-            .iter()
-            .map(|c| Column {
-                name: c.to_string(),
-                ty: "text".into(),
-            })
-            .collect(),
-        primary_key: vec![],
-        foreign_keys: vec![],
-    };
+    let t = Table::with_columns;
     Schema {
         db_id: "hr".into(),
         tables: vec![
