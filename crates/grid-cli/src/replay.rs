@@ -7,6 +7,9 @@
 //!   scratch with `complete` (else an EOS failure); after the last token it must be;
 //! * every `--oracle-every` steps, the mask must equal the brute-force oracle bit for bit.
 //!
+//! A gold token the recognizer refuses ends its statement's replay; it counts as a
+//! completeness failure (kind `refused`) whether or not the mask allowed it.
+//!
 //! Failures are JSON lines; the last line is the summary, with mask times (the mask call
 //! alone, forced runs included) in microseconds.
 
@@ -167,14 +170,7 @@ pub fn run(a: &ReplayArgs) -> Result<(), ReplayError> {
         }
     }
     t.times.sort_unstable();
-    let pct = |p: u64| -> f64 {
-        if t.times.is_empty() {
-            return 0.0;
-        }
-        let rank = (p * t.times.len() as u64).div_ceil(100).max(1) as usize;
-        let ns = t.times[rank.min(t.times.len()) - 1];
-        (ns as f64 / 100.0).round() / 10.0
-    };
+    let pct = |p: u64| percentile_us(&t.times, p);
     // Written by hand: the field order is part of the format.
     let summary = format!(
         "{{\"queries\":{},\"steps\":{},\"completeness_failures\":{},\"eos_failures\":{},\
@@ -210,4 +206,30 @@ fn mismatch(fast: &Mask, oracle: &Mask, vocab: &Vocabulary) -> serde_json::Value
         "only_fast_ids": show(&only_fast),
         "only_oracle_ids": show(&only_oracle),
     })
+}
+
+/// The `p`-th percentile (nearest rank) of ascending nanosecond times, in microseconds
+/// rounded to 0.1.
+fn percentile_us(sorted_ns: &[u64], p: u64) -> f64 {
+    if sorted_ns.is_empty() {
+        return 0.0;
+    }
+    let rank = (p * sorted_ns.len() as u64).div_ceil(100).max(1) as usize;
+    let ns = sorted_ns[rank.min(sorted_ns.len()) - 1];
+    (ns as f64 / 100.0).round() / 10.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentile_us;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let ns: Vec<u64> = (1..=100).map(|i| i * 1000).collect();
+        assert_eq!(percentile_us(&ns, 50), 50.0);
+        assert_eq!(percentile_us(&ns, 90), 90.0);
+        assert_eq!(percentile_us(&ns, 99), 99.0);
+        assert_eq!(percentile_us(&[1234], 99), 1.2);
+        assert_eq!(percentile_us(&[], 50), 0.0);
+    }
 }

@@ -249,17 +249,20 @@ impl Masker {
 
     fn walk(&mut self, session: &mut Session<'_>, cfg: &Config) -> (Mask, First) {
         let trie = &*self.trie;
-        let mut m = Mask::empty(trie.n_ids(), trie.special_ids().len());
-        m.eos = session.finish(cfg).is_ok();
-        if m.eos {
+        let mut out = Out {
+            m: Mask::empty(trie.n_ids(), trie.special_ids().len()),
+            classes: FxHashMap::default(),
+            first: None,
+        };
+        out.m.eos = session.finish(cfg).is_ok();
+        if out.m.eos {
             if let Some(e) = trie.eos_id() {
-                m.set(e);
+                out.m.set(e);
             }
         }
-        let mut first: First = None;
         if !session.is_viable(cfg) {
             // Monotone: no extension of a dead prefix is viable.
-            return (m, first);
+            return out.finish();
         }
         let depth = trie.max_len() + 1;
         if self.frames.len() < depth {
@@ -273,13 +276,12 @@ impl Masker {
             ends,
             ..
         } = self;
-        frames[0].clone_from(cfg);
+        frames[0].copy_from(cfg);
         log.clear();
         log_len[0] = 0;
         ends.clear();
-        let mut classes: FxHashMap<CdKey, usize> = FxHashMap::default();
         // The empty spelling (if a token has it) keeps the output as it is: viable, CI.
-        record(&mut m, trie, 0, true, None, &mut classes, &mut first, cfg);
+        out.record(trie, 0, None, cfg);
         let skip = session.lang.terms().skip;
         let n = trie.len();
         let mut i = 1;
@@ -292,10 +294,12 @@ impl Masker {
             let f = &mut rest[0];
             f.copy_from(&before[d - 1]);
             log.truncate(log_len[d - 1]);
-            m.visited += 1;
+            out.m.visited += 1;
             let pushed = session
                 .push_byte_with(f, trie.byte(i), &mut |c| log.push(c))
                 .is_ok();
+            // Viable without cutting the lexeme back: it can still become a terminal the
+            // stacks take, or an ignored one (or no lexeme is in progress).
             let direct = pushed
                 && (f.scan.rem.is_empty()
                     || session
@@ -307,68 +311,72 @@ impl Masker {
                 continue;
             }
             log_len[d] = log.len();
-            let ci = direct && log.is_empty();
-            let key = (!ci).then(|| CdKey {
-                emitted: log.iter().copied().collect(),
-                trail: TrailKey::of(f),
-            });
-            record(&mut m, trie, i, ci, key, &mut classes, &mut first, f);
+            if trie.token(i).is_some() {
+                let cd = (!direct || !log.is_empty()).then(|| CdKey {
+                    emitted: log.iter().copied().collect(),
+                    trail: TrailKey::of(f),
+                });
+                out.record(trie, i, cd, f);
+            }
             ends.push(i + trie.size(i));
             i += 1;
         }
-        m.blocked -= m.allowed;
-        for c in &mut m.cd_classes {
-            c.ids.sort_unstable();
-        }
-        (m, first)
+        out.finish()
     }
 }
 
-/// Allows the ids of `node` (if any) in `m`, classified, and remembers the first one.
-#[allow(clippy::too_many_arguments)]
-fn record(
-    m: &mut Mask,
-    trie: &TokenTrie,
-    node: usize,
-    ci: bool,
-    key: Option<CdKey>,
-    classes: &mut FxHashMap<CdKey, usize>,
-    first: &mut First,
-    after: &Config,
-) {
-    let ids = trie.ids(node);
-    if ids.is_empty() {
-        return;
-    }
-    for id in ids.iter() {
-        m.set(id);
-    }
-    let k = ids.len() as u32;
-    if m.allowed == 0 {
-        if let Some(id) = ids.iter().next() {
-            *first = Some((id, after.clone()));
+/// A walk's result under construction.
+struct Out {
+    m: Mask,
+    /// Index in `m.cd_classes` of each class key seen.
+    classes: FxHashMap<CdKey, usize>,
+    first: First,
+}
+
+impl Out {
+    /// Allows the ids of `node` (if any): CI when `cd` is `None`, else in the class `cd`.
+    /// Remembers the first id allowed, with the configuration `after` it.
+    fn record(&mut self, trie: &TokenTrie, node: usize, cd: Option<CdKey>, after: &Config) {
+        let ids = trie.ids(node);
+        let Some(id0) = ids.iter().next() else {
+            return;
+        };
+        let m = &mut self.m;
+        if m.allowed == 0 {
+            self.first = Some((id0, after.clone()));
         }
-    }
-    m.allowed += k;
-    if ci {
-        m.ci += k;
-        return;
-    }
-    m.cd += k;
-    let Some(key) = key else { return };
-    let c = match classes.get(&key) {
-        Some(&c) => c,
-        None => {
-            let c = m.cd_classes.len();
-            classes.insert(key.clone(), c);
-            m.cd_classes.push(CdClass {
-                key,
-                ids: Vec::new(),
-            });
-            c
+        for id in ids.iter() {
+            m.set(id);
         }
-    };
-    m.cd_classes[c].ids.extend(ids.iter());
+        let k = ids.len() as u32;
+        m.allowed += k;
+        let Some(key) = cd else {
+            m.ci += k;
+            return;
+        };
+        m.cd += k;
+        let c = match self.classes.get(&key) {
+            Some(&c) => c,
+            None => {
+                let c = m.cd_classes.len();
+                self.classes.insert(key.clone(), c);
+                m.cd_classes.push(CdClass {
+                    key,
+                    ids: Vec::new(),
+                });
+                c
+            }
+        };
+        m.cd_classes[c].ids.extend(ids.iter());
+    }
+
+    fn finish(mut self) -> (Mask, First) {
+        self.m.blocked -= self.m.allowed;
+        for c in &mut self.m.cd_classes {
+            c.ids.sort_unstable();
+        }
+        (self.m, self.first)
+    }
 }
 
 #[cfg(test)]

@@ -646,7 +646,7 @@ fn spider_gold_fast_equals_oracle_with_gpt2() {
     let mut fx = Fixture::new(vocab);
     let mut langs = Langs::new(&dir, Policy::default());
     let mut rng = Rng(7);
-    let mut checked = 0;
+    let (mut checked, mut left) = (0, 0);
     for g in gold(&dir).iter().step_by(97) {
         let lang = langs.get(&g.db);
         let mut s = Session::new(&lang);
@@ -666,9 +666,17 @@ fn spider_gold_fast_equals_oracle_with_gpt2() {
         }
         let m = fx.checked(&mut s, &cfg, &g.sql);
         assert!(m.eos, "{}: EOS at the end", g.sql);
-        // Hostile: the same statement with a table swapped for a name the role lacks.
+        // Hostile: the statement with a name the role lacks appended, and mutated.
         let hostile = format!("{} salaries_zz", g.sql.trim_end_matches(';'));
-        walk_hostile(&mut s, &mut fx, &hostile, false);
+        left += usize::from(walk_hostile(&mut s, &mut fx, &hostile, false));
+        for _ in 0..2 {
+            let m = mutate(&g.sql, &mut rng);
+            left += usize::from(walk_hostile(&mut s, &mut fx, &m, false));
+        }
     }
     assert!(checked >= 20, "{checked}");
+    assert!(
+        left >= 10,
+        "only {left} hostile statements left the language"
+    );
 }
