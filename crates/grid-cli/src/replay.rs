@@ -11,7 +11,8 @@
 //! completeness failure (kind `refused`) whether or not the mask allowed it.
 //!
 //! Failures are JSON lines; the last line is the summary, with mask times (the mask call
-//! alone, forced runs included) in microseconds.
+//! alone, forced runs included) in microseconds. A profile of the walk (mean trie nodes
+//! visited, allowed and CD ids, CD classes per step) goes to stderr.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -73,6 +74,39 @@ struct Tally {
     oracle_mismatches: u64,
     /// Mask times, nanoseconds.
     times: Vec<u64>,
+    /// Sums over steps of what the walk did, for the stderr profile.
+    visited: u64,
+    allowed: u64,
+    cd: u64,
+    classes: u64,
+    max_classes: usize,
+    forced: u64,
+}
+
+impl Tally {
+    fn count(&mut self, m: &Mask) {
+        self.visited += u64::from(m.visited);
+        self.allowed += u64::from(m.allowed);
+        self.cd += u64::from(m.cd);
+        self.classes += m.cd_classes.len() as u64;
+        self.max_classes = self.max_classes.max(m.cd_classes.len());
+        self.forced += u64::from(m.forced.is_some());
+    }
+
+    /// Means per step of the walk's work: what the cache of later work has to beat.
+    fn profile(&self) -> serde_json::Value {
+        let mean = |x: u64| (x as f64 / self.steps.max(1) as f64 * 10.0).round() / 10.0;
+        json!({
+            "profile": {
+                "mean_nodes_visited": mean(self.visited),
+                "mean_allowed": mean(self.allowed),
+                "mean_cd": mean(self.cd),
+                "mean_cd_classes": mean(self.classes),
+                "max_cd_classes": self.max_classes,
+                "forced_steps": self.forced,
+            }
+        })
+    }
 }
 
 pub fn run(a: &ReplayArgs) -> Result<(), ReplayError> {
@@ -112,6 +146,7 @@ pub fn run(a: &ReplayArgs) -> Result<(), ReplayError> {
             let m = masker.mask(&mut session, &cfg);
             t.times.push(t0.elapsed().as_nanos() as u64);
             t.steps += 1;
+            t.count(&m);
             let complete = session.complete(&text);
             if m.eos != complete || (k == ids.len() && !m.eos) {
                 t.eos_failures += 1;
@@ -185,6 +220,7 @@ pub fn run(a: &ReplayArgs) -> Result<(), ReplayError> {
         pct(90),
         pct(99),
     );
+    eprintln!("{}", t.profile());
     writeln!(out, "{summary}")?;
     Ok(())
 }
