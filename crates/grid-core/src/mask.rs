@@ -8,16 +8,19 @@
 //!
 //! Each allowed token is classified for the cache of later work:
 //!
-//! * **CI** (context-independent): feeding its bytes hands no lexeme to the parser, and its
-//!   last prefix is viable because the lexeme in progress can still become a terminal the
-//!   stacks allow (or an ignored one), or because no lexeme is in progress. Its verdict is a
-//!   function of the remainder `r` and the allowed set `A(σ)` alone, so it may be cached
-//!   under `(r, A)`.
+//! * **CI** (context-independent): its verdict is a function of the remainder `r` (the
+//!   lexeme in progress at `κ`) and the allowed set `A(σ)` alone, so it may be cached under
+//!   `(r, A)`. Two cases: (a) feeding its bytes hands no lexeme to the parser (the bytes stay
+//!   inside the current lexeme, or only ignored lexemes end) and the lexeme in progress can
+//!   still become a terminal in `A` or an ignored one (or none is in progress): `yees`
+//!   after `emplo`, `y`, `(`; (b) it hands exactly one lexeme to the parser, which takes it
+//!   iff one of its candidates is in `A`, and what follows can only be, or still become, an
+//!   ignored lexeme, which is viable on any stack: `yees ` after `emplo`.
 //! * **CD** (context-dependent): everything else, i.e. the token completes a lexeme and goes
 //!   on (`'),'`, `1;`, ` FROM` after a pending word), or its viability needed the recognizer
 //!   to cut the lexeme in progress back to an earlier accepting length. Its verdict reads
-//!   the live stacks. CD tokens are grouped into verdict-equivalence classes by
-//!   [`CdKey`].
+//!   the stacks after the emissions. CD tokens are grouped into verdict-equivalence classes
+//!   by [`CdKey`].
 
 use std::sync::Arc;
 
@@ -312,7 +315,16 @@ impl Masker {
             }
             log_len[d] = log.len();
             if trie.token(i).is_some() {
-                let cd = (!direct || !log.is_empty()).then(|| CdKey {
+                let ci = direct
+                    && match log.len() {
+                        0 => true,
+                        1 => {
+                            f.scan.rem.is_empty()
+                                || session.lang.live(f.scan.q, f.scan.w).intersects(&skip)
+                        }
+                        _ => false,
+                    };
+                let cd = (!ci).then(|| CdKey {
                     emitted: log.iter().copied().collect(),
                     trail: TrailKey::of(f),
                 });

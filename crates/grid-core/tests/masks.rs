@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use common::{gold, spider_or_skip, Langs, Rng};
@@ -13,7 +14,7 @@ use grid_core::mask::{Mask, Masker};
 use grid_core::oracle::oracle_mask;
 use grid_core::schema::{Column, Schema, Table};
 use grid_core::trie::TokenTrie;
-use grid_core::{Config, Dialect, Language, Lexicon, Policy, Session};
+use grid_core::{Config, Dialect, Language, Lexicon, Policy, Session, TermSet};
 use grid_vocab::Vocabulary;
 
 // ---------------------------------------------------------------------------------------
@@ -540,6 +541,80 @@ fn cd_classes_are_verdict_equivalent_across_stacks() {
     };
     assert!(class_of(" AS uu").is_some() && class_of(" AS zz").is_some());
     assert_ne!(class_of(" AS uu"), class_of(" AS zz"));
+}
+
+/// The ids a mask allows as CI (not EOS, not in a CD class).
+fn ci_ids(m: &Mask, v: &Vocabulary) -> Vec<u32> {
+    let cd: std::collections::HashSet<u32> = m
+        .cd_classes
+        .iter()
+        .flat_map(|c| c.ids.iter().copied())
+        .collect();
+    m.ids()
+        .filter(|id| !v.is_special(*id) && !cd.contains(id))
+        .collect()
+}
+
+/// CI verdicts are a function of the remainder and the allowed set: at configurations with
+/// the same remainder and the same `A(σ)` but different stacks, the CI ids are the same,
+/// and the oracle allows each of them at the other configuration.
+#[test]
+fn ci_verdicts_depend_only_on_remainder_and_allowed_set() {
+    let lang = hr_language(common::dialect(), &Policy::default());
+    let v = synthetic_vocab();
+    let mut fx = Fixture::new(synthetic_vocab());
+    let mut s = Session::new(&lang);
+    let mut groups: HashMap<(Vec<u8>, TermSet), Vec<Config>> = HashMap::new();
+    let extra = [
+        "SELECT 1 + 2",
+        "SELECT (1 + (2",
+        "SELECT name FROM employees WHERE (id = 1 AND (name = 'a'",
+        "SELECT count(name), lower(name) FROM employees",
+    ];
+    for text in PG_STATEMENTS.iter().chain(extra.iter()) {
+        let mut c = s.start();
+        for &b in text.as_bytes() {
+            s.feed(&mut c, &[b]).expect("statement byte");
+            let g = groups
+                .entry((c.scan.rem.to_vec(), s.allowed(&c)))
+                .or_default();
+            if g.len() < 3 && g.iter().all(|o| o.stacks != c.stacks) {
+                g.push(c.clone());
+            }
+        }
+    }
+    let mut pairs = 0;
+    for cfgs in groups.values().filter(|g| g.len() >= 2) {
+        let masks: Vec<Mask> = cfgs.iter().map(|c| fx.masker.mask(&mut s, c)).collect();
+        for (i, a) in masks.iter().enumerate() {
+            let ci = ci_ids(a, &v);
+            for (j, b) in cfgs.iter().enumerate() {
+                if i == j {
+                    continue;
+                }
+                let other = ci_ids(&masks[j], &v);
+                let only: Vec<u32> = ci
+                    .iter()
+                    .copied()
+                    .filter(|id| !other.contains(id))
+                    .collect();
+                assert!(
+                    ci.len() == other.len() && only.is_empty(),
+                    "CI sets differ at equal (remainder, A): only in one {:?}",
+                    spell(&v, &only)
+                );
+                let o = oracle_mask(&mut s, b, &v);
+                let refused: Vec<u32> = ci.iter().copied().filter(|&id| !o.contains(id)).collect();
+                assert!(
+                    refused.is_empty(),
+                    "CI ids refused elsewhere: {:?}",
+                    spell(&v, &refused)
+                );
+                pairs += 1;
+            }
+        }
+    }
+    assert!(pairs >= 20, "only {pairs} pairs");
 }
 
 // ---------------------------------------------------------------------------------------
