@@ -2,6 +2,8 @@
 //! (L3), and the viable-prefix recognizer that decides them byte by byte. No PostgreSQL.
 
 pub mod audit;
+pub mod catalog;
+pub mod checker;
 pub mod error;
 pub mod grammar;
 pub mod language;

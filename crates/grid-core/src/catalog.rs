@@ -1,0 +1,554 @@
+//! The catalog as one role sees it: the `jsonb` that `grid.catalog_snapshot()` returns,
+//! read as the caller, and what the engine derives from it — the visible [`Schema`], the
+//! role's [`Policy`] (verbs and per-verb target tables from its GRANTs), its [`Lexicon`] and
+//! [`Language`], and a fingerprint that keys caches per (role, catalog state).
+//!
+//! Column-level privileges cannot be enforced by a left-to-right mask (the SELECT list comes
+//! before FROM): the column lexicon is the union of the columns the role may touch in any
+//! way, and [`crate::checker`] enforces the rest after the parse.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use blake2::digest::consts::U16;
+use blake2::{Blake2b, Digest};
+use serde::{Deserialize, Deserializer, Serialize};
+use thiserror::Error;
+
+use crate::error::GridError;
+use crate::grammar::spec::LexiconKind;
+use crate::grammar::Dialect;
+use crate::language::Language;
+use crate::lexicon::Lexicon;
+use crate::policy::{Policy, Verb};
+use crate::schema::{Column, Schema, Table};
+
+/// The snapshot format this code reads.
+pub const FORMAT: u32 = 1;
+
+#[derive(Debug, Error)]
+pub enum CatalogError {
+    #[error("catalog snapshot is not valid JSON of the expected shape: {0}")]
+    Json(#[from] serde_json::Error),
+
+    #[error("catalog snapshot format {found} is not supported (expected {FORMAT})")]
+    Format { found: u32 },
+
+    #[error("catalog snapshot lists {what} twice")]
+    Duplicate { what: String },
+
+    #[error("role {role} may use no relation{detail}")]
+    NothingGranted { role: String, detail: String },
+
+    #[error("{0}")]
+    Engine(#[from] GridError),
+}
+
+/// One role's view of the catalog. Relations are ordered by schema and name, columns by
+/// attnum; every listed relation carries at least one privilege of the role on it or on one
+/// of its columns, and every listed column at least one column privilege.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogSnapshot {
+    pub format: u32,
+    /// `current_user` when the snapshot was taken.
+    pub role: String,
+    /// `current_schemas(false)`, in search order.
+    #[serde(default)]
+    pub search_path: Vec<String>,
+    #[serde(default)]
+    pub relations: Vec<Relation>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelationKind {
+    Table,
+    View,
+    MaterializedView,
+    ForeignTable,
+    /// A kind this code does not know (e.g. from a newer server); treated like a table.
+    #[serde(other)]
+    Other,
+}
+
+impl RelationKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            RelationKind::Table => "table",
+            RelationKind::View => "view",
+            RelationKind::MaterializedView => "materialized_view",
+            RelationKind::ForeignTable => "foreign_table",
+            RelationKind::Other => "other",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Relation {
+    pub schema: String,
+    pub name: String,
+    #[serde(default = "table_kind")]
+    pub kind: RelationKind,
+    /// True when the schema is on the search path, so that the model writes the name
+    /// unqualified.
+    #[serde(default)]
+    pub on_search_path: bool,
+    #[serde(default)]
+    pub comment: Option<String>,
+    /// Table-level privileges the role holds.
+    #[serde(default, deserialize_with = "privileges")]
+    pub privileges: BTreeSet<Verb>,
+    #[serde(default)]
+    pub columns: Vec<CatalogColumn>,
+    #[serde(default)]
+    pub primary_key: Vec<String>,
+    #[serde(default)]
+    pub foreign_keys: Vec<ForeignKey>,
+}
+
+fn table_kind() -> RelationKind {
+    RelationKind::Table
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogColumn {
+    pub name: String,
+    #[serde(rename = "type", default)]
+    pub ty: String,
+    #[serde(default)]
+    pub not_null: bool,
+    #[serde(default)]
+    pub comment: Option<String>,
+    /// Column privileges the role holds; they include what table-level grants give.
+    #[serde(default, deserialize_with = "privileges")]
+    pub privileges: BTreeSet<Verb>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForeignKey {
+    pub columns: Vec<String>,
+    pub ref_schema: String,
+    pub ref_table: String,
+    pub ref_columns: Vec<String>,
+}
+
+/// Privilege names as `has_table_privilege` spells them, any case. Privileges that do not
+/// bear on generated statements (REFERENCES, TRIGGER, TRUNCATE, …) are dropped.
+fn privileges<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeSet<Verb>, D::Error> {
+    let names = Option::<Vec<String>>::deserialize(d)?.unwrap_or_default();
+    Ok(names
+        .iter()
+        .filter_map(|n| match n.to_ascii_lowercase().as_str() {
+            "select" => Some(Verb::Select),
+            "insert" => Some(Verb::Insert),
+            "update" => Some(Verb::Update),
+            "delete" => Some(Verb::Delete),
+            _ => None,
+        })
+        .collect())
+}
+
+/// A relation of the snapshot that the model is not offered, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Omitted {
+    pub schema: String,
+    pub name: String,
+    pub reason: String,
+}
+
+impl Relation {
+    pub fn column(&self, stored: &str) -> Option<&CatalogColumn> {
+        self.columns.iter().find(|c| c.name == stored)
+    }
+
+    /// Whether the role may use this relation as the target or source of `verb`: a
+    /// table-level grant, or for SELECT/INSERT/UPDATE a grant on any column (PostgreSQL
+    /// has no column-level DELETE).
+    pub fn grants(&self, verb: Verb) -> bool {
+        self.privileges.contains(&verb)
+            || (verb != Verb::Delete && self.columns.iter().any(|c| c.privileges.contains(&verb)))
+    }
+
+    /// `schema.name`, for messages.
+    pub fn qualified(&self) -> String {
+        format!("{}.{}", self.schema, self.name)
+    }
+}
+
+impl CatalogSnapshot {
+    /// Reads the JSON of `grid.catalog_snapshot()`: unknown keys are ignored, missing
+    /// optional keys default, the format must be [`FORMAT`], and no relation or column
+    /// may be listed twice.
+    pub fn from_json(text: &str) -> Result<CatalogSnapshot, CatalogError> {
+        let snap: CatalogSnapshot = serde_json::from_str(text)?;
+        snap.validate()?;
+        Ok(snap)
+    }
+
+    pub fn validate(&self) -> Result<(), CatalogError> {
+        if self.format != FORMAT {
+            return Err(CatalogError::Format { found: self.format });
+        }
+        let mut seen = BTreeSet::new();
+        for r in &self.relations {
+            if !seen.insert((r.schema.as_str(), r.name.as_str())) {
+                return Err(CatalogError::Duplicate {
+                    what: format!("relation {}", r.qualified()),
+                });
+            }
+            let mut cols = BTreeSet::new();
+            for c in &r.columns {
+                if !cols.insert(c.name.as_str()) {
+                    return Err(CatalogError::Duplicate {
+                        what: format!("column {}.{}", r.qualified(), c.name),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A snapshot in which `role` holds every privilege on every table and column of
+    /// `schema`, all in schema `public` (Spider databases, tests, the CLI).
+    pub fn granting_all(schema: &Schema, role: &str) -> CatalogSnapshot {
+        let all: BTreeSet<Verb> = Verb::ALL.into_iter().collect();
+        let relations = schema
+            .tables
+            .iter()
+            .map(|t| Relation {
+                schema: "public".into(),
+                name: t.name.clone(),
+                kind: RelationKind::Table,
+                on_search_path: true,
+                comment: None,
+                privileges: all.clone(),
+                columns: t
+                    .columns
+                    .iter()
+                    .map(|c| CatalogColumn {
+                        name: c.name.clone(),
+                        ty: c.ty.clone(),
+                        not_null: false,
+                        comment: None,
+                        privileges: all.clone(),
+                    })
+                    .collect(),
+                primary_key: t
+                    .primary_key
+                    .iter()
+                    .filter_map(|&i| t.columns.get(i).map(|c| c.name.clone()))
+                    .collect(),
+                foreign_keys: t
+                    .foreign_keys
+                    .iter()
+                    .filter_map(|&(c, rt, rc)| {
+                        let target = schema.tables.get(rt)?;
+                        Some(ForeignKey {
+                            columns: vec![t.columns.get(c)?.name.clone()],
+                            ref_schema: "public".into(),
+                            ref_table: target.name.clone(),
+                            ref_columns: vec![target.columns.get(rc)?.name.clone()],
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        CatalogSnapshot {
+            format: FORMAT,
+            role: role.to_string(),
+            search_path: vec!["public".into()],
+            relations,
+        }
+    }
+
+    /// The relations the model is offered, in search-path order and then by name, and the
+    /// ones left out with the reason. The dialect has no schema-qualified names, so a
+    /// relation off the search path cannot be named; of two relations with one name, the
+    /// one PostgreSQL would find first on the search path hides the other.
+    pub fn visible(&self) -> (Vec<&Relation>, Vec<Omitted>) {
+        let rank = |schema: &str| self.search_path.iter().position(|s| s == schema);
+        let mut on_path: Vec<(usize, &Relation)> = Vec::new();
+        let mut omitted = Vec::new();
+        for r in &self.relations {
+            match rank(&r.schema) {
+                Some(i) if r.on_search_path => on_path.push((i, r)),
+                _ => omitted.push(Omitted {
+                    schema: r.schema.clone(),
+                    name: r.name.clone(),
+                    reason: format!(
+                        "schema {} is not on the search path and the dialect has no \
+                         schema-qualified names",
+                        r.schema
+                    ),
+                }),
+            }
+        }
+        on_path.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+        let mut by_name: BTreeMap<&str, &Relation> = BTreeMap::new();
+        let mut shown = Vec::new();
+        for (_, r) in on_path {
+            if let Some(first) = by_name.get(r.name.as_str()) {
+                omitted.push(Omitted {
+                    schema: r.schema.clone(),
+                    name: r.name.clone(),
+                    reason: format!("hidden by {} earlier on the search path", first.qualified()),
+                });
+            } else {
+                by_name.insert(&r.name, r);
+                shown.push(r);
+            }
+        }
+        (shown, omitted)
+    }
+
+    /// The relation that the unqualified name `stored` reaches, as PostgreSQL resolves it.
+    pub fn resolve(&self, stored: &str) -> Option<&Relation> {
+        self.visible().0.into_iter().find(|r| r.name == stored)
+    }
+
+    /// The relation `schema.name`, when it is visible to the model.
+    pub fn resolve_qualified(&self, schema: &str, stored: &str) -> Option<&Relation> {
+        self.visible()
+            .0
+            .into_iter()
+            .find(|r| r.schema == schema && r.name == stored)
+    }
+
+    /// The visible relations and the columns the role may touch, with keys among them.
+    pub fn schema(&self) -> Schema {
+        let (shown, _) = self.visible();
+        let index: BTreeMap<&str, usize> = shown
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.name.as_str(), i))
+            .collect();
+        let position = |r: &Relation, c: &str| r.columns.iter().position(|x| x.name == c);
+        let tables = shown
+            .iter()
+            .map(|r| {
+                let mut foreign_keys = Vec::new();
+                for fk in &r.foreign_keys {
+                    let Some(target) = index.get(fk.ref_table.as_str()).map(|&i| shown[i]) else {
+                        continue;
+                    };
+                    if target.schema != fk.ref_schema {
+                        continue;
+                    }
+                    for (c, rc) in fk.columns.iter().zip(&fk.ref_columns) {
+                        if let (Some(p), Some(rp)) = (position(r, c), position(target, rc)) {
+                            foreign_keys.push((p, index[target.name.as_str()], rp));
+                        }
+                    }
+                }
+                Table {
+                    name: r.name.clone(),
+                    columns: r
+                        .columns
+                        .iter()
+                        .map(|c| Column {
+                            name: c.name.clone(),
+                            ty: c.ty.clone(),
+                        })
+                        .collect(),
+                    primary_key: r
+                        .primary_key
+                        .iter()
+                        .filter_map(|c| position(r, c))
+                        .collect(),
+                    foreign_keys,
+                }
+            })
+            .collect();
+        Schema {
+            db_id: format!("catalog of role {}", self.role),
+            tables,
+        }
+    }
+
+    /// The role's policy: the verbs of `base` (e.g. from `grid.policy`) that some visible
+    /// relation grants, each DML verb restricted to the relations that grant it (and to
+    /// those `base` lists, when it lists any), and the bans of `base`.
+    pub fn policy(&self, base: &Policy) -> Result<Policy, CatalogError> {
+        let (shown, omitted) = self.visible();
+        let granting = |v: Verb| -> Vec<String> {
+            shown
+                .iter()
+                .filter(|r| r.grants(v))
+                .map(|r| r.name.clone())
+                .collect()
+        };
+        let narrow = |v: Verb, listed: &Option<Vec<String>>| -> Vec<String> {
+            let mut names = granting(v);
+            if let Some(l) = listed {
+                names.retain(|n| l.contains(n));
+            }
+            names
+        };
+        let insert = narrow(Verb::Insert, &base.insert_tables);
+        let update = narrow(Verb::Update, &base.update_tables);
+        let delete = narrow(Verb::Delete, &base.delete_tables);
+        let verbs: Vec<Verb> = base
+            .verbs
+            .iter()
+            .copied()
+            .filter(|&v| match v {
+                Verb::Select => !granting(Verb::Select).is_empty(),
+                Verb::Insert => !insert.is_empty(),
+                Verb::Update => !update.is_empty(),
+                Verb::Delete => !delete.is_empty(),
+            })
+            .collect();
+        if verbs.is_empty() {
+            let detail = if omitted.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " on its search path ({} relation(s) omitted: {})",
+                    omitted.len(),
+                    omitted
+                        .iter()
+                        .map(|o| format!("{}.{}: {}", o.schema, o.name, o.reason))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            };
+            return Err(CatalogError::NothingGranted {
+                role: self.role.clone(),
+                detail,
+            });
+        }
+        let mut verbs = verbs;
+        verbs.sort();
+        verbs.dedup();
+        Ok(Policy {
+            verbs,
+            ban: base.ban.clone(),
+            insert_tables: Some(insert),
+            update_tables: Some(update),
+            delete_tables: Some(delete),
+        })
+    }
+
+    /// The role's lexicon under `policy` (from [`CatalogSnapshot::policy`]): tables in FROM
+    /// are the relations it may read, columns every column it may touch, DML targets as the
+    /// policy lists them.
+    pub fn lexicon(
+        &self,
+        policy: &Policy,
+        is_reserved: &dyn Fn(&str) -> bool,
+    ) -> Result<Lexicon, CatalogError> {
+        let mut lx = Lexicon::from_schema(&self.schema(), policy, is_reserved)?;
+        let readable: BTreeSet<String> = if policy.allows(Verb::Select) {
+            self.visible()
+                .0
+                .into_iter()
+                .filter(|r| r.grants(Verb::Select))
+                .map(|r| r.name.clone())
+                .collect()
+        } else {
+            BTreeSet::new()
+        };
+        lx.words.insert(LexiconKind::Table, readable);
+        Ok(lx)
+    }
+
+    /// The compiled language of the role: policy, lexicon and the dialect projected by them.
+    pub fn language(&self, dialect: Arc<Dialect>, base: &Policy) -> Result<Language, CatalogError> {
+        let policy = self.policy(base)?;
+        let reserved = |w: &str| dialect.is_reserved(w);
+        let lexicon = self.lexicon(&policy, &reserved)?;
+        Ok(Language::build(dialect.clone(), &policy, &lexicon)?)
+    }
+
+    /// BLAKE2b-128 over a canonical encoding: relations sorted by (schema, name), privilege
+    /// sets sorted, foreign keys sorted, columns and the search path in their own order
+    /// (both carry meaning), every string length-prefixed. Equal for snapshots that mean
+    /// the same, whatever the key order or whitespace of the JSON.
+    pub fn fingerprint(&self) -> [u8; 16] {
+        let mut e = Canonical(Blake2b::<U16>::new());
+        e.tag(b"grid-catalog");
+        e.num(self.format as u64);
+        e.str(&self.role);
+        e.num(self.search_path.len() as u64);
+        for s in &self.search_path {
+            e.str(s);
+        }
+        let mut rels: Vec<&Relation> = self.relations.iter().collect();
+        rels.sort_by(|a, b| (&a.schema, &a.name).cmp(&(&b.schema, &b.name)));
+        e.num(rels.len() as u64);
+        for r in rels {
+            e.str(&r.schema);
+            e.str(&r.name);
+            e.str(r.kind.name());
+            e.num(r.on_search_path as u64);
+            e.opt(r.comment.as_deref());
+            e.privileges(&r.privileges);
+            e.num(r.columns.len() as u64);
+            for c in &r.columns {
+                e.str(&c.name);
+                e.str(&c.ty);
+                e.num(c.not_null as u64);
+                e.opt(c.comment.as_deref());
+                e.privileges(&c.privileges);
+            }
+            e.num(r.primary_key.len() as u64);
+            for k in &r.primary_key {
+                e.str(k);
+            }
+            let mut fks: Vec<&ForeignKey> = r.foreign_keys.iter().collect();
+            fks.sort_by(|a, b| {
+                (&a.columns, &a.ref_schema, &a.ref_table, &a.ref_columns).cmp(&(
+                    &b.columns,
+                    &b.ref_schema,
+                    &b.ref_table,
+                    &b.ref_columns,
+                ))
+            });
+            e.num(fks.len() as u64);
+            for fk in fks {
+                e.num(fk.columns.len() as u64);
+                for c in &fk.columns {
+                    e.str(c);
+                }
+                e.str(&fk.ref_schema);
+                e.str(&fk.ref_table);
+                e.num(fk.ref_columns.len() as u64);
+                for c in &fk.ref_columns {
+                    e.str(c);
+                }
+            }
+        }
+        e.0.finalize().into()
+    }
+}
+
+/// A prefix-free encoding fed straight into the hash.
+struct Canonical(Blake2b<U16>);
+
+impl Canonical {
+    fn tag(&mut self, t: &[u8]) {
+        self.0.update(t);
+    }
+    fn num(&mut self, n: u64) {
+        self.0.update(n.to_le_bytes());
+    }
+    fn str(&mut self, s: &str) {
+        self.num(s.len() as u64);
+        self.0.update(s.as_bytes());
+    }
+    fn opt(&mut self, s: Option<&str>) {
+        match s {
+            None => self.num(0),
+            Some(s) => {
+                self.num(1);
+                self.str(s);
+            }
+        }
+    }
+    fn privileges(&mut self, p: &BTreeSet<Verb>) {
+        self.num(p.len() as u64);
+        for v in p {
+            self.num(*v as u64);
+        }
+    }
+}

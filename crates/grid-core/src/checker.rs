@@ -1,0 +1,1117 @@
+//! The semantic checker: column-level privileges, which no left-to-right mask can enforce
+//! (the SELECT list comes before FROM), checked after the parse.
+//!
+//! The statement is parsed with `sqlparser` (PostgreSQL dialect) and walked scope by scope:
+//! FROM items (tables, aliases, derived tables, CTEs) bind names; every column reference,
+//! qualified or not, is bound to the FROM item that provides it — in the innermost scope
+//! that has it, as PostgreSQL binds correlated references — and checked against the role's
+//! privilege for the verb in which it is used. The checker fails closed: a reference it
+//! cannot bind, and a construct it does not know how to bind, are violations.
+
+use std::fmt;
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    AssignmentTarget, Delete, Distinct, Expr, FromTable, GroupByExpr, Ident, Insert,
+    JoinConstraint, JoinOperator, ObjectName, OnConflictAction, OnInsert, OrderBy, OrderByKind,
+    Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, Statement, TableAlias,
+    TableFactor, TableObject, TableWithJoins, Update, UpdateTableFromKind, Visit, Visitor,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::catalog::{CatalogSnapshot, Relation};
+use crate::policy::Verb;
+
+/// Longest SQL fragment quoted in a violation.
+const FRAGMENT_MAX: usize = 80;
+
+/// One reason why the statement may not run as the role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub kind: ViolationKind,
+    /// The role the statement was checked for.
+    pub role: String,
+    /// The part of the statement at fault, as sqlparser prints it (shortened).
+    pub fragment: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ViolationKind {
+    /// The text is not one PostgreSQL statement.
+    Unparsable { message: String },
+    /// More or fewer than one statement.
+    StatementCount { count: usize },
+    /// A statement kind other than SELECT, INSERT, UPDATE, DELETE.
+    UnsupportedStatement { what: String },
+    /// A construct whose column references the checker cannot bind.
+    Unsupported { what: String },
+    /// A relation name, or a qualifier, that names nothing the role may see.
+    UnknownRelation { name: String },
+    /// A column that no FROM item in scope provides.
+    UnknownColumn {
+        qualifier: Option<String>,
+        column: String,
+    },
+    /// An unqualified column that several FROM items of one scope provide.
+    AmbiguousColumn { column: String, tables: Vec<String> },
+    /// The role lacks `privilege` on the column.
+    ColumnPrivilege {
+        table: String,
+        column: String,
+        privilege: Verb,
+    },
+    /// The role lacks `privilege` on the relation as a whole.
+    TablePrivilege { table: String, privilege: Verb },
+    /// `*` on a relation the role may not read as a whole: it would reach columns the role
+    /// cannot see.
+    Wildcard { table: String },
+}
+
+fn adjective(v: Verb) -> &'static str {
+    match v {
+        Verb::Select => "readable",
+        Verb::Insert => "insertable",
+        Verb::Update => "updatable",
+        Verb::Delete => "deletable",
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let role = &self.role;
+        match &self.kind {
+            ViolationKind::Unparsable { message } => {
+                write!(f, "the statement does not parse: {message}")?
+            }
+            ViolationKind::StatementCount { count } => {
+                write!(f, "expected exactly one statement, found {count}")?
+            }
+            ViolationKind::UnsupportedStatement { what } => write!(
+                f,
+                "{what} statements are not allowed; write one SELECT, INSERT, UPDATE or DELETE"
+            )?,
+            ViolationKind::Unsupported { what } => {
+                write!(f, "{what} cannot be checked and is not allowed")?
+            }
+            ViolationKind::UnknownRelation { name } => write!(
+                f,
+                "relation {name} does not exist or is not visible to role {role}"
+            )?,
+            ViolationKind::UnknownColumn {
+                qualifier: Some(q),
+                column,
+            } => write!(
+                f,
+                "column {q}.{column} does not exist or is not visible to role {role}"
+            )?,
+            ViolationKind::UnknownColumn {
+                qualifier: None,
+                column,
+            } => write!(
+                f,
+                "column {column} is not a column of any table in scope visible to role {role}"
+            )?,
+            ViolationKind::AmbiguousColumn { column, tables } => write!(
+                f,
+                "column reference {column} is ambiguous (in {}); qualify it",
+                tables.join(", ")
+            )?,
+            ViolationKind::ColumnPrivilege {
+                table,
+                column,
+                privilege,
+            } => write!(
+                f,
+                "column {table}.{column} is not {} by role {role}",
+                adjective(*privilege)
+            )?,
+            ViolationKind::TablePrivilege { table, privilege } => write!(
+                f,
+                "table {table} is not {} by role {role}",
+                adjective(*privilege)
+            )?,
+            ViolationKind::Wildcard { table } => write!(
+                f,
+                "{table}.* is not allowed: role {role} may not read every column of {table}; \
+                 name the columns"
+            )?,
+        }
+        if !self.fragment.is_empty() {
+            write!(f, " (at `{}`)", self.fragment)?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks `sql` as `snapshot.role` would run it. Empty means allowed.
+pub fn check(sql: &str, snapshot: &CatalogSnapshot) -> Vec<Violation> {
+    Checker::new(snapshot).check(sql)
+}
+
+/// A checker for one snapshot, reusable across statements.
+pub struct Checker<'a> {
+    snapshot: &'a CatalogSnapshot,
+    visible: Vec<&'a Relation>,
+}
+
+impl<'a> Checker<'a> {
+    pub fn new(snapshot: &'a CatalogSnapshot) -> Checker<'a> {
+        Checker {
+            snapshot,
+            visible: snapshot.visible().0,
+        }
+    }
+
+    pub fn check(&self, sql: &str) -> Vec<Violation> {
+        let mut walk = Walk {
+            checker: self,
+            frames: Vec::new(),
+            out: Vec::new(),
+        };
+        match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
+            Err(e) => walk.flag(
+                ViolationKind::Unparsable {
+                    message: e.to_string(),
+                },
+                "",
+            ),
+            Ok(stmts) if stmts.len() != 1 => {
+                walk.flag(ViolationKind::StatementCount { count: stmts.len() }, "")
+            }
+            Ok(stmts) => walk.statement(&stmts[0]),
+        }
+        let mut seen = std::collections::HashSet::new();
+        walk.out
+            .into_iter()
+            .filter(|v| seen.insert((format!("{:?}", v.kind), v.fragment.clone())))
+            .collect()
+    }
+
+    fn relation(&self, name: &ObjectName) -> Result<&'a Relation, ViolationKind> {
+        let parts: Option<Vec<String>> = name.0.iter().map(|p| p.as_ident().map(stored)).collect();
+        let unknown = || ViolationKind::UnknownRelation {
+            name: name.to_string(),
+        };
+        let found = match parts.as_deref() {
+            Some([t]) => self.visible.iter().find(|r| &r.name == t),
+            Some([s, t]) => self.visible.iter().find(|r| &r.schema == s && &r.name == t),
+            _ => None,
+        };
+        found.copied().ok_or_else(unknown)
+    }
+}
+
+/// The name PostgreSQL stores for an identifier as written: unquoted names fold to lower
+/// case (ASCII only, as in a UTF-8 database), quoted ones are kept.
+fn stored(i: &Ident) -> String {
+    if i.quote_style.is_some() {
+        i.value.clone()
+    } else {
+        i.value.to_ascii_lowercase()
+    }
+}
+
+fn fragment(node: &dyn fmt::Display) -> String {
+    let s = node.to_string();
+    if s.len() <= FRAGMENT_MAX {
+        return s;
+    }
+    let mut end = FRAGMENT_MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// A name bound by a FROM item.
+#[derive(Clone, Debug)]
+struct Binding<'a> {
+    /// The alias, else the relation's name; empty for an unnamed derived table.
+    name: String,
+    /// The catalog relation behind it, when it is one (not a derived table or CTE).
+    relation: Option<&'a Relation>,
+    /// Visible column names, each with the relation column it reads (renamed by an alias
+    /// column list) when `relation` is set.
+    columns: Vec<(String, Option<String>)>,
+}
+
+impl Binding<'_> {
+    fn find(&self, column: &str) -> Option<&(String, Option<String>)> {
+        self.columns.iter().find(|(n, _)| n == column)
+    }
+}
+
+/// One level of name scope: a query's CTEs, or a SELECT's FROM items.
+#[derive(Default)]
+struct Frame<'a> {
+    bindings: Vec<Binding<'a>>,
+    /// CTE names with their output columns.
+    ctes: Vec<(String, Vec<String>)>,
+    /// Column names merged by JOIN USING / NATURAL: an unqualified reference to them is not
+    /// ambiguous.
+    merged: Vec<String>,
+}
+
+struct Walk<'c, 'a> {
+    checker: &'c Checker<'a>,
+    /// Innermost scope last.
+    frames: Vec<Frame<'a>>,
+    out: Vec<Violation>,
+}
+
+/// Column references and nested queries of an expression tree, not descending into the
+/// nested queries (they have scopes of their own).
+#[derive(Default)]
+struct Refs {
+    depth: usize,
+    columns: Vec<Vec<Ident>>,
+    queries: Vec<Query>,
+}
+
+impl Visitor for Refs {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        if self.depth == 0 {
+            self.queries.push(q.clone());
+        }
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _q: &Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        if self.depth == 0 {
+            match e {
+                Expr::Identifier(i) => self.columns.push(vec![i.clone()]),
+                Expr::CompoundIdentifier(is) => self.columns.push(is.clone()),
+                _ => {}
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+impl<'a> Walk<'_, 'a> {
+    fn flag(&mut self, kind: ViolationKind, at: &str) {
+        self.out.push(Violation {
+            kind,
+            role: self.checker.snapshot.role.clone(),
+            fragment: at.to_string(),
+        });
+    }
+
+    fn unsupported(&mut self, what: &str, at: &dyn fmt::Display) {
+        let at = fragment(at);
+        self.flag(ViolationKind::Unsupported { what: what.into() }, &at);
+    }
+
+    fn statement(&mut self, s: &Statement) {
+        match s {
+            Statement::Query(q) => {
+                self.query(q);
+            }
+            Statement::Insert(i) => self.insert(i),
+            Statement::Update(u) => self.update(u),
+            Statement::Delete(d) => self.delete(d),
+            other => {
+                let what = other
+                    .to_string()
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("this")
+                    .to_ascii_uppercase();
+                let at = fragment(other);
+                self.flag(ViolationKind::UnsupportedStatement { what }, &at);
+            }
+        }
+    }
+
+    /// Checks every column reference and nested query in `node` under the current scopes.
+    fn refs<V: Visit>(&mut self, node: &V, privilege: Verb) {
+        let mut r = Refs::default();
+        let _ = node.visit(&mut r);
+        for parts in &r.columns {
+            self.column(parts, privilege);
+        }
+        for q in &r.queries {
+            self.query(q);
+        }
+    }
+
+    /// Binds one column reference and checks `privilege` on it.
+    fn column(&mut self, parts: &[Ident], privilege: Verb) {
+        let at = fragment(&ObjectName::from(parts.to_vec()));
+        let names: Vec<String> = parts.iter().map(stored).collect();
+        let (column, qualifier) = match names.as_slice() {
+            [c] => (c.clone(), None),
+            [q, c] => (c.clone(), Some((None, q.clone()))),
+            [s, q, c] => (c.clone(), Some((Some(s.clone()), q.clone()))),
+            _ => return self.unsupported("a column reference with more than three parts", &at),
+        };
+        let Some((schema, q)) = qualifier else {
+            return self.unqualified(&column, privilege, &at);
+        };
+        let found = self.frames.iter().rev().find_map(|f| {
+            f.bindings.iter().find(|b| match &schema {
+                None => b.name == q,
+                Some(s) => b
+                    .relation
+                    .is_some_and(|r| &r.schema == s && r.name == q && b.name == q),
+            })
+        });
+        let Some(b) = found.cloned() else {
+            let name = match schema {
+                Some(s) => format!("{s}.{q}"),
+                None => q,
+            };
+            return self.flag(ViolationKind::UnknownRelation { name }, &at);
+        };
+        match b.find(&column).cloned() {
+            Some(c) => self.require(&b, &c, privilege, &at),
+            None => self.flag(
+                ViolationKind::UnknownColumn {
+                    qualifier: Some(b.name.clone()),
+                    column,
+                },
+                &at,
+            ),
+        }
+    }
+
+    fn unqualified(&mut self, column: &str, privilege: Verb, at: &str) {
+        for depth in (0..self.frames.len()).rev() {
+            let f = &self.frames[depth];
+            let hits: Vec<(Binding<'a>, (String, Option<String>))> = f
+                .bindings
+                .iter()
+                .filter_map(|b| b.find(column).map(|c| (b.clone(), c.clone())))
+                .collect();
+            if hits.len() > 1 && !f.merged.iter().any(|m| m == column) {
+                let tables = hits.iter().map(|(b, _)| b.name.clone()).collect();
+                return self.flag(
+                    ViolationKind::AmbiguousColumn {
+                        column: column.to_string(),
+                        tables,
+                    },
+                    at,
+                );
+            }
+            if !hits.is_empty() {
+                for (b, c) in hits {
+                    self.require(&b, &c, privilege, at);
+                }
+                return;
+            }
+        }
+        self.flag(
+            ViolationKind::UnknownColumn {
+                qualifier: None,
+                column: column.to_string(),
+            },
+            at,
+        );
+    }
+
+    /// Checks `privilege` on the relation column behind a bound column, if any (columns of
+    /// derived tables and CTEs were checked where they were produced).
+    fn require(
+        &mut self,
+        b: &Binding<'a>,
+        c: &(String, Option<String>),
+        privilege: Verb,
+        at: &str,
+    ) {
+        let (Some(rel), Some(origin)) = (b.relation, &c.1) else {
+            return;
+        };
+        let ok = rel
+            .column(origin)
+            .is_some_and(|col| col.privileges.contains(&privilege));
+        if !ok {
+            self.flag(
+                ViolationKind::ColumnPrivilege {
+                    table: rel.name.clone(),
+                    column: origin.clone(),
+                    privilege,
+                },
+                at,
+            );
+        }
+    }
+
+    /// Output column names.
+    fn query(&mut self, q: &Query) -> Vec<String> {
+        self.frames.push(Frame::default());
+        if let Some(with) = &q.with {
+            for cte in &with.cte_tables {
+                let name = stored(&cte.alias.name);
+                if with.recursive {
+                    // The recursive term sees the CTE with the columns of the first term.
+                    let first = match cte.query.body.as_ref() {
+                        SetExpr::SetOperation { left, .. } => {
+                            let mark = self.out.len();
+                            let cols = self.set_expr(left);
+                            self.out.truncate(mark);
+                            cols
+                        }
+                        _ => Vec::new(),
+                    };
+                    let cols = renamed(&cte.alias, first);
+                    self.top().ctes.push((name.clone(), cols));
+                }
+                let cols = self.query(&cte.query);
+                let cols = renamed(&cte.alias, cols);
+                let top = self.top();
+                top.ctes.retain(|(n, _)| *n != name);
+                top.ctes.push((name, cols));
+            }
+        }
+        let outputs = match q.body.as_ref() {
+            SetExpr::Select(s) => self.select(s, q.order_by.as_ref()),
+            body => {
+                let outputs = self.set_expr(body);
+                if let Some(ob) = &q.order_by {
+                    // ORDER BY of a set operation sees only its output columns.
+                    self.frames.push(Frame {
+                        bindings: vec![Binding {
+                            name: String::new(),
+                            relation: None,
+                            columns: outputs.iter().map(|c| (c.clone(), None)).collect(),
+                        }],
+                        ..Frame::default()
+                    });
+                    self.order_by(ob, &outputs);
+                    self.frames.pop();
+                }
+                outputs
+            }
+        };
+        if let Some(l) = &q.limit_clause {
+            self.refs(l, Verb::Select);
+        }
+        if let Some(f) = &q.fetch {
+            self.refs(f, Verb::Select);
+        }
+        if !q.locks.is_empty() {
+            self.unsupported("a locking clause (FOR UPDATE/SHARE)", &q.locks[0]);
+        }
+        self.frames.pop();
+        outputs
+    }
+
+    fn top(&mut self) -> &mut Frame<'a> {
+        if self.frames.is_empty() {
+            self.frames.push(Frame::default());
+        }
+        let last = self.frames.len() - 1;
+        &mut self.frames[last]
+    }
+
+    fn set_expr(&mut self, s: &SetExpr) -> Vec<String> {
+        match s {
+            SetExpr::Select(sel) => self.select(sel, None),
+            SetExpr::Query(q) => self.query(q),
+            SetExpr::SetOperation { left, right, .. } => {
+                let cols = self.set_expr(left);
+                self.set_expr(right);
+                cols
+            }
+            SetExpr::Values(v) => {
+                self.refs(v, Verb::Select);
+                let n = v.rows.first().map_or(0, |r| r.content.len());
+                (1..=n).map(|i| format!("column{i}")).collect()
+            }
+            other => {
+                self.unsupported("this query form", other);
+                Vec::new()
+            }
+        }
+    }
+
+    fn select(&mut self, s: &Select, order_by: Option<&OrderBy>) -> Vec<String> {
+        self.frames.push(Frame::default());
+        for twj in &s.from {
+            self.table_with_joins(twj);
+        }
+        let mut outputs = Vec::new();
+        for item in &s.projection {
+            match item {
+                SelectItem::UnnamedExpr(e) => {
+                    self.refs(e, Verb::Select);
+                    outputs.push(output_name(e));
+                }
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    self.refs(expr, Verb::Select);
+                    outputs.push(stored(alias));
+                }
+                SelectItem::Wildcard(opts) => {
+                    if opts.to_string().trim().is_empty() {
+                        let bindings = self.top().bindings.clone();
+                        if bindings.is_empty() {
+                            self.unsupported("* without a FROM clause", item);
+                        }
+                        for b in &bindings {
+                            outputs.extend(self.wildcard(b, item));
+                        }
+                    } else {
+                        self.unsupported("wildcard options", item);
+                    }
+                }
+                SelectItem::QualifiedWildcard(
+                    SelectItemQualifiedWildcardKind::ObjectName(n),
+                    _,
+                ) if n.0.len() == 1 => {
+                    let q = n.0[0].as_ident().map(stored).unwrap_or_default();
+                    let found = self
+                        .frames
+                        .last()
+                        .and_then(|f| f.bindings.iter().find(|b| b.name == q))
+                        .cloned();
+                    match found {
+                        Some(b) => outputs.extend(self.wildcard(&b, item)),
+                        None => {
+                            let at = fragment(item);
+                            self.flag(ViolationKind::UnknownRelation { name: q }, &at)
+                        }
+                    }
+                }
+                other => self.unsupported("this select item", other),
+            }
+        }
+        match &s.distinct {
+            Some(Distinct::On(exprs)) => self.refs(exprs, Verb::Select),
+            _ => {}
+        }
+        if let Some(w) = &s.selection {
+            self.refs(w, Verb::Select);
+        }
+        match &s.group_by {
+            GroupByExpr::Expressions(exprs, mods) => {
+                if !mods.is_empty() {
+                    self.unsupported("GROUP BY modifiers", &s.group_by);
+                }
+                for e in exprs {
+                    // GROUP BY binds a bare name to an input column first, then to an
+                    // output column.
+                    if let Expr::Identifier(i) = e {
+                        let n = stored(i);
+                        if !self.in_scope(&n) && outputs.contains(&n) {
+                            continue;
+                        }
+                    }
+                    self.refs(e, Verb::Select);
+                }
+            }
+            GroupByExpr::All(_) => self.unsupported("GROUP BY ALL", &s.group_by),
+        }
+        if let Some(h) = &s.having {
+            self.refs(h, Verb::Select);
+        }
+        if !s.named_window.is_empty() {
+            self.refs(&s.named_window, Verb::Select);
+        }
+        if s.into.is_some() {
+            self.unsupported("SELECT INTO", s);
+        }
+        if s.top.is_some()
+            || !s.lateral_views.is_empty()
+            || s.prewhere.is_some()
+            || !s.connect_by.is_empty()
+            || !s.cluster_by.is_empty()
+            || !s.distribute_by.is_empty()
+            || !s.sort_by.is_empty()
+            || s.qualify.is_some()
+            || s.exclude.is_some()
+        {
+            self.unsupported("a non-PostgreSQL SELECT clause", s);
+        }
+        if let Some(ob) = order_by {
+            self.order_by(ob, &outputs);
+        }
+        self.frames.pop();
+        outputs
+    }
+
+    /// ORDER BY binds a bare name to an output column first, then to an input column.
+    fn order_by(&mut self, ob: &OrderBy, outputs: &[String]) {
+        match &ob.kind {
+            OrderByKind::Expressions(items) => {
+                for item in items {
+                    if let Expr::Identifier(i) = &item.expr {
+                        if outputs.contains(&stored(i)) {
+                            continue;
+                        }
+                    }
+                    self.refs(&item.expr, Verb::Select);
+                }
+            }
+            OrderByKind::All(_) => self.unsupported("ORDER BY ALL", ob),
+        }
+    }
+
+    fn in_scope(&self, column: &str) -> bool {
+        self.frames
+            .iter()
+            .any(|f| f.bindings.iter().any(|b| b.find(column).is_some()))
+    }
+
+    /// The columns `*` expands to on `b`, flagging a relation the role may not read whole.
+    fn wildcard(&mut self, b: &Binding<'a>, at: &dyn fmt::Display) -> Vec<String> {
+        if let Some(rel) = b.relation {
+            if !rel.privileges.contains(&Verb::Select) {
+                let at = fragment(at);
+                self.flag(
+                    ViolationKind::Wildcard {
+                        table: rel.name.clone(),
+                    },
+                    &at,
+                );
+            }
+        }
+        b.columns.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    fn table_with_joins(&mut self, twj: &TableWithJoins) {
+        self.table_factor(&twj.relation);
+        for j in &twj.joins {
+            let before = self.top().bindings.len();
+            self.table_factor(&j.relation);
+            let constraint = match &j.join_operator {
+                JoinOperator::Join(c)
+                | JoinOperator::Inner(c)
+                | JoinOperator::Left(c)
+                | JoinOperator::LeftOuter(c)
+                | JoinOperator::Right(c)
+                | JoinOperator::RightOuter(c)
+                | JoinOperator::FullOuter(c)
+                | JoinOperator::CrossJoin(c) => c,
+                other => {
+                    self.unsupported("this join", &format!("{other:?}"));
+                    continue;
+                }
+            };
+            match constraint {
+                JoinConstraint::On(e) => self.refs(e, Verb::Select),
+                JoinConstraint::Using(cols) => {
+                    let names: Vec<String> = cols
+                        .iter()
+                        .filter_map(|n| n.0.last().and_then(|p| p.as_ident()).map(stored))
+                        .collect();
+                    self.merge(before, &names, &j.relation);
+                }
+                JoinConstraint::Natural => {
+                    let f = self.top();
+                    let left: Vec<String> = f.bindings[..before]
+                        .iter()
+                        .flat_map(|b| b.columns.iter().map(|c| c.0.clone()))
+                        .collect();
+                    let names: Vec<String> = f.bindings[before..]
+                        .iter()
+                        .flat_map(|b| b.columns.iter().map(|c| c.0.clone()))
+                        .filter(|c| left.contains(c))
+                        .collect();
+                    self.merge(before, &names, &j.relation);
+                }
+                JoinConstraint::None => {}
+            }
+        }
+    }
+
+    /// JOIN USING / NATURAL: each merged column is read on both sides.
+    fn merge(&mut self, split: usize, names: &[String], at: &TableFactor) {
+        let at = fragment(at);
+        let bindings = self.top().bindings.clone();
+        for n in names {
+            let left: Vec<&Binding> = bindings[..split]
+                .iter()
+                .filter(|b| b.find(n).is_some())
+                .collect();
+            let right: Vec<&Binding> = bindings[split..]
+                .iter()
+                .filter(|b| b.find(n).is_some())
+                .collect();
+            if left.is_empty() || right.is_empty() {
+                self.flag(
+                    ViolationKind::UnknownColumn {
+                        qualifier: None,
+                        column: n.clone(),
+                    },
+                    &at,
+                );
+                continue;
+            }
+            for b in left.into_iter().chain(right) {
+                if let Some(c) = b.find(n) {
+                    self.require(b, c, Verb::Select, &at);
+                }
+            }
+            self.top().merged.push(n.clone());
+        }
+    }
+
+    fn table_factor(&mut self, t: &TableFactor) {
+        match t {
+            TableFactor::Table {
+                name, alias, args, ..
+            } => {
+                if args.is_some() {
+                    return self.unsupported("a function in FROM", t);
+                }
+                let binding = self.named_table(name, alias);
+                if let Some(b) = binding {
+                    self.top().bindings.push(b);
+                }
+            }
+            TableFactor::Derived {
+                lateral,
+                subquery,
+                alias,
+                ..
+            } => {
+                // A derived table sees the enclosing scopes, not its siblings (unless
+                // LATERAL).
+                let cols = if *lateral {
+                    self.query(subquery)
+                } else {
+                    let siblings = self.frames.pop();
+                    let cols = self.query(subquery);
+                    self.frames.extend(siblings);
+                    cols
+                };
+                let (name, cols) = match alias {
+                    Some(a) => (stored(&a.name), renamed(a, cols)),
+                    None => (String::new(), cols),
+                };
+                self.top().bindings.push(Binding {
+                    name,
+                    relation: None,
+                    columns: cols.into_iter().map(|c| (c, None)).collect(),
+                });
+            }
+            TableFactor::NestedJoin {
+                table_with_joins,
+                alias: None,
+            } => self.table_with_joins(table_with_joins),
+            other => self.unsupported("this FROM item", other),
+        }
+    }
+
+    /// A CTE or a relation named in FROM, which the role must be able to read.
+    fn named_table(
+        &mut self,
+        name: &ObjectName,
+        alias: &Option<TableAlias>,
+    ) -> Option<Binding<'a>> {
+        let at = fragment(name);
+        if let [part] = name.0.as_slice() {
+            let n = part.as_ident().map(stored).unwrap_or_default();
+            let cte = self
+                .frames
+                .iter()
+                .rev()
+                .find_map(|f| f.ctes.iter().find(|(c, _)| *c == n))
+                .cloned();
+            if let Some((_, cols)) = cte {
+                let (bname, cols) = match alias {
+                    Some(a) => (stored(&a.name), renamed(a, cols)),
+                    None => (n, cols),
+                };
+                return Some(Binding {
+                    name: bname,
+                    relation: None,
+                    columns: cols.into_iter().map(|c| (c, None)).collect(),
+                });
+            }
+        }
+        let rel = match self.checker.relation(name) {
+            Ok(r) => r,
+            Err(kind) => {
+                self.flag(kind, &at);
+                return None;
+            }
+        };
+        if !rel.grants(Verb::Select) {
+            self.flag(
+                ViolationKind::TablePrivilege {
+                    table: rel.name.clone(),
+                    privilege: Verb::Select,
+                },
+                &at,
+            );
+        }
+        Some(relation_binding(rel, alias))
+    }
+
+    /// The target of INSERT/UPDATE/DELETE, which must grant `verb`.
+    fn target(&mut self, name: &ObjectName, verb: Verb) -> Option<&'a Relation> {
+        let at = fragment(name);
+        match self.checker.relation(name) {
+            Ok(rel) => {
+                if !rel.grants(verb) {
+                    self.flag(
+                        ViolationKind::TablePrivilege {
+                            table: rel.name.clone(),
+                            privilege: verb,
+                        },
+                        &at,
+                    );
+                }
+                Some(rel)
+            }
+            Err(kind) => {
+                self.flag(kind, &at);
+                None
+            }
+        }
+    }
+
+    /// A column named as the target of INSERT or UPDATE SET.
+    fn target_column(&mut self, rel: &'a Relation, name: &ObjectName, verb: Verb) {
+        let at = fragment(name);
+        let Some(col) = name.0.last().and_then(|p| p.as_ident()).map(stored) else {
+            return self.unsupported("this target column", name);
+        };
+        if name.0.len() > 1 {
+            return self.unsupported("a qualified or subscripted target column", name);
+        }
+        match rel.column(&col) {
+            None => self.flag(
+                ViolationKind::UnknownColumn {
+                    qualifier: Some(rel.name.clone()),
+                    column: col,
+                },
+                &at,
+            ),
+            Some(c) if !c.privileges.contains(&verb) => self.flag(
+                ViolationKind::ColumnPrivilege {
+                    table: rel.name.clone(),
+                    column: col,
+                    privilege: verb,
+                },
+                &at,
+            ),
+            Some(_) => {}
+        }
+    }
+
+    fn returning(&mut self, items: &Option<Vec<SelectItem>>) {
+        for item in items.iter().flatten() {
+            match item {
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                    self.refs(e, Verb::Select)
+                }
+                SelectItem::Wildcard(_) => {
+                    for b in self.top().bindings.clone() {
+                        self.wildcard(&b, item);
+                    }
+                }
+                other => self.unsupported("this RETURNING item", other),
+            }
+        }
+    }
+
+    fn insert(&mut self, i: &Insert) {
+        let TableObject::TableName(name) = &i.table else {
+            return self.unsupported("INSERT into a table function", &i.table);
+        };
+        let Some(rel) = self.target(name, Verb::Insert) else {
+            return;
+        };
+        if i.columns.is_empty() {
+            // Without a column list the values fill columns the role may not see.
+            if !rel.privileges.contains(&Verb::Insert) {
+                let at = fragment(name);
+                self.flag(
+                    ViolationKind::TablePrivilege {
+                        table: rel.name.clone(),
+                        privilege: Verb::Insert,
+                    },
+                    &at,
+                );
+            }
+        }
+        for c in &i.columns {
+            self.target_column(rel, c, Verb::Insert);
+        }
+        if let Some(src) = &i.source {
+            self.query(src);
+        }
+        if !i.assignments.is_empty() || i.partitioned.is_some() || !i.after_columns.is_empty() {
+            self.unsupported("a non-PostgreSQL INSERT form", i);
+        }
+        match &i.on {
+            None => {}
+            Some(OnInsert::OnConflict(oc)) if matches!(oc.action, OnConflictAction::DoNothing) => {}
+            Some(other) => self.unsupported("ON CONFLICT DO UPDATE", other),
+        }
+        if i.returning.is_some() {
+            let alias = i.table_alias.as_ref().map(|a| TableAlias {
+                explicit: a.explicit,
+                name: a.alias.clone(),
+                columns: Vec::new(),
+                at: None,
+            });
+            self.frames.push(Frame {
+                bindings: vec![relation_binding(rel, &alias)],
+                ..Frame::default()
+            });
+            self.returning(&i.returning);
+            self.frames.pop();
+        }
+    }
+
+    fn update(&mut self, u: &Update) {
+        let TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } = &u.table.relation
+        else {
+            return self.unsupported("this UPDATE target", &u.table);
+        };
+        if !u.table.joins.is_empty() {
+            return self.unsupported("a join in the UPDATE target", &u.table);
+        }
+        let Some(rel) = self.target(name, Verb::Update) else {
+            return;
+        };
+        self.frames.push(Frame {
+            bindings: vec![relation_binding(rel, alias)],
+            ..Frame::default()
+        });
+        match &u.from {
+            None => {}
+            Some(UpdateTableFromKind::AfterSet(from)) => {
+                for twj in from {
+                    self.table_with_joins(twj);
+                }
+            }
+            Some(_) => self.unsupported("UPDATE FROM before SET", &u.table),
+        }
+        for a in &u.assignments {
+            match &a.target {
+                AssignmentTarget::ColumnName(n) => self.target_column(rel, n, Verb::Update),
+                AssignmentTarget::Tuple(ns) => {
+                    for n in ns {
+                        self.target_column(rel, n, Verb::Update);
+                    }
+                }
+            }
+            self.refs(&a.value, Verb::Select);
+        }
+        if let Some(w) = &u.selection {
+            self.refs(w, Verb::Select);
+        }
+        self.returning(&u.returning);
+        if !u.order_by.is_empty() || u.limit.is_some() || u.or.is_some() || u.output.is_some() {
+            self.unsupported("a non-PostgreSQL UPDATE form", u);
+        }
+        self.frames.pop();
+    }
+
+    fn delete(&mut self, d: &Delete) {
+        let from = match &d.from {
+            FromTable::WithFromKeyword(f) => f,
+            FromTable::WithoutKeyword(_) => return self.unsupported("DELETE without FROM", d),
+        };
+        let target = match from.as_slice() {
+            [TableWithJoins {
+                relation:
+                    TableFactor::Table {
+                        name,
+                        alias,
+                        args: None,
+                        ..
+                    },
+                joins,
+            }] if joins.is_empty() && d.tables.is_empty() => (name, alias),
+            _ => return self.unsupported("this DELETE target", d),
+        };
+        let Some(rel) = self.target(target.0, Verb::Delete) else {
+            return;
+        };
+        // Column-level DELETE does not exist: the table-level grant is needed.
+        if !rel.privileges.contains(&Verb::Delete) {
+            let at = fragment(target.0);
+            self.flag(
+                ViolationKind::TablePrivilege {
+                    table: rel.name.clone(),
+                    privilege: Verb::Delete,
+                },
+                &at,
+            );
+        }
+        self.frames.push(Frame {
+            bindings: vec![relation_binding(rel, target.1)],
+            ..Frame::default()
+        });
+        for twj in d.using.iter().flatten() {
+            self.table_with_joins(twj);
+        }
+        if let Some(w) = &d.selection {
+            self.refs(w, Verb::Select);
+        }
+        self.returning(&d.returning);
+        if !d.order_by.is_empty() || d.limit.is_some() || d.output.is_some() {
+            self.unsupported("a non-PostgreSQL DELETE form", d);
+        }
+        self.frames.pop();
+    }
+}
+
+fn relation_binding<'a>(rel: &'a Relation, alias: &Option<TableAlias>) -> Binding<'a> {
+    let mut columns: Vec<(String, Option<String>)> = rel
+        .columns
+        .iter()
+        .map(|c| (c.name.clone(), Some(c.name.clone())))
+        .collect();
+    let name = match alias {
+        Some(a) => {
+            for (slot, new) in columns.iter_mut().zip(&a.columns) {
+                slot.0 = stored(&new.name);
+            }
+            stored(&a.name)
+        }
+        None => rel.name.clone(),
+    };
+    Binding {
+        name,
+        relation: Some(rel),
+        columns,
+    }
+}
+
+/// Output columns renamed by an alias column list, `AS t(a, b)`.
+fn renamed(alias: &TableAlias, mut cols: Vec<String>) -> Vec<String> {
+    for (i, c) in alias.columns.iter().enumerate() {
+        match cols.get_mut(i) {
+            Some(slot) => *slot = stored(&c.name),
+            None => cols.push(stored(&c.name)),
+        }
+    }
+    cols
+}
+
+/// The name PostgreSQL gives an unaliased output column (FigureColname, simplified).
+fn output_name(e: &Expr) -> String {
+    match e {
+        Expr::Identifier(i) => stored(i),
+        Expr::CompoundIdentifier(is) => is.last().map(stored).unwrap_or_default(),
+        Expr::Function(f) => f
+            .name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(stored)
+            .unwrap_or_default(),
+        Expr::Cast { expr, .. } | Expr::Nested(expr) => output_name(expr),
+        _ => "?column?".into(),
+    }
+}
