@@ -13,6 +13,7 @@ pub mod mask;
 pub mod oracle;
 pub mod parser;
 pub mod policy;
+pub mod prompt;
 pub mod recognizer;
 pub mod schema;
 pub mod termset;

@@ -1,0 +1,342 @@
+//! The prompt: compact DDL of what the role may see (column types, keys, COMMENT ON text,
+//! the verbs it holds), then the question; and the repair variant that quotes the checker's
+//! violations back. A large schema is trimmed here, for the prompt only, by relevance to
+//! the question ([`trim_by_relevance`]); the mask always covers the whole role's schema.
+
+use std::collections::BTreeSet;
+
+use thiserror::Error;
+
+use crate::catalog::{CatalogSnapshot, Relation, RelationKind};
+use crate::checker::Violation;
+use crate::lexicon::{quoted, spells_unquoted};
+use crate::policy::Verb;
+
+/// Longest question accepted, in bytes.
+pub const MAX_QUESTION_BYTES: usize = 8 * 1024;
+
+/// DDL bytes a prompt carries unless the caller says otherwise.
+pub const DEFAULT_SCHEMA_BUDGET: usize = 16 * 1024;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum PromptError {
+    #[error("the question is empty")]
+    Empty,
+    #[error("the question is {len} bytes long; the limit is {MAX_QUESTION_BYTES}")]
+    TooLong { len: usize },
+    #[error("the question contains control character U+{code:04X} at byte {at}")]
+    ControlCharacter { code: u32, at: usize },
+}
+
+/// The question, trimmed, if it is one a prompt can carry: not empty, at most
+/// [`MAX_QUESTION_BYTES`], and free of control characters other than tab and newline
+/// (which could forge prompt structure or break the endpoint's transport).
+pub fn clean_question(question: &str) -> Result<&str, PromptError> {
+    let q = question.trim();
+    if q.is_empty() {
+        return Err(PromptError::Empty);
+    }
+    if q.len() > MAX_QUESTION_BYTES {
+        return Err(PromptError::TooLong { len: q.len() });
+    }
+    if let Some((at, c)) = q
+        .char_indices()
+        .find(|&(_, c)| c.is_control() && c != '\t' && c != '\n')
+    {
+        return Err(PromptError::ControlCharacter {
+            code: c as u32,
+            at: at + (question.len() - question.trim_start().len()),
+        });
+    }
+    Ok(q)
+}
+
+/// How the model must write a stored name: bare when it folds back, quoted otherwise.
+fn spell(stored: &str, is_reserved: &dyn Fn(&str) -> bool) -> String {
+    if spells_unquoted(stored, is_reserved) {
+        stored.to_string()
+    } else {
+        quoted(stored)
+    }
+}
+
+/// Comment text on one line.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One relation as compact DDL. `shown` is the set of relation names in the prompt:
+/// foreign keys to relations outside it are left out.
+pub fn relation_ddl(
+    r: &Relation,
+    shown: &BTreeSet<&str>,
+    is_reserved: &dyn Fn(&str) -> bool,
+) -> String {
+    let mut s = String::new();
+    if let Some(c) = r.comment.as_deref().filter(|c| !c.trim().is_empty()) {
+        s.push_str(&format!("-- {}\n", one_line(c)));
+    }
+    let verbs: Vec<&str> = Verb::ALL
+        .iter()
+        .filter(|&&v| r.grants(v))
+        .map(|v| match v {
+            Verb::Select => "SELECT",
+            Verb::Insert => "INSERT",
+            Verb::Update => "UPDATE",
+            Verb::Delete => "DELETE",
+        })
+        .collect();
+    if verbs != ["SELECT"] {
+        s.push_str(&format!("-- you may: {}\n", verbs.join(", ")));
+    }
+    let keyword = match r.kind {
+        RelationKind::View | RelationKind::MaterializedView => "VIEW",
+        _ => "TABLE",
+    };
+    s.push_str(&format!(
+        "CREATE {keyword} {} (\n",
+        spell(&r.name, is_reserved)
+    ));
+    let mut lines: Vec<(String, Option<String>)> = Vec::new();
+    for c in &r.columns {
+        let mut line = format!("  {} {}", spell(&c.name, is_reserved), c.ty);
+        if c.not_null {
+            line.push_str(" NOT NULL");
+        }
+        if r.primary_key.len() == 1 && r.primary_key[0] == c.name {
+            line.push_str(" PRIMARY KEY");
+        }
+        for fk in &r.foreign_keys {
+            if fk.columns.len() == 1
+                && fk.columns[0] == c.name
+                && shown.contains(fk.ref_table.as_str())
+            {
+                line.push_str(&format!(
+                    " REFERENCES {}({})",
+                    spell(&fk.ref_table, is_reserved),
+                    spell(&fk.ref_columns[0], is_reserved)
+                ));
+            }
+        }
+        let mut note = c.comment.as_deref().map(one_line).filter(|c| !c.is_empty());
+        if !c.privileges.contains(&Verb::Select) {
+            let n = "not readable".to_string();
+            note = Some(note.map_or(n.clone(), |c| format!("{c} ({n})")));
+        }
+        lines.push((line, note));
+    }
+    let in_list = |cols: &[String]| cols.iter().all(|c| r.column(c).is_some());
+    if r.primary_key.len() > 1 && in_list(&r.primary_key) {
+        let cols: Vec<String> = r
+            .primary_key
+            .iter()
+            .map(|c| spell(c, is_reserved))
+            .collect();
+        lines.push((format!("  PRIMARY KEY ({})", cols.join(", ")), None));
+    }
+    for fk in &r.foreign_keys {
+        if fk.columns.len() > 1 && in_list(&fk.columns) && shown.contains(fk.ref_table.as_str()) {
+            let cols: Vec<String> = fk.columns.iter().map(|c| spell(c, is_reserved)).collect();
+            let refs: Vec<String> = fk
+                .ref_columns
+                .iter()
+                .map(|c| spell(c, is_reserved))
+                .collect();
+            lines.push((
+                format!(
+                    "  FOREIGN KEY ({}) REFERENCES {}({})",
+                    cols.join(", "),
+                    spell(&fk.ref_table, is_reserved),
+                    refs.join(", ")
+                ),
+                None,
+            ));
+        }
+    }
+    let n = lines.len();
+    for (i, (line, note)) in lines.into_iter().enumerate() {
+        s.push_str(&line);
+        if i + 1 < n {
+            s.push(',');
+        }
+        if let Some(note) = note {
+            s.push_str(&format!(" -- {note}"));
+        }
+        s.push('\n');
+    }
+    s.push_str(");\n");
+    s
+}
+
+/// The words of a text that relevance compares: lower-case alphanumeric runs, split at
+/// underscores, of two letters or more, not stop words, with a plural `s` dropped.
+pub fn terms(text: &str) -> BTreeSet<String> {
+    const STOP: &[&str] = &[
+        "the", "of", "and", "or", "in", "on", "for", "to", "is", "are", "was", "were", "what",
+        "which", "who", "whom", "how", "many", "much", "with", "by", "an", "as", "at", "from",
+        "that", "this", "these", "those", "all", "each", "every", "any", "their", "its", "it",
+        "do", "does", "did", "have", "has", "had", "be", "been", "me", "list", "show", "give",
+        "find", "return", "number", "count", "name", "names", "id",
+    ];
+    let mut out = BTreeSet::new();
+    let mut word = String::new();
+    let mut flush = |w: &mut String| {
+        let lw = w.to_lowercase();
+        w.clear();
+        if lw.chars().count() < 2 || STOP.contains(&lw.as_str()) {
+            return;
+        }
+        let stem = if lw.len() > 3 && lw.ends_with('s') && !lw.ends_with("ss") {
+            lw[..lw.len() - 1].to_string()
+        } else {
+            lw
+        };
+        out.insert(stem);
+    };
+    for ch in text.chars() {
+        if ch.is_alphanumeric() {
+            // camelCase boundaries split too.
+            if ch.is_uppercase() && word.chars().last().is_some_and(|p| p.is_lowercase()) {
+                flush(&mut word);
+            }
+            word.push(ch);
+        } else {
+            flush(&mut word);
+        }
+    }
+    flush(&mut word);
+    out
+}
+
+/// How well `r` matches the question's terms: name hits weigh most, then column names,
+/// then comments.
+fn relevance(r: &Relation, question: &BTreeSet<String>) -> usize {
+    let hits = |t: &BTreeSet<String>| t.intersection(question).count();
+    let mut cols = BTreeSet::new();
+    let mut comments = BTreeSet::new();
+    for c in &r.columns {
+        cols.extend(terms(&c.name));
+        comments.extend(terms(c.comment.as_deref().unwrap_or("")));
+    }
+    comments.extend(terms(r.comment.as_deref().unwrap_or("")));
+    4 * hits(&terms(&r.name)) + 2 * hits(&cols) + hits(&comments)
+}
+
+/// The relations to show in the prompt within `budget` bytes of DDL (as `size` measures
+/// each), in their original order. All of them when they fit; otherwise first those that
+/// match the question best, then the foreign-key neighbours of those (so joins stay
+/// writable), then the rest in order, each taken while it fits.
+pub fn trim_by_relevance<'r>(
+    relations: &[&'r Relation],
+    question: &str,
+    budget: usize,
+    size: &dyn Fn(&Relation) -> usize,
+) -> Vec<&'r Relation> {
+    let sizes: Vec<usize> = relations.iter().map(|r| size(r)).collect();
+    if sizes.iter().sum::<usize>() <= budget {
+        return relations.to_vec();
+    }
+    let q = terms(question);
+    let scores: Vec<usize> = relations.iter().map(|r| relevance(r, &q)).collect();
+    let mut relevant: Vec<usize> = (0..relations.len()).filter(|&i| scores[i] > 0).collect();
+    relevant.sort_by_key(|&i| (std::cmp::Reverse(scores[i]), i));
+    let linked = |a: &Relation, b: &Relation| {
+        a.foreign_keys
+            .iter()
+            .any(|fk| fk.ref_table == b.name && fk.ref_schema == b.schema)
+            || b.foreign_keys
+                .iter()
+                .any(|fk| fk.ref_table == a.name && fk.ref_schema == a.schema)
+    };
+    let mut neighbours: Vec<usize> = (0..relations.len())
+        .filter(|&i| scores[i] == 0 && relevant.iter().any(|&j| linked(relations[i], relations[j])))
+        .collect();
+    neighbours.sort_by_key(|&i| {
+        let best = relevant
+            .iter()
+            .position(|&j| linked(relations[i], relations[j]))
+            .unwrap_or(usize::MAX);
+        (best, i)
+    });
+    let rest: Vec<usize> = (0..relations.len())
+        .filter(|i| scores[*i] == 0 && !neighbours.contains(i))
+        .collect();
+    let mut taken = vec![false; relations.len()];
+    let mut used = 0;
+    for i in relevant.into_iter().chain(neighbours).chain(rest) {
+        if used + sizes[i] <= budget {
+            used += sizes[i];
+            taken[i] = true;
+        }
+    }
+    relations
+        .iter()
+        .zip(taken)
+        .filter(|(_, t)| *t)
+        .map(|(r, _)| *r)
+        .collect()
+}
+
+/// The schema part of the prompt: DDL of the role's visible relations, trimmed to `budget`
+/// bytes by relevance to `question`.
+pub fn schema_ddl(
+    snapshot: &CatalogSnapshot,
+    question: &str,
+    budget: usize,
+    is_reserved: &dyn Fn(&str) -> bool,
+) -> String {
+    let (visible, _) = snapshot.visible();
+    let all: BTreeSet<&str> = visible.iter().map(|r| r.name.as_str()).collect();
+    // Sizes are measured with every relation shown: foreign keys only shrink when
+    // neighbours are dropped, so the budget holds.
+    let size = |r: &Relation| relation_ddl(r, &all, is_reserved).len() + 1;
+    let kept = trim_by_relevance(&visible, question, budget, &size);
+    let shown: BTreeSet<&str> = kept.iter().map(|r| r.name.as_str()).collect();
+    kept.iter()
+        .map(|r| relation_ddl(r, &shown, is_reserved))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first prompt for `question`.
+pub fn question_prompt(
+    snapshot: &CatalogSnapshot,
+    question: &str,
+    budget: usize,
+    is_reserved: &dyn Fn(&str) -> bool,
+) -> Result<String, PromptError> {
+    let q = clean_question(question)?;
+    Ok(format!(
+        "-- PostgreSQL tables visible to role {role}\n{ddl}\n\
+         -- Answer the question below with one PostgreSQL statement over these tables only.\n\
+         -- Question:\n{q}\n-- SQL:\n",
+        role = snapshot.role,
+        ddl = schema_ddl(snapshot, q, budget, is_reserved),
+    ))
+}
+
+/// The repair prompt: the question prompt, the rejected statement and why it was rejected.
+pub fn repair_prompt(
+    snapshot: &CatalogSnapshot,
+    question: &str,
+    budget: usize,
+    rejected_sql: &str,
+    violations: &[Violation],
+    is_reserved: &dyn Fn(&str) -> bool,
+) -> Result<String, PromptError> {
+    let q = clean_question(question)?;
+    let mut s = format!(
+        "-- PostgreSQL tables visible to role {role}\n{ddl}\n\
+         -- Answer the question below with one PostgreSQL statement over these tables only.\n\
+         -- Question:\n{q}\n\
+         -- This statement was rejected:\n-- {sql}\n-- because:\n",
+        role = snapshot.role,
+        ddl = schema_ddl(snapshot, q, budget, is_reserved),
+        sql = one_line(rejected_sql),
+    );
+    for v in violations {
+        s.push_str(&format!("-- - {}\n", one_line(&v.to_string())));
+    }
+    s.push_str("-- Write a corrected statement.\n-- SQL:\n");
+    Ok(s)
+}
