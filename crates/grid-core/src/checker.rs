@@ -553,7 +553,7 @@ impl<'a> Walk<'_, 'a> {
                 SelectItem::Wildcard(opts) => {
                     if opts.to_string().trim().is_empty() {
                         let bindings = self.top().bindings.clone();
-                        if bindings.is_empty() {
+                        if s.from.is_empty() {
                             self.unsupported("* without a FROM clause", item);
                         }
                         for b in &bindings {
