@@ -584,9 +584,8 @@ impl<'a> Walk<'_, 'a> {
                 other => self.unsupported("this select item", other),
             }
         }
-        match &s.distinct {
-            Some(Distinct::On(exprs)) => self.refs(exprs, Verb::Select),
-            _ => {}
+        if let Some(Distinct::On(exprs)) = &s.distinct {
+            self.refs(exprs, Verb::Select);
         }
         if let Some(w) = &s.selection {
             self.refs(w, Verb::Select);

@@ -75,6 +75,13 @@ fn binds_through_aliases_and_scopes() {
         "SELECT rank() OVER (PARTITION BY dept_id ORDER BY hired) FROM employees",
         "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r",
         "SELECT CASE WHEN hired IS NULL THEN 'x' ELSE name END FROM employees LIMIT 5",
+        // Expression forms whose words are not column references.
+        "SELECT CURRENT_DATE, now(), extract(year FROM hired), date_part('year', hired) FROM employees",
+        "SELECT hired + INTERVAL '1 day', CAST(id AS text), id::text, TRUE, NULL FROM employees",
+        "SELECT position('a' IN name), substring(name FROM 1 FOR 2), trim(both ' ' FROM name) FROM employees",
+        "SELECT count(DISTINCT name), string_agg(name, ',' ORDER BY name) FROM employees",
+        "SELECT name FROM employees WHERE name ILIKE 'a%' AND hired BETWEEN '2020-01-01' AND CURRENT_DATE",
+        "SELECT name FROM employees WHERE id = ANY (SELECT employee_id FROM orders) OFFSET 2",
     ] {
         clean(&a, sql);
     }
@@ -173,6 +180,18 @@ fn column_privileges_per_verb() {
             table: "salaries".into()
         }]
     );
+    for hidden in [
+        "SELECT count(DISTINCT amount) FROM salaries",
+        "SELECT employee_id FROM salaries WHERE amount::int > 3",
+        "SELECT CAST(amount AS text) FROM salaries",
+        "SELECT employee_id FROM salaries GROUP BY employee_id HAVING max(amount) > 0",
+        "SELECT name FROM employees e WHERE EXISTS (SELECT 1 FROM salaries s WHERE s.amount > 0 AND s.employee_id = e.id)",
+        "SELECT employee_id FROM salaries ORDER BY coalesce(amount, 0)",
+        "SELECT rank() OVER (ORDER BY amount) FROM salaries",
+        "SELECT employee_id FROM salaries UNION SELECT amount FROM salaries",
+    ] {
+        assert_eq!(kinds(&a, hidden), vec![col("salaries", "amount", Verb::Select)], "{hidden}");
+    }
     clean(&a, "UPDATE salaries SET amount = 0 WHERE employee_id = 3");
     // SET reads what its expression names: amount is not readable.
     assert_eq!(
