@@ -288,6 +288,10 @@ impl Visitor for Refs {
     fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
         if self.depth == 0 {
             match e {
+                // The DEFAULT of INSERT VALUES and UPDATE SET: a reserved word, never a
+                // column when unquoted.
+                Expr::Identifier(i)
+                    if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("default") => {}
                 Expr::Identifier(i) => self.columns.push(vec![i.clone()]),
                 Expr::CompoundIdentifier(is) => self.columns.push(is.clone()),
                 _ => {}

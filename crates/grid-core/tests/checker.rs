@@ -228,6 +228,11 @@ fn column_privileges_per_verb() {
         &c,
         "INSERT INTO orders (employee_id, total) VALUES (1, 2.5)",
     );
+    clean(&c, "INSERT INTO orders (id, total) VALUES (DEFAULT, 0)");
+    assert_eq!(
+        kinds(&c, "INSERT INTO orders (id, total) VALUES (\"default\", 0)"),
+        vec![unknown(None, "default")]
+    );
     clean(
         &c,
         "INSERT INTO orders (employee_id, total) SELECT id, 0 FROM employees WHERE name = 'x'",
