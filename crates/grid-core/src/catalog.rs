@@ -301,19 +301,6 @@ impl CatalogSnapshot {
         (shown, omitted)
     }
 
-    /// The relation that the unqualified name `stored` reaches, as PostgreSQL resolves it.
-    pub fn resolve(&self, stored: &str) -> Option<&Relation> {
-        self.visible().0.into_iter().find(|r| r.name == stored)
-    }
-
-    /// The relation `schema.name`, when it is visible to the model.
-    pub fn resolve_qualified(&self, schema: &str, stored: &str) -> Option<&Relation> {
-        self.visible()
-            .0
-            .into_iter()
-            .find(|r| r.schema == schema && r.name == stored)
-    }
-
     /// The visible relations and the columns the role may touch, with keys among them.
     pub fn schema(&self) -> Schema {
         let (shown, _) = self.visible();
