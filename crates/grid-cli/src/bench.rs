@@ -529,3 +529,76 @@ pub fn run(a: &BenchArgs) -> Result<(), BenchError> {
     writeln!(out, "{last}")?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte, a few words, and a special EOS.
+    fn vocab() -> Arc<Vocabulary> {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for w in ["SELECT", " FROM", " orders", " id", " WHERE", "<eos>"] {
+            tokens.push(w.as_bytes().to_vec());
+        }
+        let eos = tokens.len() as u32 - 1;
+        Arc::new(Vocabulary::from_served(tokens, &[eos], Some(eos)).unwrap())
+    }
+
+    fn tables() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("grid-bench-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tables.json");
+        let db = json!([{"db_id": "shop", "table_names_original": ["orders"],
+            "column_names_original": [[-1, "*"], [0, "id"], [0, "total"]],
+            "column_types": ["text", "number", "number"], "primary_keys": [1], "foreign_keys": []}]);
+        std::fs::write(&path, db.to_string()).unwrap();
+        path
+    }
+
+    #[test]
+    fn grid_and_llguidance_agree_on_what_they_admit() {
+        let tables = tables();
+        let vocab = vocab();
+        let mut grid =
+            GridEngine::new(&tables, Policy::default(), vocab.clone(), CacheMode::On).unwrap();
+        let mut llg = LlgEngine::new(&tables, Policy::default(), &vocab).unwrap();
+        let mut times = Vec::new();
+        for (sql, accepted) in [
+            ("SELECT id FROM orders", true),
+            (
+                "select TOTAL from orders where id = 1 order by total desc",
+                true,
+            ),
+            ("SELECT o.id FROM orders AS o WHERE o.total > 2.5", true),
+            ("SELECT price FROM orders", false),
+            ("SELECT id FROM customers", false),
+            ("SELECT id FROM orders WHERE", false),
+            ("SELECT id FROM orders AS select", false),
+        ] {
+            let ids = vocab.encode(sql);
+            let g = grid.replay("shop", &ids, &mut times).unwrap();
+            let l = llg.replay("shop", &ids, &mut times).unwrap();
+            assert_eq!(g == Outcome::Accepted, accepted, "{sql}: grid says {g:?}");
+            assert_eq!(g, l, "{sql}: grid and llguidance disagree");
+        }
+        // One compile each; a mask timed per step, up to each refusal.
+        assert_eq!((grid.compiles().len(), llg.compiles().len()), (1, 1));
+        assert!(times.len() >= 2 * vocab.encode("SELECT id FROM orders").len());
+        assert!(grid.replay("nowhere", &[], &mut times).is_err());
+        let _ = std::fs::remove_dir_all(tables.parent().unwrap());
+    }
+
+    #[test]
+    fn samples_take_every_kth_then_limit() {
+        let gold: Vec<GoldLine> = (0..10)
+            .map(|i| GoldLine {
+                line: i + 1,
+                sql: String::new(),
+                db: String::new(),
+            })
+            .collect();
+        let lines = |v: Vec<GoldLine>| v.iter().map(|g| g.line).collect::<Vec<_>>();
+        let every3 = sample(gold, 3, None);
+        assert_eq!(lines(every3), vec![1, 4, 7, 10]);
+    }
+}
