@@ -5,6 +5,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod audit;
+mod bench;
+mod bench_export;
+mod bench_grammar;
+mod bench_r;
+mod bench_stats;
 mod corpus;
 mod parse;
 mod replay;
@@ -20,6 +25,12 @@ struct Cli {
 enum Command {
     /// Verify or replay a JSONL audit log (exit 0 verified, 1 fails, 2 unreadable).
     Audit(audit::AuditArgs),
+    /// Time per-step masks of GRID and llguidance over the same gold token sequences.
+    Bench(bench::BenchArgs),
+    /// Write the vocabulary, gold ids and peer grammars for an out-of-process peer engine.
+    BenchExport(bench_export::BenchExportArgs),
+    /// Time the mask along n-token streams at fixed nesting depths: is the cost flat?
+    BenchR(bench_r::BenchRArgs),
     /// Check every gold statement against its database's language (L1 + L2 + L3).
     Parse(parse::ParseArgs),
     /// Replay gold statements token by token through the mask: completeness, EOS, oracle.
@@ -30,6 +41,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Audit(a) => return audit::run(&a),
+        Command::Bench(a) => bench::run(&a).map_err(|e| e.to_string()),
+        Command::BenchExport(a) => bench_export::run(&a).map_err(|e| e.to_string()),
+        Command::BenchR(a) => bench_r::run(&a).map_err(|e| e.to_string()),
         Command::Parse(a) => parse::run(&a).map_err(|e| e.to_string()),
         Command::Replay(a) => replay::run(&a).map_err(|e| e.to_string()),
     };
