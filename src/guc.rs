@@ -3,7 +3,7 @@
 //! Who may change what: the endpoint, the model, the API key and the audit level are
 //! `SUSET` (a superuser sets them, in `postgresql.conf` or with `ALTER ROLE … SET`), so
 //! that a caller can neither redirect the worker to a host of its choosing nor switch its
-//! own auditing off; the worker's thread count is fixed at server start; the timeout, the
+//! own auditing off; the worker's thread count comes from the configuration file; the timeout, the
 //! token budget and the temperature are per-session knobs within bounded ranges.
 //!
 //! `grid.api_key` is a secret: it is `SUPERUSER_ONLY` (SHOW, `current_setting` and
@@ -106,11 +106,13 @@ pub fn register() {
     GucRegistry::define_int_guc(
         c"grid.worker_threads",
         c"Threads of the mask worker's pool for cold mask computations.",
-        c"0 means one per CPU. Takes effect at server start.",
+        c"0 means one per CPU. Set in postgresql.conf; the worker resizes its pool on reload.",
         &WORKER_THREADS,
         0,
         256,
-        GucContext::Postmaster,
+        // Not Postmaster: the library may be loaded after startup (CREATE EXTENSION
+        // without shared_preload_libraries), when a Postmaster parameter cannot be made.
+        GucContext::Sighup,
         GucFlags::default(),
     );
     GucRegistry::define_enum_guc(

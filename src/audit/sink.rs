@@ -59,11 +59,21 @@ pub fn lock_for_append() -> Result<(), StoreError> {
 /// The head of the stored seal chain: the last seal's index + 1 and hash, or the genesis
 /// head of an empty store.
 pub fn stored_head() -> Result<Head, StoreError> {
-    let (index, hash) = Spi::get_two::<i64, Vec<u8>>(
-        "SELECT seal_index, hash FROM grid.generations ORDER BY seal_index DESC LIMIT 1",
-    )?;
-    match (index, hash) {
-        (Some(index), Some(hash)) => {
+    let last = Spi::connect(|client| {
+        let table = client.select(
+            "SELECT seal_index, hash FROM grid.generations ORDER BY seal_index DESC LIMIT 1",
+            None,
+            &[],
+        )?;
+        if table.is_empty() {
+            return Ok::<_, StoreError>(None);
+        }
+        let row = table.first();
+        Ok(Some((row.get::<i64>(1)?, row.get::<Vec<u8>>(2)?)))
+    })?;
+    match last {
+        None => Ok(Head::genesis()),
+        Some((Some(index), Some(hash))) => {
             let last = u64::try_from(index).map_err(|_| RowError::Range {
                 column: "seal_index",
                 found: index,
@@ -78,8 +88,11 @@ pub fn stored_head() -> Result<Head, StoreError> {
                 hash,
             })
         }
-        (None, _) => Ok(Head::genesis()),
-        (Some(_), None) => Err(RowError::Null { column: "hash" }.into()),
+        Some((None, _)) => Err(RowError::Null {
+            column: "seal_index",
+        }
+        .into()),
+        Some((_, None)) => Err(RowError::Null { column: "hash" }.into()),
     }
 }
 

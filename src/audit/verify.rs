@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 
-use grid_core::audit::{text_digest, Entry, Head, Site, Verifier, VerifyOptions};
+use grid_core::audit::{text_digest, Entry, Head, Site, StepRecord, Verifier, VerifyOptions};
 use pgrx::prelude::*;
 use pgrx::spi::{SpiClient, SpiCursor, SpiHeapTupleData};
 
@@ -46,7 +46,7 @@ struct Read {
 }
 
 enum Item {
-    Step(Entry),
+    Step(StepRecord),
     Seal(Box<SealRow>),
 }
 
@@ -96,7 +96,7 @@ fn read_step(row: &SpiHeapTupleData<'_>) -> Read {
         entry: entry.unwrap_or(i64::MIN),
         generation,
         step: rows::step_number(row),
-        value: rows::step_from_row(row).map(|r| Item::Step(Entry::Step(r))),
+        value: rows::step_from_row(row).map(Item::Step),
     }
 }
 
@@ -143,12 +143,12 @@ fn text_mismatch(s: &SealRow) -> Option<&'static str> {
 pub fn verify_store(expected_head: Option<Head>) -> Result<Outcome, StoreError> {
     Spi::connect(|client| {
         let mut steps = Rows::open(
-            &client,
+            client,
             &format!("SELECT {STEP_COLUMNS} FROM grid.audit_log ORDER BY entry"),
             read_step,
         )?;
         let mut seals = Rows::open(
-            &client,
+            client,
             &format!("SELECT {SEAL_COLUMNS} FROM grid.generations ORDER BY entry"),
             read_seal,
         )?;
@@ -182,7 +182,7 @@ pub fn verify_store(expected_head: Option<Head>) -> Result<Outcome, StoreError> 
             };
             let (entry, texts) = match read.value {
                 Err(e) => return Ok(fail(format!("malformed row (entry {}): {e}", read.entry))),
-                Ok(Item::Step(e)) => (e, None),
+                Ok(Item::Step(r)) => (Entry::Step(r), None),
                 Ok(Item::Seal(s)) => {
                     let mismatch = text_mismatch(&s);
                     (Entry::Seal(s.seal), mismatch)
