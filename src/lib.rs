@@ -8,7 +8,8 @@
 //! - `guc`: every `grid.*` configuration parameter;
 //! - `catalog`: `grid.catalog_snapshot()` (plain SQL, sql/catalog.sql);
 //! - `audit`: the append-only audit store and its verifier (sql/audit.sql);
-//! - `policy`: per-role bans, `grid.policy` (sql/policy.sql).
+//! - `policy`: per-role bans, `grid.policy` (sql/policy.sql);
+//! - `worker`: the mask worker (a background worker) and the backends' socket client.
 //!
 //! Layout of the SQL API:
 //! - every object lives in schema `grid`, created by `sql/bootstrap.sql`;
@@ -26,6 +27,7 @@ mod audit;
 mod catalog;
 mod guc;
 mod policy;
+mod worker;
 
 #[cfg(any(test, feature = "pg_test"))]
 mod testing;
@@ -43,6 +45,10 @@ extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     guc::register();
+    // SAFETY: a flag the postmaster sets while it loads shared_preload_libraries.
+    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        worker::register();
+    }
 }
 
 /// The SQL API in schema `grid`.
@@ -179,7 +185,7 @@ pub mod pg_test {
 
     #[must_use]
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        // postgresql.conf settings the tests need
-        vec![]
+        // The mask worker starts only from shared_preload_libraries.
+        vec!["shared_preload_libraries = 'grid_pg'"]
     }
 }

@@ -15,7 +15,7 @@ pub fn run(query: &str) {
 }
 
 /// Creates `pg_temp.grid_test_try(text)`, which runs a statement in a subtransaction and
-/// returns `NULL`, or `'<SQLSTATE>: <message>'` when it fails. Call it first in a test,
+/// returns `NULL`, or `'<SQLSTATE>: <message>'` when it fails (a cancel included). Call it first in a test,
 /// as the superuser.
 pub fn install() {
     run(
@@ -24,7 +24,7 @@ pub fn install() {
          BEGIN
              EXECUTE q;
              RETURN NULL;
-         EXCEPTION WHEN OTHERS THEN
+         EXCEPTION WHEN query_canceled OR others THEN
              RETURN SQLSTATE || ': ' || SQLERRM;
          END
          $try$",

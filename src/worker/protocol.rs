@@ -1,0 +1,184 @@
+//! The framed request/response protocol between backends and the mask worker, over the
+//! worker's unix socket.
+//!
+//! A frame is `u32 big-endian length ‖ payload`, the payload one JSON object (a
+//! [`Request`] from the backend, a [`Response`] from the worker). One request, one
+//! response, in order, on a connection. Frames longer than [`MAX_FRAME`] are refused on
+//! both sides before anything is allocated for them.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Largest payload either side accepts: room for a 1 MB question and its prompt.
+pub const MAX_FRAME: usize = 16 << 20;
+
+/// Longest delay a ping may ask for.
+pub const MAX_PING_DELAY_MS: u32 = 60_000;
+
+/// What a backend asks the worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// Answer with a [`Response::Pong`] carrying `nonce`, after `delay_ms` (at most
+    /// [`MAX_PING_DELAY_MS`]; the delay lets tests show that a waiting backend can be
+    /// cancelled).
+    Ping { nonce: u64, delay_ms: u32 },
+}
+
+/// What the worker answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Response {
+    Pong {
+        nonce: u64,
+        worker_pid: i32,
+    },
+    /// The request could not be served; the message says why.
+    Error {
+        message: String,
+    },
+}
+
+/// A frame that cannot be sent or read.
+#[derive(Debug, Error)]
+pub enum ProtocolError {
+    #[error("frame of {0} bytes exceeds the limit of {MAX_FRAME} bytes")]
+    TooLarge(usize),
+    #[error("malformed message: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("connection closed in the middle of a frame")]
+    Truncated,
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The frame of `message`.
+pub fn encode<T: Serialize>(message: &T) -> Result<Vec<u8>, ProtocolError> {
+    let payload = serde_json::to_vec(message)?;
+    let len = u32::try_from(payload.len())
+        .ok()
+        .filter(|&n| n as usize <= MAX_FRAME)
+        .ok_or(ProtocolError::TooLarge(payload.len()))?;
+    let mut frame = Vec::with_capacity(4 + payload.len());
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(&payload);
+    Ok(frame)
+}
+
+/// Reassembles frames from bytes that arrive in arbitrary pieces.
+///
+/// Invariant: `buffer` holds the bytes received and not yet returned as a frame.
+#[derive(Debug, Default)]
+pub struct FrameReader {
+    buffer: Vec<u8>,
+}
+
+impl FrameReader {
+    pub fn new() -> FrameReader {
+        FrameReader::default()
+    }
+
+    /// Adds received bytes.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buffer.extend_from_slice(bytes);
+    }
+
+    /// The next complete message, if its bytes have all arrived.
+    pub fn next<T: for<'de> Deserialize<'de>>(&mut self) -> Result<Option<T>, ProtocolError> {
+        let Some(header) = self.buffer.first_chunk::<4>() else {
+            return Ok(None);
+        };
+        let len = u32::from_be_bytes(*header) as usize;
+        if len > MAX_FRAME {
+            return Err(ProtocolError::TooLarge(len));
+        }
+        if self.buffer.len() < 4 + len {
+            return Ok(None);
+        }
+        let message = serde_json::from_slice(&self.buffer[4..4 + len])?;
+        self.buffer.drain(..4 + len);
+        Ok(Some(message))
+    }
+
+    /// Whether bytes of an incomplete frame are buffered.
+    pub fn is_partial(&self) -> bool {
+        !self.buffer.is_empty()
+    }
+}
+
+/// Reads one message from a blocking stream; `None` at a clean end of stream.
+pub fn read_blocking<T: for<'de> Deserialize<'de>>(
+    stream: &mut impl std::io::Read,
+    reader: &mut FrameReader,
+) -> Result<Option<T>, ProtocolError> {
+    let mut chunk = [0u8; 8192];
+    loop {
+        if let Some(message) = reader.next()? {
+            return Ok(Some(message));
+        }
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return if reader.is_partial() {
+                Err(ProtocolError::Truncated)
+            } else {
+                Ok(None)
+            };
+        }
+        reader.push(&chunk[..n]);
+    }
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn frames_survive_arbitrary_splits() {
+        let a = Request::Ping {
+            nonce: 7,
+            delay_ms: 0,
+        };
+        let b = Request::Ping {
+            nonce: u64::MAX,
+            delay_ms: 5,
+        };
+        let mut bytes = encode(&a).unwrap();
+        bytes.extend(encode(&b).unwrap());
+        for split in 0..bytes.len() {
+            let mut r = FrameReader::new();
+            let mut got = Vec::new();
+            for piece in [&bytes[..split], &bytes[split..]] {
+                r.push(piece);
+                while let Some(m) = r.next::<Request>().unwrap() {
+                    got.push(m);
+                }
+            }
+            assert_eq!(got, [a.clone(), b.clone()], "split at {split}");
+            assert!(!r.is_partial());
+        }
+    }
+
+    #[test]
+    fn oversized_and_malformed_frames_are_errors() {
+        let mut r = FrameReader::new();
+        r.push(&u32::MAX.to_be_bytes());
+        assert!(matches!(
+            r.next::<Request>(),
+            Err(ProtocolError::TooLarge(_))
+        ));
+
+        let mut r = FrameReader::new();
+        r.push(&3u32.to_be_bytes());
+        r.push(b"{x}");
+        assert!(matches!(r.next::<Request>(), Err(ProtocolError::Json(_))));
+
+        let mut cut = &encode(&Response::Error {
+            message: "m".into(),
+        })
+        .unwrap()[..5];
+        assert!(matches!(
+            read_blocking::<Response>(&mut cut, &mut FrameReader::new()),
+            Err(ProtocolError::Truncated)
+        ));
+    }
+}
