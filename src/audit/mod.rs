@@ -68,21 +68,26 @@ fn synthetic_fingerprint(label: &str) -> [u8; 16] {
 
 /// Appends one sealed generation whose sampled tokens are `tokens` (an EOS record is
 /// added when `stop` ends with one), as the writer of the decode loop will; returns its
-/// generation id.
+/// generation id. With `stop` = `None` the generation is left unsealed, as a crash in the
+/// middle of a generation would leave it.
 pub fn append_synthetic(
     question: Option<String>,
     final_sql: Option<String>,
     tokens: &[Option<i32>],
-    stop: &str,
+    stop: Option<&str>,
 ) -> Result<i64, SyntheticError> {
     // SAFETY: superuser() only reads the current user's role attributes.
     if !unsafe { pg_sys::superuser() } {
         return Err(SyntheticError::NotSuperuser);
     }
-    let stop = StopReason::ALL
-        .into_iter()
-        .find(|s| s.name() == stop)
-        .ok_or_else(|| SyntheticError::Stop(stop.to_string()))?;
+    let stop = stop
+        .map(|name| {
+            StopReason::ALL
+                .into_iter()
+                .find(|s| s.name() == name)
+                .ok_or_else(|| SyntheticError::Stop(name.to_string()))
+        })
+        .transpose()?;
     let ids = tokens
         .iter()
         .map(|t| {
@@ -122,6 +127,9 @@ pub fn append_synthetic(
             },
         )?;
     }
+    let Some(stop) = stop else {
+        return Ok(generation);
+    };
     if stop.ends_with_eos() {
         writer.step(
             id,
@@ -233,8 +241,9 @@ mod grid {
         }
     }
 
-    /// `grid.audit_append_synthetic(...)`: appends a sealed generation of the given
-    /// sampled tokens through grid-core's chain writer, in the caller's transaction.
+    /// `grid.audit_append_synthetic(...)`: appends a generation of the given sampled
+    /// tokens through grid-core's chain writer, in the caller's transaction, sealed with
+    /// `stop` (left unsealed when `stop` is NULL).
     /// For tests until the mask worker writes real generations; superusers only.
     #[pg_extern(security_invoker, volatile)]
     #[search_path(pg_catalog, pg_temp)]
@@ -242,7 +251,7 @@ mod grid {
         question: Option<String>,
         final_sql: Option<String>,
         tokens: Vec<Option<i32>>,
-        stop: default!(&str, "'eos'"),
+        stop: default!(Option<&str>, "'eos'"),
     ) -> i64 {
         match super::append_synthetic(question, final_sql, &tokens, stop) {
             Ok(g) => g,

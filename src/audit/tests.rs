@@ -125,15 +125,40 @@ mod tests {
         let reason = reason.unwrap_or_default();
         assert!(reason.contains("step hash mismatch"), "{reason}");
 
-        // An earlier edit of a text the seal commits to is found first.
-        tamper(&format!(
+        // An earlier edit of a text the seal commits to is found first (this time with
+        // the trigger disabled rather than bypassed).
+        run("ALTER TABLE grid.generations DISABLE TRIGGER append_only");
+        run(&format!(
             "UPDATE grid.generations SET question = 'q1, edited' WHERE generation = {g1}"
         ));
+        run("ALTER TABLE grid.generations ENABLE TRIGGER append_only");
         let (ok, _, generation, step, reason) = verify(None);
         assert!(!ok);
         assert_eq!((generation, step), (Some(g1), None));
         let reason = reason.unwrap_or_default();
         assert!(reason.contains("question"), "{reason}");
+    }
+
+    #[pg_test]
+    fn an_unsealed_generation_is_incomplete_not_tampering() {
+        let _g1 = append("q1", "SELECT 1", vec![1], "eos");
+        let open: Option<i64> =
+            select_one("SELECT grid.audit_append_synthetic('q2', NULL, ARRAY[2, 3], NULL)");
+        let g3 = append("q3", "SELECT 3", vec![4], "eos");
+        let (ok, checked, generation, step, reason) = verify(None);
+        assert!(ok);
+        assert_eq!((checked, generation, step), (3 + 2 + 3, None, None));
+        let reason = reason.unwrap_or_default();
+        assert!(
+            reason.contains("1 generation(s) without a seal"),
+            "{reason}"
+        );
+        // The open generation does not enter the seal chain: g3 is seal 1.
+        let index: Option<i64> = select_one(&format!(
+            "SELECT seal_index FROM grid.generations WHERE generation = {g3}"
+        ));
+        assert_eq!(index, Some(1));
+        assert!(open.is_some());
     }
 
     #[pg_test]
