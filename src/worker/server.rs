@@ -3,13 +3,15 @@
 //!
 //! Threads: the main thread is the only one that touches PostgreSQL (latch, signals, and
 //! later SPI and the audit writes); socket threads only move frames. A socket thread hands
-//! each request to the main thread through a channel and waits for the answer; the main
-//! thread drains the channel every time its latch wakes or its short timeout expires.
-//! pgrx's thread check turns any PostgreSQL call from another thread into a panic.
+//! each request to the main thread through a channel, then writes a byte to a wake-up
+//! socket pair on which the main thread waits together with its latch (PostgreSQL's latch
+//! functions are not for foreign threads), and waits for the answer. pgrx's thread check turns any PostgreSQL call from another thread into a
+//! panic.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
@@ -18,9 +20,8 @@ use pgrx::prelude::*;
 use super::protocol::{encode, read_blocking, FrameReader, Request, Response, MAX_PING_DELAY_MS};
 use super::SOCKET_NAME;
 
-/// How long the main thread sleeps when nothing wakes it: the latency a request can wait
-/// before the main thread sees it.
-const POLL: Duration = Duration::from_millis(20);
+/// Longest sleep of the main thread when nothing wakes it.
+const IDLE_MS: std::ffi::c_long = 1000;
 
 /// A request on its way to the main thread, with where to send the answer.
 struct Job {
@@ -28,8 +29,26 @@ struct Job {
     reply: mpsc::Sender<Response>,
 }
 
+/// The socket threads' way to the main thread: the job channel and the wake-up socket.
+#[derive(Clone)]
+struct ToMain {
+    jobs: mpsc::Sender<Job>,
+    wake: Arc<UnixStream>,
+}
+
+impl ToMain {
+    fn send(&self, job: Job) -> bool {
+        if self.jobs.send(job).is_err() {
+            return false;
+        }
+        // Non-blocking: when the buffer is full the main thread is due to wake anyway.
+        let _ = (&*self.wake).write(&[1]);
+        true
+    }
+}
+
 /// Serves one connection: request, answer, until the backend hangs up.
-fn serve(mut stream: UnixStream, jobs: mpsc::Sender<Job>) {
+fn serve(mut stream: UnixStream, main: ToMain) {
     let mut reader = FrameReader::new();
     loop {
         let response = match read_blocking::<Request>(&mut stream, &mut reader) {
@@ -39,7 +58,7 @@ fn serve(mut stream: UnixStream, jobs: mpsc::Sender<Job>) {
                     Request::Ping { delay_ms, .. } => (*delay_ms).min(MAX_PING_DELAY_MS),
                 };
                 let (reply, answer) = mpsc::channel();
-                if jobs.send(Job { request, reply }).is_err() {
+                if !main.send(Job { request, reply }) {
                     return;
                 }
                 let Ok(response) = answer.recv() else { return };
@@ -59,13 +78,13 @@ fn serve(mut stream: UnixStream, jobs: mpsc::Sender<Job>) {
 }
 
 /// Accepts connections, one socket thread each.
-fn accept(listener: UnixListener, jobs: mpsc::Sender<Job>) {
+fn accept(listener: UnixListener, main: ToMain) {
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
-        let jobs = jobs.clone();
+        let main = main.clone();
         if std::thread::Builder::new()
             .name("grid-socket".into())
-            .spawn(move || serve(stream, jobs))
+            .spawn(move || serve(stream, main))
             .is_err()
         {
             // Out of threads: the connection is dropped and the backend sees it closed.
@@ -101,20 +120,55 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
             error!("grid_pg worker: cannot listen on {SOCKET_NAME} in the data directory: {e}")
         }
     };
+    let (mut woken, wake) = match UnixStream::pair().and_then(|(r, w)| {
+        r.set_nonblocking(true)?;
+        w.set_nonblocking(true)?;
+        Ok((r, w))
+    }) {
+        Ok(pair) => pair,
+        Err(e) => error!("grid_pg worker: cannot make the wake-up socket pair: {e}"),
+    };
     let (jobs, requests) = mpsc::channel::<Job>();
+    let main = ToMain {
+        jobs,
+        wake: Arc::new(wake),
+    };
     if let Err(e) = std::thread::Builder::new()
         .name("grid-accept".into())
-        .spawn(move || accept(listener, jobs))
+        .spawn(move || accept(listener, main))
     {
         error!("grid_pg worker: cannot start the socket thread: {e}");
     }
     log!("grid_pg worker: listening on {SOCKET_NAME} in the data directory");
 
-    while BackgroundWorker::wait_latch(Some(POLL)) {
+    let events = pg_sys::WL_LATCH_SET
+        | pg_sys::WL_SOCKET_READABLE
+        | pg_sys::WL_TIMEOUT
+        | pg_sys::WL_EXIT_ON_PM_DEATH;
+    let mut drain = [0u8; 256];
+    loop {
+        // SAFETY: the worker's main thread and its own latch.
+        unsafe {
+            let rc = pg_sys::WaitLatchOrSocket(
+                pg_sys::MyLatch,
+                events as i32,
+                woken.as_raw_fd(),
+                IDLE_MS,
+                pg_sys::PG_WAIT_EXTENSION,
+            );
+            if rc & pg_sys::WL_LATCH_SET as i32 != 0 {
+                pg_sys::ResetLatch(pg_sys::MyLatch);
+            }
+        }
+        check_for_interrupts!();
+        if BackgroundWorker::sigterm_received() {
+            break;
+        }
         if BackgroundWorker::sighup_received() {
             // SAFETY: main thread, outside any transaction.
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
+        while matches!(woken.read(&mut drain), Ok(n) if n > 0) {}
         while let Ok(job) = requests.try_recv() {
             // A backend that went away meanwhile drops its receiver; nothing to do.
             let _ = job.reply.send(answer(&job.request));
