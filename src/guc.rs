@@ -41,6 +41,8 @@ static MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(512);
 static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.0);
 static WORKER_THREADS: GucSetting<i32> = GucSetting::<i32>::new(0);
 static AUDIT: GucSetting<AuditLevel> = GucSetting::<AuditLevel>::new(AuditLevel::Full);
+static DATABASE: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(Some(c"postgres"));
 
 /// Largest `grid.max_tokens`: far beyond any SQL statement, small enough that a step
 /// number always fits the audit log's `integer` column.
@@ -125,6 +127,19 @@ pub fn register() {
     );
 }
 
+/// Registers the parameters that only exist with `grid_pg` in
+/// `shared_preload_libraries` (the postmaster reads them once, for the worker).
+pub fn register_preloaded() {
+    GucRegistry::define_string_guc(
+        c"grid.database",
+        c"Database the mask worker connects to: the one that holds the audit store.",
+        c"A background worker connects to one database for its life, and the audit chain has one head: grid functions that write the audit store run in this database only.",
+        &DATABASE,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+}
+
 fn string(setting: &GucSetting<Option<CString>>) -> Option<String> {
     setting
         .get()
@@ -165,6 +180,11 @@ pub fn temperature() -> f64 {
 /// `grid.worker_threads` (0 = one per CPU).
 pub fn worker_threads() -> usize {
     usize::try_from(WORKER_THREADS.get()).unwrap_or(0)
+}
+
+/// `grid.database`.
+pub fn database() -> String {
+    string(&DATABASE).unwrap_or_else(|| "postgres".to_string())
 }
 
 /// `grid.audit`.

@@ -47,6 +47,7 @@ pub extern "C-unwind" fn _PG_init() {
     guc::register();
     // SAFETY: a flag the postmaster sets while it loads shared_preload_libraries.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        guc::register_preloaded();
         worker::register();
     }
 }
@@ -185,7 +186,11 @@ pub mod pg_test {
 
     #[must_use]
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        // The mask worker starts only from shared_preload_libraries.
-        vec!["shared_preload_libraries = 'grid_pg'"]
+        // The mask worker starts only from shared_preload_libraries, and writes the
+        // audit store of the tests' database.
+        vec![
+            "shared_preload_libraries = 'grid_pg'",
+            "grid.database = 'pgrx_tests'",
+        ]
     }
 }

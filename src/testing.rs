@@ -51,3 +51,19 @@ pub fn assert_refused(statement: &str, sqlstate: &str) -> String {
         }
     }
 }
+
+/// Waits (up to about ten seconds) until the mask worker answers a ping: the tests may
+/// start before the postmaster has started it.
+pub fn worker_ready() {
+    install();
+    for _ in 0..100 {
+        if refusal("SELECT grid.worker_ping()").is_none() {
+            return;
+        }
+        run("SELECT pg_sleep(0.1)");
+    }
+    panic!(
+        "the worker never answered: {:?}",
+        refusal("SELECT grid.worker_ping()")
+    );
+}

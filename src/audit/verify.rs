@@ -3,7 +3,9 @@
 //!
 //! On top of the chains, each seal's question and SQL digests are checked against the
 //! texts stored beside them (grid-core's `text_digest`), so that an edit of
-//! `grid.generations.question` or `.final_sql` shows too.
+//! `grid.generations.question` or `.final_sql` shows too; and once the chains hold, every
+//! artefact a seal names must be in `grid.artifacts` (else the generation cannot be
+//! replayed).
 
 use std::collections::VecDeque;
 
@@ -11,6 +13,7 @@ use grid_core::audit::{text_digest, Entry, Head, Site, StepRecord, Verifier, Ver
 use pgrx::prelude::*;
 use pgrx::spi::{SpiClient, SpiCursor, SpiHeapTupleData};
 
+use super::artifacts;
 use super::rows::{self, RowError, SealRow, SEAL_COLUMNS, STEP_COLUMNS};
 use super::sink::StoreError;
 
@@ -138,19 +141,23 @@ fn text_mismatch(s: &SealRow) -> Option<&'static str> {
     }
 }
 
-/// Verifies the whole store, in one snapshot (the caller's), against `expected_head` if
+/// Verifies the whole store as committed when it is called, against `expected_head` if
 /// given.
 pub fn verify_store(expected_head: Option<Head>) -> Result<Outcome, StoreError> {
     Spi::connect(|client| {
-        let mut steps = Rows::open(
-            client,
-            &format!("SELECT {STEP_COLUMNS} FROM grid.audit_log ORDER BY entry"),
-            read_step,
-        )?;
+        // The seals first: each cursor reads its own snapshot, and the worker may commit
+        // a generation between the two. Every seal the first snapshot holds then has its
+        // steps in the second; steps whose seal came too late read as a generation in
+        // flight, never as a seal without its steps.
         let mut seals = Rows::open(
             client,
             &format!("SELECT {SEAL_COLUMNS} FROM grid.generations ORDER BY entry"),
             read_seal,
+        )?;
+        let mut steps = Rows::open(
+            client,
+            &format!("SELECT {STEP_COLUMNS} FROM grid.audit_log ORDER BY entry"),
+            read_step,
         )?;
         let mut verifier = Verifier::new(VerifyOptions {
             allow_incomplete: true,
@@ -209,11 +216,25 @@ pub fn verify_store(expected_head: Option<Head>) -> Result<Outcome, StoreError> 
             checked += 1;
         }
         match verifier.finish() {
-            Ok(summary) => Ok(Outcome {
-                checked,
-                finding: None,
-                unsealed: summary.incomplete.len(),
-            }),
+            Ok(summary) => match artifacts::first_missing()? {
+                // The chains hold: what is left is whether every seal can be replayed.
+                Some((entry, generation, what)) => Ok(Outcome {
+                    checked: artifacts::rows_before(entry)?,
+                    finding: Some(Finding {
+                        generation: Some(generation),
+                        step: None,
+                        reason: format!(
+                            "seal of generation {generation}: its {what} is missing from grid.artifacts"
+                        ),
+                    }),
+                    unsealed: 0,
+                }),
+                None => Ok(Outcome {
+                    checked,
+                    finding: None,
+                    unsealed: summary.incomplete.len(),
+                }),
+            },
             Err(e) => {
                 let (generation, step) = located(e.site);
                 Ok(Outcome {

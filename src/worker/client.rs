@@ -20,9 +20,9 @@ const MAX_WAIT: Duration = Duration::from_secs(1);
 /// Why a request got no response.
 #[derive(Debug, Error)]
 pub enum ClientError {
-    #[error(
-        "the grid_pg worker is not running (grid_pg must be in shared_preload_libraries): {0}"
-    )]
+    #[error("the grid_pg worker is not running: grid_pg is not in shared_preload_libraries")]
+    NotPreloaded,
+    #[error("the grid_pg worker is not running (starting, restarting, or failed to start; see the server log): {0}")]
     NotRunning(std::io::Error),
     #[error("the grid_pg worker did not answer within grid.timeout ({0:?})")]
     Timeout(Duration),
@@ -30,6 +30,21 @@ pub enum ClientError {
     Closed,
     #[error("grid_pg worker connection: {0}")]
     Protocol(#[from] ProtocolError),
+}
+
+impl ClientError {
+    /// The SQLSTATE the backend raises for this failure.
+    pub fn sqlstate(&self) -> PgSqlErrorCode {
+        match self {
+            ClientError::NotPreloaded | ClientError::NotRunning(_) => {
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            }
+            // As statement_timeout.
+            ClientError::Timeout(_) => PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+            ClientError::Closed => PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+            ClientError::Protocol(e) => e.sqlstate(),
+        }
+    }
 }
 
 impl From<std::io::Error> for ClientError {

@@ -6,6 +6,7 @@
 //! response, in order, on a connection. Frames longer than [`MAX_FRAME`] are refused on
 //! both sides before anything is allocated for them.
 
+use pgrx::PgSqlErrorCode;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -23,6 +24,27 @@ pub enum Request {
     /// [`MAX_PING_DELAY_MS`]; the delay lets tests show that a waiting backend can be
     /// cancelled).
     Ping { nonce: u64, delay_ms: u32 },
+    /// Append one generation of given tokens to the audit store, in a transaction of the
+    /// worker's own, and answer [`Response::Appended`] once it is committed.
+    AppendSynthetic(SyntheticGeneration),
+}
+
+/// A generation of given sampled tokens, as `grid.audit_append_synthetic()` asks for it.
+/// The backend has checked the caller (a superuser) and the values; the worker checks
+/// them again, since anything that reaches the socket may send this.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyntheticGeneration {
+    pub question: Option<String>,
+    pub final_sql: Option<String>,
+    pub tokens: Vec<u32>,
+    /// A `StopReason` name; `None` leaves the generation unsealed.
+    pub stop: Option<String>,
+    pub session_user: String,
+    pub current_user: String,
+    /// How long the worker may wait for the store's lock (a caller that holds a
+    /// conflicting lock must get an error, not a worker stuck until it commits).
+    pub lock_timeout_ms: u32,
 }
 
 /// What the worker answers.
@@ -33,10 +55,50 @@ pub enum Response {
         nonce: u64,
         worker_pid: i32,
     },
-    /// The request could not be served; the message says why.
+    /// The generation is committed; `head` is the seal chain's head after it
+    /// (`<seals>:<hash>`).
+    Appended {
+        generation: i64,
+        head: String,
+    },
+    /// The request could not be served: the SQLSTATE the backend raises, and why.
     Error {
+        sqlstate: String,
         message: String,
     },
+}
+
+impl Response {
+    pub fn error(code: PgSqlErrorCode, message: impl Into<String>) -> Response {
+        Response::Error {
+            sqlstate: sqlstate_text(code),
+            message: message.into(),
+        }
+    }
+}
+
+/// The five characters of an SQLSTATE (PostgreSQL packs them six bits each).
+pub fn sqlstate_text(code: PgSqlErrorCode) -> String {
+    let packed = code as i32;
+    (0..5)
+        .map(|i| char::from(b'0' + ((packed >> (6 * i)) & 0x3F) as u8))
+        .collect()
+}
+
+/// The error code of a five-character SQLSTATE; `internal_error` for anything else.
+pub fn sqlstate_code(text: &str) -> PgSqlErrorCode {
+    let bytes = text.as_bytes();
+    if bytes.len() != 5
+        || !bytes
+            .iter()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+    {
+        return PgSqlErrorCode::ERRCODE_INTERNAL_ERROR;
+    }
+    let packed = bytes.iter().enumerate().fold(0i32, |acc, (i, &b)| {
+        acc | (i32::from((b - b'0') & 0x3F) << (6 * i))
+    });
+    PgSqlErrorCode::from(packed)
 }
 
 /// A frame that cannot be sent or read.
@@ -50,6 +112,20 @@ pub enum ProtocolError {
     Truncated,
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
+}
+
+impl ProtocolError {
+    /// The SQLSTATE of this failure: a frame over the cap is a limit, anything else a
+    /// broken conversation.
+    pub fn sqlstate(&self) -> PgSqlErrorCode {
+        match self {
+            ProtocolError::TooLarge(_) => PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            ProtocolError::Json(_) | ProtocolError::Truncated => {
+                PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION
+            }
+            ProtocolError::Io(_) => PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+        }
+    }
 }
 
 /// The frame of `message`.
@@ -159,6 +235,50 @@ mod unit_tests {
     }
 
     #[test]
+    fn sqlstates_survive_the_trip() {
+        for code in [
+            PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
+            PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+        ] {
+            assert_eq!(sqlstate_code(&sqlstate_text(code)), code);
+        }
+        assert_eq!(
+            sqlstate_text(PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION),
+            "08P01"
+        );
+        assert_eq!(
+            sqlstate_text(PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE),
+            "55P03"
+        );
+        for bad in ["", "0800", "08p01", "08P011", "é1234"] {
+            assert_eq!(sqlstate_code(bad), PgSqlErrorCode::ERRCODE_INTERNAL_ERROR);
+        }
+    }
+
+    #[test]
+    fn a_synthetic_generation_round_trips_and_unknown_fields_are_refused() {
+        let g = Request::AppendSynthetic(SyntheticGeneration {
+            question: Some("q".into()),
+            final_sql: None,
+            tokens: vec![1, 2],
+            stop: Some("eos".into()),
+            session_user: "s".into(),
+            current_user: "c".into(),
+            lock_timeout_ms: 10,
+        });
+        let mut r = FrameReader::new();
+        r.push(&encode(&g).unwrap());
+        assert_eq!(r.next::<Request>().unwrap(), Some(g));
+        let forged = br#"{"type":"append_synthetic","tokens":[],"extra":1}"#;
+        let mut r = FrameReader::new();
+        r.push(&(forged.len() as u32).to_be_bytes());
+        r.push(forged);
+        assert!(matches!(r.next::<Request>(), Err(ProtocolError::Json(_))));
+    }
+
+    #[test]
     fn oversized_and_malformed_frames_are_errors() {
         let mut r = FrameReader::new();
         r.push(&u32::MAX.to_be_bytes());
@@ -172,9 +292,10 @@ mod unit_tests {
         r.push(b"{x}");
         assert!(matches!(r.next::<Request>(), Err(ProtocolError::Json(_))));
 
-        let mut cut = &encode(&Response::Error {
-            message: "m".into(),
-        })
+        let mut cut = &encode(&Response::error(
+            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            "m",
+        ))
         .unwrap()[..5];
         assert!(matches!(
             read_blocking::<Response>(&mut cut, &mut FrameReader::new()),

@@ -1,8 +1,9 @@
 //! The mask worker's process: a background worker started by the postmaster (with
 //! `grid_pg` in `shared_preload_libraries`) that serves backends over a unix socket.
 //!
-//! Threads: the main thread is the only one that touches PostgreSQL (latch, signals, and
-//! later SPI and the audit writes); socket threads only move frames. A socket thread hands
+//! Threads: the main thread is the only one that touches PostgreSQL (latch, signals, SPI
+//! and the audit writes, one request at a time: that is what keeps one chain head);
+//! socket threads only move frames. A socket thread hands
 //! each request to the main thread through a channel, then writes a byte to a wake-up
 //! socket pair on which the main thread waits together with its latch (PostgreSQL's latch
 //! functions are not for foreign threads), and waits for the answer. pgrx's thread check turns any PostgreSQL call from another thread into a
@@ -17,7 +18,10 @@ use std::time::Duration;
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::prelude::*;
 
-use super::protocol::{encode, read_blocking, FrameReader, Request, Response, MAX_PING_DELAY_MS};
+use super::protocol::{
+    encode, read_blocking, FrameReader, Request, Response, SyntheticGeneration, MAX_PING_DELAY_MS,
+};
+use super::transaction::{committed, Failure};
 use super::SOCKET_NAME;
 
 /// Longest sleep of the main thread when nothing wakes it.
@@ -56,6 +60,7 @@ fn serve(mut stream: UnixStream, main: ToMain) {
             Ok(Some(request)) => {
                 let delay = match &request {
                     Request::Ping { delay_ms, .. } => (*delay_ms).min(MAX_PING_DELAY_MS),
+                    Request::AppendSynthetic(_) => 0,
                 };
                 let (reply, answer) = mpsc::channel();
                 if !main.send(Job { request, reply }) {
@@ -66,9 +71,9 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                 std::thread::sleep(Duration::from_millis(u64::from(delay)));
                 response
             }
-            Err(e) => Response::Error {
-                message: e.to_string(),
-            },
+            // A frame that cannot be read ends the conversation: what follows it in the
+            // stream cannot be trusted to start a frame.
+            Err(e) => Response::error(e.sqlstate(), format!("bad request frame: {e}")),
         };
         let sent = encode(&response).and_then(|frame| Ok(stream.write_all(&frame)?));
         if sent.is_err() || matches!(response, Response::Error { .. }) {
@@ -93,14 +98,50 @@ fn accept(listener: UnixListener, main: ToMain) {
     }
 }
 
-/// The main thread's answer to a request.
-fn answer(request: &Request) -> Response {
-    match *request {
-        Request::Ping { nonce, .. } => Response::Pong {
-            nonce,
-            // SAFETY: MyProcPid is set once at process start; read on the main thread.
-            worker_pid: unsafe { pg_sys::MyProcPid },
-        },
+/// What the main thread keeps between requests.
+struct Worker {
+    /// Whether the process is connected to `grid.database` (done at the first request
+    /// that needs it: the database may not exist yet when the postmaster starts the
+    /// worker, and connecting to a missing one would end the process).
+    connected: bool,
+}
+
+impl Worker {
+    /// The main thread's answer to a request.
+    fn answer(&mut self, request: &Request) -> Response {
+        match request {
+            Request::Ping { nonce, .. } => Response::Pong {
+                nonce: *nonce,
+                // SAFETY: MyProcPid is set once at process start; read on the main thread.
+                worker_pid: unsafe { pg_sys::MyProcPid },
+            },
+            Request::AppendSynthetic(g) => self.append_synthetic(g),
+        }
+    }
+
+    fn connect(&mut self) {
+        if !self.connected {
+            let database = crate::guc::database();
+            BackgroundWorker::connect_worker_to_spi(Some(&database), None);
+            self.connected = true;
+            log!("grid_pg worker: connected to database {database:?} (grid.database)");
+        }
+    }
+
+    fn append_synthetic(&mut self, g: &SyntheticGeneration) -> Response {
+        self.connect();
+        // The head is read from the store's last seal under the writers' lock each time:
+        // a restarted worker resumes where the committed rows end.
+        let written = committed(|| {
+            crate::audit::write_synthetic(g).map_err(|e| Failure::new(e.sqlstate(), e.to_string()))
+        });
+        match written {
+            Ok((generation, head)) => Response::Appended {
+                generation,
+                head: head.to_string(),
+            },
+            Err(f) => Response::error(f.sqlstate, f.message),
+        }
     }
 }
 
@@ -146,6 +187,7 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
         | pg_sys::WL_TIMEOUT
         | pg_sys::WL_EXIT_ON_PM_DEATH;
     let mut drain = [0u8; 256];
+    let mut worker = Worker { connected: false };
     loop {
         // SAFETY: the worker's main thread and its own latch.
         unsafe {
@@ -171,7 +213,7 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
         while matches!(woken.read(&mut drain), Ok(n) if n > 0) {}
         while let Ok(job) = requests.try_recv() {
             // A backend that went away meanwhile drops its receiver; nothing to do.
-            let _ = job.reply.send(answer(&job.request));
+            let _ = job.reply.send(worker.answer(&job.request));
         }
     }
     let _ = std::fs::remove_file(SOCKET_NAME);
