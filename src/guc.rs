@@ -33,6 +33,16 @@ pub enum AuditLevel {
     Off,
 }
 
+impl AuditLevel {
+    /// The setting's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            AuditLevel::Full => "full",
+            AuditLevel::Off => "off",
+        }
+    }
+}
+
 static ENDPOINT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static API_KEY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);

@@ -9,7 +9,8 @@
 //! - `catalog`: `grid.catalog_snapshot()` (plain SQL, sql/catalog.sql);
 //! - `audit`: the append-only audit store and its verifier (sql/audit.sql);
 //! - `policy`: per-role bans, `grid.policy` (sql/policy.sql);
-//! - `worker`: the mask worker (a background worker) and the backends' socket client.
+//! - `worker`: the mask worker (a background worker) and the backends' socket client;
+//! - `ask`: `grid.ask()`, the backend's half of a generation.
 //!
 //! Layout of the SQL API:
 //! - every object lives in schema `grid`, created by `sql/bootstrap.sql`;
@@ -23,6 +24,7 @@
 
 use pgrx::prelude::*;
 
+mod ask;
 mod audit;
 mod catalog;
 mod guc;

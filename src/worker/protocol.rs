@@ -17,7 +17,7 @@ pub const MAX_FRAME: usize = 16 << 20;
 pub const MAX_PING_DELAY_MS: u32 = 60_000;
 
 /// What a backend asks the worker.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Request {
     /// Answer with a [`Response::Pong`] carrying `nonce`, after `delay_ms` (at most
@@ -27,6 +27,35 @@ pub enum Request {
     /// Append one generation of given tokens to the audit store, in a transaction of the
     /// worker's own, and answer [`Response::Appended`] once it is committed.
     AppendSynthetic(SyntheticGeneration),
+    /// Generate the SQL for a question (`grid.ask()`).
+    Ask(AskRequest),
+}
+
+/// Everything the decode loop needs from the asking backend. The API key is not here:
+/// only the worker reads it, from its own configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskRequest {
+    pub question: String,
+    /// `grid.catalog_snapshot()` as the caller, under the caller's search_path.
+    pub snapshot: serde_json::Value,
+    pub session_user: String,
+    pub current_user: String,
+    pub database: String,
+    pub settings: AskSettings,
+}
+
+/// The caller's `grid.*` settings that shape one generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskSettings {
+    pub endpoint: Option<String>,
+    pub model: Option<String>,
+    pub max_tokens: u32,
+    pub temperature: f64,
+    pub timeout_ms: u64,
+    /// `full` or `off`.
+    pub audit: String,
 }
 
 /// A generation of given sampled tokens, as `grid.audit_append_synthetic()` asks for it.

@@ -19,13 +19,18 @@ use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::prelude::*;
 
 use super::protocol::{
-    encode, read_blocking, FrameReader, Request, Response, SyntheticGeneration, MAX_PING_DELAY_MS,
+    encode, read_blocking, AskRequest, FrameReader, Request, Response, SyntheticGeneration,
+    MAX_PING_DELAY_MS,
 };
 use super::transaction::{committed, Failure};
 use super::SOCKET_NAME;
 
 /// Longest sleep of the main thread when nothing wakes it.
 const IDLE_MS: std::ffi::c_long = 1000;
+
+/// Longest wait for the next bytes of a request: a client that connects and stays silent
+/// (or stops in the middle of a frame) does not hold a socket thread for ever.
+const IDLE_CONNECTION: Duration = Duration::from_secs(60);
 
 /// A request on its way to the main thread, with where to send the answer.
 struct Job {
@@ -53,6 +58,9 @@ impl ToMain {
 
 /// Serves one connection: request, answer, until the backend hangs up.
 fn serve(mut stream: UnixStream, main: ToMain) {
+    if stream.set_read_timeout(Some(IDLE_CONNECTION)).is_err() {
+        return;
+    }
     let mut reader = FrameReader::new();
     loop {
         let response = match read_blocking::<Request>(&mut stream, &mut reader) {
@@ -60,7 +68,7 @@ fn serve(mut stream: UnixStream, main: ToMain) {
             Ok(Some(request)) => {
                 let delay = match &request {
                     Request::Ping { delay_ms, .. } => (*delay_ms).min(MAX_PING_DELAY_MS),
-                    Request::AppendSynthetic(_) => 0,
+                    Request::AppendSynthetic(_) | Request::Ask(_) => 0,
                 };
                 let (reply, answer) = mpsc::channel();
                 if !main.send(Job { request, reply }) {
@@ -116,6 +124,7 @@ impl Worker {
                 worker_pid: unsafe { pg_sys::MyProcPid },
             },
             Request::AppendSynthetic(g) => self.append_synthetic(g),
+            Request::Ask(a) => ask(a),
         }
     }
 
@@ -143,6 +152,27 @@ impl Worker {
             Err(f) => Response::error(f.sqlstate, f.message),
         }
     }
+}
+
+/// The worker's half of `grid.ask()`: the decode loop is not plugged in yet. The answer
+/// says what arrived, so that the request the backend builds can be checked.
+fn ask(a: &AskRequest) -> Response {
+    let relations = a.snapshot["relations"].as_array().map_or(0, Vec::len);
+    // Read here and only here; never put the key itself in a message.
+    let key = if crate::guc::api_key().is_some() {
+        "configured"
+    } else {
+        "not configured"
+    };
+    Response::error(
+        PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+        format!(
+            "not yet available: the decode loop is not part of this version (the worker received a question of {} bytes from role {:?}, a catalog snapshot of {relations} relations, max_tokens {}; API key {key})",
+            a.question.len(),
+            a.current_user,
+            a.settings.max_tokens,
+        ),
+    )
 }
 
 /// Entry point of the background worker (named in its registration).
