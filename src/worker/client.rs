@@ -118,3 +118,46 @@ pub fn call(request: &Request, timeout: Duration) -> Result<Response, ClientErro
         }
     }
 }
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn every_failure_has_a_sqlstate_and_says_what_to_do() {
+        use super::super::protocol::sqlstate_text;
+        let refused = std::io::Error::from(ErrorKind::ConnectionRefused);
+        let cases = [
+            (
+                ClientError::NotPreloaded,
+                "55000",
+                "shared_preload_libraries",
+            ),
+            (
+                ClientError::NotRunning(refused),
+                "55000",
+                "see the server log",
+            ),
+            (
+                ClientError::Timeout(Duration::from_millis(300)),
+                "57014",
+                "grid.timeout",
+            ),
+            (ClientError::Closed, "08006", "closed the connection"),
+            (
+                ClientError::Protocol(ProtocolError::TooLarge(1 << 30)),
+                "54000",
+                "exceeds the limit",
+            ),
+            (
+                ClientError::Protocol(ProtocolError::Truncated),
+                "08P01",
+                "middle of a frame",
+            ),
+        ];
+        for (e, state, words) in cases {
+            assert_eq!(sqlstate_text(e.sqlstate()), state, "{e}");
+            assert!(e.to_string().contains(words), "{e}");
+        }
+    }
+}

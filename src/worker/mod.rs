@@ -61,9 +61,14 @@ pub fn raise(code: PgSqlErrorCode, message: String) -> ! {
     ereport!(ERROR, code, message);
 }
 
-/// Raises an ERROR unless this session is connected to the database of the audit store
-/// (`grid.database`), the only one the worker writes.
+/// Raises an ERROR unless the worker runs and this session is connected to the database
+/// of the audit store (`grid.database`), the only one the worker writes.
 pub fn require_store_database(what: &str) {
+    // Without the worker, grid.database is not even defined: say what is missing.
+    if !PRELOADED.load(Ordering::Relaxed) {
+        let e = ClientError::NotPreloaded;
+        raise(e.sqlstate(), format!("{what}: {e}"));
+    }
     let here = Spi::get_one::<String>("SELECT pg_catalog.current_database()::text")
         .ok()
         .flatten()
