@@ -81,18 +81,14 @@ mod grid {
 
     /// `grid.ask(question)`: the SQL the calling role may run for `question`, generated
     /// under its privileges and audited. SECURITY INVOKER: the catalog snapshot is the
-    /// caller's (it needs EXECUTE on `grid.catalog_snapshot(name[])` too). `search_path`
-    /// is evaluated where the call is written, so it is the caller's (this function's
-    /// own is pinned), like `grid.catalog_snapshot()`'s.
+    /// caller's (it needs EXECUTE on `grid.catalog_snapshot(name[])` too).
+    ///
+    /// The one grid function whose search_path is not pinned: the snapshot must say what
+    /// the caller reaches unqualified, so it is taken under the caller's search_path.
+    /// Every name this function uses is schema-qualified, and as an invoker function it
+    /// could only mislead its own caller.
     #[pg_extern(security_invoker, volatile)]
-    #[search_path(pg_catalog, pg_temp)]
-    fn ask(
-        question: &str,
-        search_path: default!(
-            Option<Vec<Option<String>>>,
-            "pg_catalog.current_schemas(false)::text[]"
-        ),
-    ) -> String {
+    fn ask(question: &str) -> String {
         const WHAT: &str = "grid.ask";
         if let Err(e) = super::check_question(question) {
             raise(e.sqlstate(), e.to_string());
@@ -100,8 +96,8 @@ mod grid {
         require_store_database(WHAT);
         let snapshot = one::<pgrx::JsonB>(
             WHAT,
-            "SELECT grid.catalog_snapshot(coalesce($1::name[], '{}'))",
-            &[search_path.into()],
+            "SELECT grid.catalog_snapshot(pg_catalog.current_schemas(false))",
+            &[],
         )
         .map(|j| j.0)
         .unwrap_or_default();
@@ -204,7 +200,10 @@ mod tests {
         run("CREATE TABLE public.grid_t_ask_b (id int)");
         run("CREATE ROLE grid_t_asker NOLOGIN");
         run("GRANT SELECT ON public.grid_t_ask_a TO grid_t_asker");
-        run("GRANT EXECUTE ON FUNCTION grid.ask(text, text[]) TO grid_t_asker");
+        run("CREATE SCHEMA grid_t_ask_s");
+        run("GRANT USAGE ON SCHEMA grid_t_ask_s TO grid_t_asker");
+        run("GRANT EXECUTE ON FUNCTION grid.ask(text) TO grid_t_asker");
+        run("SET search_path = grid_t_ask_s, public");
         run("SET grid.api_key = 'sk-never-sent-0123'");
         run("SET ROLE grid_t_asker");
         // Without EXECUTE on the snapshot the caller cannot send one.
@@ -223,6 +222,11 @@ mod tests {
         // The caller's snapshot: the one table it may use, not the other.
         assert_eq!(relations, Some(1));
         assert!(m.contains("snapshot of 1 relations"), "{m}");
+        // Under the caller's search_path, not the pinned one of the grid functions.
+        assert!(
+            m.contains(r#"under search_path ["grid_t_ask_s","public"]"#),
+            "{m}"
+        );
         assert!(m.contains("max_tokens 512"), "{m}");
         // The session's key is not the worker's: it is never sent, nor echoed.
         assert!(m.contains("API key not configured"), "{m}");

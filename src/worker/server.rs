@@ -167,9 +167,10 @@ fn ask(a: &AskRequest) -> Response {
     Response::error(
         PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
         format!(
-            "not yet available: the decode loop is not part of this version (the worker received a question of {} bytes from role {:?}, a catalog snapshot of {relations} relations, max_tokens {}; API key {key})",
+            "not yet available: the decode loop is not part of this version (the worker received a question of {} bytes from role {:?}, a catalog snapshot of {relations} relations under search_path {}, max_tokens {}; API key {key})",
             a.question.len(),
             a.current_user,
+            a.snapshot["search_path"],
             a.settings.max_tokens,
         ),
     )
