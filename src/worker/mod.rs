@@ -271,6 +271,31 @@ mod tests {
     }
 
     #[pg_test]
+    fn the_worker_checks_a_request_again_and_rolls_back_what_it_refuses() {
+        install();
+        worker_ready();
+        // What the backend would refuse, sent straight to the socket.
+        let request = Request::AppendSynthetic(SyntheticGeneration {
+            question: Some("forged stop".into()),
+            final_sql: None,
+            tokens: vec![1],
+            stop: Some("done".into()),
+            session_user: "x".into(),
+            current_user: "x".into(),
+            lock_timeout_ms: 1000,
+        });
+        let answers = raw(&encode(&request).unwrap_or_default());
+        assert_eq!(sqlstate_of(&answers), ["22023"]);
+        if let [Response::Error { message, .. }] = &answers[..] {
+            assert!(message.contains("unknown stop reason"), "{message}");
+        }
+        let written: Option<i64> =
+            select_one("SELECT count(*) FROM grid.generations WHERE question = 'forged stop'");
+        assert_eq!(written, Some(0));
+        still_serving();
+    }
+
+    #[pg_test]
     fn an_oversized_request_is_refused_in_the_backend_with_a_limit_error() {
         install();
         worker_ready();
