@@ -4,22 +4,56 @@
 //! viable-prefix parser, masks, audit chain) lives in `crates/grid-core` and
 //! builds and tests without PostgreSQL. Here we only expose it as SQL.
 //!
+//! Modules, one concept each:
+//! - `guc`: every `grid.*` configuration parameter;
+//! - `catalog`: `grid.catalog_snapshot()` (plain SQL, sql/catalog.sql);
+//! - `audit`: the append-only audit store and its verifier (sql/audit.sql);
+//! - `policy`: per-role bans, `grid.policy` (sql/policy.sql);
+//! - `worker`: the mask worker (a background worker) and the backends' socket client;
+//! - `ask`: `grid.ask()`, the backend's half of a generation.
+//!
 //! Layout of the SQL API:
 //! - every object lives in schema `grid`, created by `sql/bootstrap.sql`;
 //! - each Rust module marked `#[pg_schema]` maps to the schema of the same name;
 //! - every function pins `search_path` with `#[search_path(pg_catalog, pg_temp)]`
-//!   and is SECURITY INVOKER unless its definition says otherwise (the
-//!   `every_grid_function_pins_search_path` test checks this).
+//!   (or `SET search_path` in SQL), but `grid.ask()`, which needs the caller's (its names
+//!   are all schema-qualified), and is SECURITY INVOKER (the
+//!   `every_grid_function_pins_search_path` and `every_grid_function_is_invoker`
+//!   tests check this);
+//! - EXECUTE on every function is revoked from PUBLIC by `sql/privileges.sql`, the
+//!   last SQL of the extension script: a DBA grants what each role may call.
 
 use pgrx::prelude::*;
 
-// The engine is linked from the start; the SQL functions below will call it.
-use grid_core as _;
+mod ask;
+mod audit;
+mod catalog;
+mod guc;
+mod policy;
+mod worker;
+
+#[cfg(any(test, feature = "pg_test"))]
+mod testing;
 
 ::pgrx::pg_module_magic!(name, version);
 
 // The first SQL of the extension script: creates schema `grid`.
 extension_sql_file!("../sql/bootstrap.sql", name = "bootstrap", bootstrap);
+
+// The last: EXECUTE privileges of every function created before it.
+extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
+
+/// Runs once per process that loads the library (every backend that calls a grid
+/// function, or the postmaster with `shared_preload_libraries`).
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    guc::register();
+    // SAFETY: a flag the postmaster sets while it loads shared_preload_libraries.
+    if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        guc::register_preloaded();
+        worker::register();
+    }
+}
 
 /// The SQL API in schema `grid`.
 #[pg_schema]
@@ -37,11 +71,8 @@ mod grid {
 #[cfg(any(test, feature = "pg_test"))]
 #[pg_schema]
 mod tests {
+    use crate::testing::{assert_refused, install, run, select_one};
     use pgrx::prelude::*;
-
-    fn select_one<T: IntoDatum + FromDatum>(query: &str) -> Option<T> {
-        Spi::get_one::<T>(query).unwrap_or_else(|e| panic!("{query}: {e}"))
-    }
 
     #[pg_test]
     fn schema_grid_exists_and_belongs_to_the_extension() {
@@ -89,19 +120,65 @@ mod tests {
     #[pg_test]
     fn every_grid_function_pins_search_path() {
         // Holds for every function the extension puts in schema `grid`, not
-        // only version(); also make sure there is at least one to check.
+        // only version(); also make sure there are the ones we know of.
         let total: Option<i64> = select_one(
             "SELECT count(*) FROM pg_catalog.pg_proc p
               WHERE p.pronamespace = 'grid'::regnamespace",
         );
-        assert!(total.unwrap_or(0) >= 1, "no functions in schema grid");
+        assert!(
+            total.unwrap_or(0) >= 6,
+            "functions missing from schema grid"
+        );
         let unpinned: Option<String> = select_one(
             "SELECT string_agg(p.oid::regprocedure::text, ', ')
                FROM pg_catalog.pg_proc p
               WHERE p.pronamespace = 'grid'::regnamespace
-                AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)",
+                AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)
+                -- Takes the caller's catalog snapshot under the caller's search_path.
+                AND p.oid <> 'grid.ask(text)'::regprocedure",
         );
         assert_eq!(unpinned, None, "functions without a pinned search_path");
+    }
+
+    #[pg_test]
+    fn every_grid_function_is_invoker_and_not_executable_by_public() {
+        let definers: Option<String> = select_one(
+            "SELECT string_agg(p.oid::regprocedure::text, ', ')
+               FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'grid'::regnamespace AND p.prosecdef",
+        );
+        assert_eq!(definers, None, "SECURITY DEFINER functions in schema grid");
+        let public: Option<String> = select_one(
+            "SELECT string_agg(p.oid::regprocedure::text, ', ')
+               FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'grid'::regnamespace
+                AND pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')",
+        );
+        assert_eq!(public, None, "functions PUBLIC may execute");
+    }
+
+    #[pg_test]
+    fn a_role_without_execute_is_refused_and_a_grant_lets_it_in() {
+        install();
+        run("CREATE ROLE grid_t_noexec NOLOGIN");
+        run("SET ROLE grid_t_noexec");
+        for call in [
+            "SELECT grid.version()",
+            "SELECT grid.catalog_snapshot()",
+            "SELECT grid.audit_head()",
+            "SELECT * FROM grid.verify_audit()",
+        ] {
+            let m = assert_refused(call, "42501");
+            assert!(m.contains("permission denied for function"), "{call}: {m}");
+        }
+        run("RESET ROLE");
+        run("GRANT EXECUTE ON FUNCTION grid.version(), grid.catalog_snapshot(name[]) TO grid_t_noexec");
+        run("SET ROLE grid_t_noexec");
+        let v: Option<String> = select_one("SELECT grid.version()");
+        assert_eq!(v.as_deref(), Some(env!("CARGO_PKG_VERSION")));
+        let role: Option<String> = select_one("SELECT grid.catalog_snapshot() ->> 'role'");
+        assert_eq!(role.as_deref(), Some("grid_t_noexec"));
+        run("RESET ROLE");
     }
 }
 
@@ -114,7 +191,11 @@ pub mod pg_test {
 
     #[must_use]
     pub fn postgresql_conf_options() -> Vec<&'static str> {
-        // postgresql.conf settings the tests need
-        vec![]
+        // The mask worker starts only from shared_preload_libraries, and writes the
+        // audit store of the tests' database.
+        vec![
+            "shared_preload_libraries = 'grid_pg'",
+            "grid.database = 'pgrx_tests'",
+        ]
     }
 }

@@ -1,0 +1,129 @@
+-- The audit store: the hash-chained log of every generation (DESIGN "Inside
+-- PostgreSQL"; grid_core::audit). Three append-only tables:
+--
+--   grid.audit_log    one row per decoding step: grid_core::audit::StepRecord
+--   grid.generations  one row per finished generation: its grid_core::audit::Seal,
+--                     plus who asked, the question, the final SQL and the times
+--   grid.artifacts    the content-addressed inputs a replay needs (grammar,
+--                     lexicons, policy, vocabulary), keyed by the fingerprints
+--                     the seals carry
+--
+-- The verifier (grid.verify_audit(), in Rust over grid_core::audit::Verifier)
+-- reads steps and seals back as one log in append order: `entry`, drawn from one
+-- sequence for both tables, is that order. Each column holds its field
+-- losslessly; hashes, ids and fingerprints are raw bytes (encode(x, 'hex') gives
+-- the JSONL text form). The CHECK constraints describe what the writer produces;
+-- the verifier does not rely on them (a superuser can drop them) and reports a
+-- malformed row as an altered one.
+
+CREATE SEQUENCE grid.audit_entry_seq AS bigint;
+COMMENT ON SEQUENCE grid.audit_entry_seq IS 'Append order of grid.audit_log and grid.generations rows (one order for both).';
+
+CREATE SEQUENCE grid.generation_seq AS bigint;
+COMMENT ON SEQUENCE grid.generation_seq IS 'Generation ids (gaps are harmless: the chains do not need consecutive ids).';
+
+CREATE TABLE grid.audit_log (
+    entry          bigint PRIMARY KEY,
+    generation     bigint NOT NULL CHECK (generation >= 0),
+    -- u32 in grid-core; grid.max_tokens keeps it far below 2^31.
+    step           integer NOT NULL CHECK (step >= 0),
+    -- u64, 8 bytes big-endian (the JSONL's 16 hex digits).
+    config_hash    bytea NOT NULL CHECK (octet_length(config_hash) = 8),
+    mask_entry_id  bytea NOT NULL CHECK (octet_length(mask_entry_id) = 16),
+    -- A vocabulary id (u32), or NULL for the end of the statement (Token::Eos).
+    token          bigint CHECK (token BETWEEN 0 AND 4294967295),
+    blocked_count  bigint NOT NULL CHECK (blocked_count BETWEEN 0 AND 4294967295),
+    kind           text NOT NULL CHECK (kind IN ('sampled', 'forced', 'eos', 'budget_completed')),
+    prev_hash      bytea NOT NULL CHECK (octet_length(prev_hash) = 32),
+    hash           bytea NOT NULL CHECK (octet_length(hash) = 32),
+    -- Not hashed: for the reader, not for the verifier.
+    recorded_at    timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+    UNIQUE (generation, step)
+);
+COMMENT ON TABLE grid.audit_log IS 'Append-only, hash-chained record of every decoding step (grid_core::audit::StepRecord).';
+
+CREATE TABLE grid.generations (
+    entry             bigint PRIMARY KEY,
+    generation        bigint NOT NULL UNIQUE CHECK (generation >= 0),
+    -- Who asked. current_user_name is the seal's role (hashed); session_user_name
+    -- is recorded beside it.
+    session_user_name text NOT NULL,
+    current_user_name text,
+    question          text,
+    -- Seal fields: text_digest(question) and text_digest(final_sql), checked
+    -- against the two texts by grid.verify_audit().
+    question_digest   bytea CHECK (octet_length(question_digest) = 32),
+    final_sql         text,
+    sql_digest        bytea CHECK (octet_length(sql_digest) = 32),
+    seal_index        bigint NOT NULL UNIQUE CHECK (seal_index >= 0),
+    stop              text NOT NULL CHECK (stop IN ('eos', 'budget_completed', 'budget_truncated', 'error', 'cancelled')),
+    steps             integer NOT NULL CHECK (steps >= 0),
+    last_step_hash    bytea NOT NULL CHECK (octet_length(last_step_hash) = 32),
+    grammar_fp        bytea NOT NULL CHECK (octet_length(grammar_fp) = 16),
+    lexicons_fp       bytea NOT NULL CHECK (octet_length(lexicons_fp) = 16),
+    policy_fp         bytea NOT NULL CHECK (octet_length(policy_fp) = 16),
+    vocabulary_fp     bytea NOT NULL CHECK (octet_length(vocabulary_fp) = 16),
+    decode_mode       text NOT NULL CHECK (decode_mode IN ('mode1', 'mode2')),
+    mask_cache        boolean NOT NULL,
+    prev_seal_hash    bytea NOT NULL CHECK (octet_length(prev_seal_hash) = 32),
+    hash              bytea NOT NULL CHECK (octet_length(hash) = 32),
+    -- Not hashed.
+    started_at        timestamptz NOT NULL,
+    finished_at       timestamptz NOT NULL
+);
+COMMENT ON TABLE grid.generations IS 'Append-only: one row per finished generation, with its seal (grid_core::audit::Seal) in the global seal chain.';
+
+CREATE TABLE grid.artifacts (
+    kind         text NOT NULL CHECK (kind IN ('grammar', 'lexicons', 'policy', 'vocabulary')),
+    fingerprint  bytea NOT NULL CHECK (octet_length(fingerprint) = 16),
+    -- The artefact itself, as bytes, as a document, or both; the vocabulary may be
+    -- kept by fingerprint only when the endpoint can serve it again.
+    content      bytea,
+    content_json jsonb,
+    created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    PRIMARY KEY (kind, fingerprint)
+);
+COMMENT ON TABLE grid.artifacts IS 'Append-only, content-addressed inputs of the generations (keys: the fingerprints of grid.generations), so that a log replays after the schema has changed.';
+
+-- Append-only: nobody but the owner holds any privilege (the writer runs as the
+-- owner), and even the owner cannot UPDATE, DELETE or TRUNCATE while the trigger
+-- is enabled. Statement-level triggers refuse also statements that would touch
+-- no row, and MERGE's UPDATE/DELETE actions.
+CREATE FUNCTION grid.refuse_audit_change() RETURNS trigger
+LANGUAGE plpgsql SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $refuse$
+BEGIN
+    RAISE EXCEPTION '% on %.% refused: the audit store is append-only',
+        TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME
+        USING ERRCODE = 'insufficient_privilege';
+END
+$refuse$;
+
+CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON grid.audit_log
+    FOR EACH STATEMENT EXECUTE FUNCTION grid.refuse_audit_change();
+CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON grid.generations
+    FOR EACH STATEMENT EXECUTE FUNCTION grid.refuse_audit_change();
+CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON grid.artifacts
+    FOR EACH STATEMENT EXECUTE FUNCTION grid.refuse_audit_change();
+
+REVOKE ALL ON grid.audit_log, grid.generations, grid.artifacts FROM PUBLIC;
+REVOKE ALL ON SEQUENCE grid.audit_entry_seq, grid.generation_seq FROM PUBLIC;
+
+-- The auditors' role (cluster-wide, so it may exist already; it outlives the
+-- extension). It reads the store and runs grid.verify_audit()/grid.audit_head().
+DO $auditor$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'grid_auditor') THEN
+        CREATE ROLE grid_auditor NOLOGIN;
+    END IF;
+END
+$auditor$;
+GRANT SELECT ON grid.audit_log, grid.generations, grid.artifacts TO grid_auditor;
+
+-- pg_dump keeps the rows (extension tables are otherwise dumped empty).
+SELECT pg_catalog.pg_extension_config_dump('grid.audit_log', '');
+SELECT pg_catalog.pg_extension_config_dump('grid.generations', '');
+SELECT pg_catalog.pg_extension_config_dump('grid.artifacts', '');
+SELECT pg_catalog.pg_extension_config_dump('grid.audit_entry_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('grid.generation_seq', '');

@@ -1,0 +1,353 @@
+//! The audit store inside PostgreSQL (tables in sql/audit.sql): grid-core's hash-chained
+//! log, stored in `grid.audit_log` / `grid.generations`, verified by grid-core's verifier.
+//!
+//! - `rows`: the row format of step records and seals (both directions).
+//! - `sink`: the writer's sink (`TableSink`) and the stored head.
+//! - `artifacts`: the content-addressed artefacts the seals name.
+//! - `verify`: reading the store back as one log and verifying it.
+//!
+//! Only the mask worker writes, in transactions of its own that it commits before it
+//! answers, so that a caller's ROLLBACK cannot erase what it asked, and one process
+//! holds the chain's head. Until the decode loop runs there,
+//! `grid.audit_append_synthetic()` (superusers only) has the worker write a generation
+//! of given tokens through the same `ChainWriter` and sink.
+
+mod artifacts;
+mod rows;
+mod sink;
+mod verify;
+
+#[cfg(any(test, feature = "pg_test"))]
+mod tests;
+
+use grid_core::audit::{
+    text_digest, ChainWriter, DecodeMode, Fingerprints, Head, Mode, SealInput, SealMeta, StepInput,
+    StepKind, StopReason, Token,
+};
+use pgrx::prelude::*;
+
+use crate::worker::protocol::SyntheticGeneration;
+use artifacts::ArtifactKind;
+pub use sink::StoreError;
+use sink::{Asked, TableSink};
+pub use verify::verify_store;
+
+// The tables, after the schema exists.
+extension_sql_file!(
+    "../../sql/audit.sql",
+    name = "audit_store",
+    requires = ["bootstrap"]
+);
+
+/// The stored head, as text `<seals>:<64 hex digits>`.
+pub fn head_text() -> Result<String, StoreError> {
+    Ok(sink::stored_head()?.to_string())
+}
+
+/// What `grid.audit_append_synthetic()` refuses, in the backend or in the worker.
+#[derive(Debug, thiserror::Error)]
+pub enum SyntheticError {
+    #[error("grid.audit_append_synthetic: only superusers may append to the audit store")]
+    NotSuperuser,
+    #[error("grid.audit_append_synthetic: token {0} is not a vocabulary id (0 ≤ id < 2^32)")]
+    Token(i64),
+    #[error("grid.audit_append_synthetic: tokens must not contain NULL")]
+    NullToken,
+    #[error("grid.audit_append_synthetic: unknown stop reason {0:?} (one of eos, budget_completed, budget_truncated, error, cancelled)")]
+    Stop(String),
+    #[error("grid.audit_append_synthetic: grid_pg is not installed in the worker's database (grid.database)")]
+    NotInstalled,
+    #[error("grid.audit_append_synthetic: {0}")]
+    Write(#[from] grid_core::audit::WriteError),
+    #[error("grid.audit_append_synthetic: {0}")]
+    Store(#[from] StoreError),
+}
+
+impl SyntheticError {
+    pub fn sqlstate(&self) -> PgSqlErrorCode {
+        match self {
+            SyntheticError::NotSuperuser => PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            SyntheticError::Token(_) | SyntheticError::NullToken | SyntheticError::Stop(_) => {
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE
+            }
+            SyntheticError::NotInstalled => {
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            }
+            SyntheticError::Write(_) | SyntheticError::Store(_) => {
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR
+            }
+        }
+    }
+}
+
+/// The content a synthetic generation records for the artefact `label`, and its
+/// fingerprint (the first 16 bytes of the content's text digest): content-addressed like
+/// the real artefacts.
+fn synthetic_artifact(label: &str) -> ([u8; 16], serde_json::Value) {
+    let d = text_digest(label);
+    let mut fp = [0u8; 16];
+    fp.copy_from_slice(&d[..16]);
+    (fp, serde_json::json!({ "synthetic": label }))
+}
+
+fn synthetic_fingerprint(label: &str) -> [u8; 16] {
+    synthetic_artifact(label).0
+}
+
+fn parse_stop(name: &str) -> Result<StopReason, SyntheticError> {
+    StopReason::ALL
+        .into_iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| SyntheticError::Stop(name.to_string()))
+}
+
+/// The backend's half of `grid.audit_append_synthetic()`: checks the caller and the
+/// values, and says who asks.
+pub fn synthetic_request(
+    question: Option<String>,
+    final_sql: Option<String>,
+    tokens: &[Option<i32>],
+    stop: Option<&str>,
+    lock_timeout_ms: u32,
+) -> Result<SyntheticGeneration, SyntheticError> {
+    // SAFETY: superuser() only reads the current user's role attributes.
+    if !unsafe { pg_sys::superuser() } {
+        return Err(SyntheticError::NotSuperuser);
+    }
+    if let Some(name) = stop {
+        parse_stop(name)?;
+    }
+    let tokens = tokens
+        .iter()
+        .map(|t| {
+            let v = i64::from(t.ok_or(SyntheticError::NullToken)?);
+            u32::try_from(v).map_err(|_| SyntheticError::Token(v))
+        })
+        .collect::<Result<Vec<u32>, _>>()?;
+    let (session_user, current_user) =
+        Spi::get_two::<String, String>("SELECT session_user::text, current_user::text")
+            .map_err(StoreError::from)?;
+    Ok(SyntheticGeneration {
+        question,
+        final_sql,
+        tokens,
+        stop: stop.map(str::to_string),
+        session_user: session_user.unwrap_or_default(),
+        current_user: current_user.unwrap_or_default(),
+        lock_timeout_ms,
+    })
+}
+
+/// The worker's half: appends one generation whose sampled tokens are `g.tokens` (an
+/// EOS record is added when the stop reason ends with one), sealed unless `g.stop` is
+/// `None` (as a crash in the middle of a generation would leave it), with the artefacts
+/// its seal names; returns its generation id and the seal chain's head after it. Runs in
+/// the worker's transaction, which the caller commits.
+pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), SyntheticError> {
+    let stop = g.stop.as_deref().map(parse_stop).transpose()?;
+    let installed =
+        Spi::get_one::<bool>("SELECT pg_catalog.to_regclass('grid.generations') IS NOT NULL")
+            .map_err(StoreError::from)?;
+    if installed != Some(true) {
+        return Err(SyntheticError::NotInstalled);
+    }
+    Spi::run(&format!(
+        "SET LOCAL lock_timeout = {}",
+        g.lock_timeout_ms.max(1)
+    ))
+    .map_err(StoreError::from)?;
+    sink::lock_for_append()?;
+    let head: Head = sink::stored_head()?;
+    let generation = Spi::get_one::<i64>("SELECT pg_catalog.nextval('grid.generation_seq')")
+        .map_err(StoreError::from)?
+        .unwrap_or(0);
+    let sink = TableSink::new(Asked {
+        session_user: g.session_user.clone(),
+        question: g.question.clone(),
+        final_sql: g.final_sql.clone(),
+    })?;
+    let id = u64::try_from(generation).unwrap_or(0);
+    let mut writer = ChainWriter::resume(sink, head);
+    writer.begin(id)?;
+    let vocabulary = u32::MAX;
+    for (i, &token) in g.tokens.iter().enumerate() {
+        let i = i as u64;
+        let mask = synthetic_fingerprint(&format!("synthetic mask {i}"));
+        writer.step(
+            id,
+            StepInput {
+                config_hash: i.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                mask_entry_id: mask,
+                token: Token::Id(token),
+                blocked_count: vocabulary - 1,
+                kind: StepKind::Sampled,
+            },
+        )?;
+    }
+    let Some(stop) = stop else {
+        return Ok((generation, writer.head()));
+    };
+    if stop.ends_with_eos() {
+        writer.step(
+            id,
+            StepInput {
+                config_hash: 0,
+                mask_entry_id: synthetic_fingerprint("synthetic mask eos"),
+                token: Token::Eos,
+                blocked_count: 0,
+                kind: StepKind::Eos,
+            },
+        )?;
+    }
+    let decode = if stop == StopReason::BudgetTruncated {
+        DecodeMode::Mode2
+    } else {
+        DecodeMode::Mode1
+    };
+    // The lexicons depend on the question here, so that a test can remove the artefact
+    // of one generation only.
+    let labels = [
+        "synthetic grammar".to_string(),
+        format!(
+            "synthetic lexicons for {}",
+            g.question.as_deref().unwrap_or("")
+        ),
+        "synthetic policy".to_string(),
+        "synthetic vocabulary".to_string(),
+    ];
+    let [grammar, lexicons, policy, vocabulary] = labels.map(|l| synthetic_artifact(&l));
+    let fingerprints = Fingerprints {
+        grammar: grammar.0,
+        lexicons: lexicons.0,
+        policy: policy.0,
+        vocabulary: vocabulary.0,
+    };
+    // The artefacts first: a stored seal always finds what it names.
+    for (kind, (fingerprint, content)) in [
+        (ArtifactKind::Grammar, grammar),
+        (ArtifactKind::Lexicons, lexicons),
+        (ArtifactKind::Policy, policy),
+        (ArtifactKind::Vocabulary, vocabulary),
+    ] {
+        artifacts::store(kind, fingerprint, None, Some(content))?;
+    }
+    let head = writer.seal(
+        id,
+        SealInput {
+            stop,
+            fingerprints,
+            mode: Mode {
+                decode,
+                cache: false,
+            },
+            meta: SealMeta {
+                role: Some(g.current_user.clone()),
+                question_digest: g.question.as_deref().map(text_digest),
+                sql_digest: g.final_sql.as_deref().map(text_digest),
+            },
+        },
+    )?;
+    Ok((generation, head))
+}
+
+/// The audit functions of the SQL API.
+#[pg_schema]
+mod grid {
+    use pgrx::prelude::*;
+
+    use crate::worker::protocol::{Request, Response};
+    use grid_core::audit::Head;
+
+    /// `grid.verify_audit(expected_head)`: verifies every chain of the store (and, given
+    /// the head exported earlier by `grid.audit_head()`, that no tail was dropped).
+    /// SECURITY INVOKER: the caller reads the tables (the `grid_auditor` role may).
+    // pgrx reads the column names from the `name!` markers of the signature itself, so the
+    // row type cannot be moved to an alias.
+    #[allow(clippy::type_complexity)]
+    #[pg_extern(security_invoker, stable)]
+    #[search_path(pg_catalog, pg_temp)]
+    fn verify_audit(
+        expected_head: default!(Option<&str>, "NULL"),
+    ) -> TableIterator<
+        'static,
+        (
+            name!(ok, bool),
+            name!(checked, i64),
+            name!(first_bad_generation, Option<i64>),
+            name!(first_bad_step, Option<i32>),
+            name!(reason, Option<String>),
+        ),
+    > {
+        let anchor = match expected_head.map(str::parse::<Head>).transpose() {
+            Ok(h) => h,
+            Err(e) => {
+                ereport!(
+                    ERROR,
+                    PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!("grid.verify_audit: expected_head: {e}")
+                );
+            }
+        };
+        let outcome = match super::verify_store(anchor) {
+            Ok(o) => o,
+            Err(e) => error!("grid.verify_audit: {e}"),
+        };
+        let row = match outcome.finding {
+            None => (
+                true,
+                outcome.checked,
+                None,
+                None,
+                (outcome.unsealed > 0).then(|| {
+                    format!(
+                        "{} generation(s) without a seal (in flight, or interrupted)",
+                        outcome.unsealed
+                    )
+                }),
+            ),
+            Some(f) => (false, outcome.checked, f.generation, f.step, Some(f.reason)),
+        };
+        TableIterator::once(row)
+    }
+
+    /// `grid.audit_head()`: the head of the seal chain, `<seals>:<hash>`, to keep outside
+    /// the database and pass to `grid.verify_audit()` later.
+    #[pg_extern(security_invoker, stable)]
+    #[search_path(pg_catalog, pg_temp)]
+    fn audit_head() -> String {
+        match super::head_text() {
+            Ok(h) => h,
+            Err(e) => error!("grid.audit_head: {e}"),
+        }
+    }
+
+    /// `grid.audit_append_synthetic(...)`: has the mask worker append a generation of the
+    /// given sampled tokens through grid-core's chain writer, sealed with `stop` (left
+    /// unsealed when `stop` is NULL), in a transaction of the worker's own that is
+    /// committed when this returns: a ROLLBACK of the caller keeps it. For tests until
+    /// the worker writes real generations; superusers only.
+    #[pg_extern(security_invoker, volatile)]
+    #[search_path(pg_catalog, pg_temp)]
+    fn audit_append_synthetic(
+        question: Option<String>,
+        final_sql: Option<String>,
+        tokens: Vec<Option<i32>>,
+        stop: default!(Option<&str>, "'eos'"),
+    ) -> i64 {
+        const WHAT: &str = "grid.audit_append_synthetic";
+        crate::worker::require_store_database(WHAT);
+        let timeout = crate::guc::timeout();
+        // Half the caller's wait: a lock the worker cannot get is reported as such,
+        // before the caller stops waiting.
+        let lock_timeout_ms = u32::try_from(timeout.as_millis() / 2).unwrap_or(u32::MAX);
+        let request =
+            match super::synthetic_request(question, final_sql, &tokens, stop, lock_timeout_ms) {
+                Ok(r) => r,
+                Err(e) => crate::worker::raise(e.sqlstate(), e.to_string()),
+            };
+        match crate::worker::request(WHAT, &Request::AppendSynthetic(request), timeout) {
+            Response::Appended { generation, .. } => generation,
+            other => crate::worker::unexpected(WHAT, &other),
+        }
+    }
+}

@@ -1,0 +1,561 @@
+//! The audit store in PostgreSQL: honest logs verify, edits are found where they are,
+//! the store refuses to be changed, and only auditors read it.
+//!
+//! The worker commits what it writes, so the store is shared by every test (and the
+//! tests run in parallel): each test checks the generations it made and counts relative
+//! to a log position (entries only grow), and freezes the store (the writers' lock, held
+//! to the end of the test's transaction) when it needs the whole log to stand still.
+//! A statement that needs an exclusive lock of an audit table gives up its place in the
+//! lock queue quickly and tries again (see [`exclusive`]).
+
+#[pgrx::pg_schema]
+mod tests {
+    use crate::testing::{assert_refused, install, refusal, run, select_one, worker_ready};
+    use grid_core::audit::Head;
+    use pgrx::prelude::*;
+
+    type Verdict = (bool, i64, Option<i64>, Option<i32>, Option<String>);
+
+    fn verify(expected_head: Option<&str>) -> Verdict {
+        Spi::connect(|client| {
+            let row = client
+                .select(
+                    "SELECT ok, checked, first_bad_generation, first_bad_step, reason
+                       FROM grid.verify_audit($1)",
+                    None,
+                    &[expected_head.into()],
+                )?
+                .first();
+            Ok::<_, pgrx::spi::SpiError>((
+                row.get::<bool>(1)?.unwrap_or(false),
+                row.get::<i64>(2)?.unwrap_or(-1),
+                row.get::<i64>(3)?,
+                row.get::<i32>(4)?,
+                row.get::<String>(5)?,
+            ))
+        })
+        .unwrap_or_else(|e| panic!("grid.verify_audit: {e}"))
+    }
+
+    fn append(question: &str, sql: &str, tokens: Vec<i32>, stop: &str) -> i64 {
+        worker_ready();
+        Spi::get_one_with_args::<i64>(
+            "SELECT grid.audit_append_synthetic($1, $2, $3, $4)",
+            &[question.into(), sql.into(), tokens.into(), stop.into()],
+        )
+        .unwrap_or_else(|e| panic!("append: {e}"))
+        .unwrap_or_else(|| panic!("append: NULL"))
+    }
+
+    fn head() -> String {
+        select_one("SELECT grid.audit_head()").unwrap_or_default()
+    }
+
+    /// Takes the writers' lock until the test's transaction ends: no generation is
+    /// committed meanwhile. Call no writer after it (the worker would wait for the lock).
+    fn freeze() {
+        run("LOCK TABLE grid.generations IN SHARE ROW EXCLUSIVE MODE");
+    }
+
+    /// The rows of both tables before the row of `table` that `condition` selects.
+    fn rows_before(table: &str, condition: &str) -> i64 {
+        select_one::<i64>(&format!(
+            "SELECT (SELECT count(*) FROM grid.audit_log WHERE entry < e.entry)
+                  + (SELECT count(*) FROM grid.generations WHERE entry < e.entry)
+               FROM (SELECT entry FROM {table} WHERE {condition}) e"
+        ))
+        .unwrap_or(-1)
+    }
+
+    /// Rows (step records and seal) of generation `g`.
+    fn rows_of(g: i64) -> i64 {
+        select_one::<i64>(&format!(
+            "SELECT (SELECT count(*) FROM grid.audit_log WHERE generation = {g})
+                  + (SELECT count(*) FROM grid.generations WHERE generation = {g})"
+        ))
+        .unwrap_or(-1)
+    }
+
+    fn seal_index(g: i64) -> Option<i64> {
+        select_one(&format!(
+            "SELECT seal_index FROM grid.generations WHERE generation = {g}"
+        ))
+    }
+
+    /// Runs `statement`, which takes an exclusive lock of an audit table, in a
+    /// subtransaction; `None` when it ran, else its refusal. A request queued for that
+    /// lock would hold the worker's inserts behind it while another test, which read the
+    /// table, waits for the worker: a wait PostgreSQL cannot see as a deadlock. So the
+    /// request gives up after a moment (and the subtransaction drops it) and is retried.
+    fn exclusive(statement: &str) -> Option<String> {
+        install();
+        run("SET LOCAL lock_timeout = '100ms'");
+        for _ in 0..300 {
+            match refusal(statement) {
+                Some(m) if m.starts_with("55P03: ") => run("SELECT pg_sleep(0.02)"),
+                outcome => {
+                    run("SET LOCAL lock_timeout = 0");
+                    return outcome;
+                }
+            }
+        }
+        panic!("{statement}: never got its lock");
+    }
+
+    /// Runs `sql` as a superuser with the append-only triggers off, as an attacker with
+    /// superuser rights would.
+    fn tamper(sql: &str) {
+        run("SET LOCAL session_replication_role = replica");
+        run(sql);
+        run("SET LOCAL session_replication_role = origin");
+    }
+
+    #[pg_test]
+    fn honest_generations_verify_and_the_head_follows_the_seals() {
+        let g1 = append(
+            "how many staff?",
+            "SELECT count(*) FROM staff",
+            vec![10, 11, 12],
+            "eos",
+        );
+        let g2 = append(
+            "all orders",
+            "SELECT * FROM orders",
+            vec![20, 21],
+            "budget_completed",
+        );
+        let g3 = append("broken", "", vec![30], "error");
+        let g4 = append("long", "SELECT", vec![40, 41, 42, 43], "budget_truncated");
+        assert!(g1 < g2 && g2 < g3 && g3 < g4);
+        let seals: Vec<Option<i64>> = [g1, g2, g3, g4].map(seal_index).to_vec();
+        assert!(
+            seals.windows(2).all(|w| w[0] < w[1]) && seals[0].is_some(),
+            "{seals:?}"
+        );
+
+        // 3 + EOS, 2 + EOS, 1, 4 step records; one seal each.
+        assert_eq!([g1, g2, g3, g4].map(rows_of), [4 + 1, 3 + 1, 1 + 1, 4 + 1]);
+        assert!(verify(None).0);
+
+        freeze();
+        let h = head();
+        let parsed: Head = h.parse().expect("audit_head() is a head");
+        assert!(
+            parsed.seals
+                > seals[3]
+                    .and_then(|s| u64::try_from(s).ok())
+                    .unwrap_or(u64::MAX)
+        );
+        let last: Option<String> = select_one(
+            "SELECT encode(hash, 'hex') FROM grid.generations ORDER BY seal_index DESC LIMIT 1",
+        );
+        assert_eq!(last.as_deref(), Some(h.split_once(':').map_or("", |p| p.1)));
+        assert!(verify(Some(&h)).0);
+
+        // What the rows say: who asked, the texts, EOS as a NULL token.
+        let who: Option<String> = select_one(&format!(
+            "SELECT session_user_name || '/' || current_user_name || '/' || question || '/' || stop
+               FROM grid.generations WHERE generation = {g1}"
+        ));
+        let me: Option<String> = select_one("SELECT session_user || '/' || current_user");
+        assert_eq!(who, me.map(|m| format!("{m}/how many staff?/eos")));
+        let eos: Option<String> = select_one(&format!(
+            "SELECT kind || ':' || coalesce(token::text, 'null') FROM grid.audit_log
+              WHERE generation = {g1} AND step = 3"
+        ));
+        assert_eq!(eos.as_deref(), Some("eos:null"));
+    }
+
+    #[pg_test]
+    fn a_superuser_edit_is_found_at_its_generation_and_step() {
+        let g1 = append("q1", "SELECT 1", vec![1, 2, 3], "eos");
+        let g2 = append("q2", "SELECT 2", vec![4, 5, 6], "eos");
+        let _g3 = append("q3", "SELECT 3", vec![7, 8], "eos");
+        assert!(verify(None).0);
+
+        tamper(&format!(
+            "UPDATE grid.audit_log SET blocked_count = blocked_count - 1
+              WHERE generation = {g2} AND step = 1"
+        ));
+        let (ok, checked, generation, step, reason) = verify(None);
+        assert!(!ok);
+        assert_eq!((generation, step), (Some(g2), Some(1)));
+        // Every row before the edited one passed.
+        assert_eq!(
+            checked,
+            rows_before("grid.audit_log", &format!("generation = {g2} AND step = 1"))
+        );
+        let reason = reason.unwrap_or_default();
+        assert!(reason.contains("step hash mismatch"), "{reason}");
+
+        // An earlier edit of a text the seal commits to is found first (this time with
+        // the trigger disabled rather than bypassed).
+        assert_eq!(
+            exclusive("ALTER TABLE grid.generations DISABLE TRIGGER append_only"),
+            None
+        );
+        run(&format!(
+            "UPDATE grid.generations SET question = 'q1, edited' WHERE generation = {g1}"
+        ));
+        run("ALTER TABLE grid.generations ENABLE TRIGGER append_only");
+        let (ok, _, generation, step, reason) = verify(None);
+        assert!(!ok);
+        assert_eq!((generation, step), (Some(g1), None));
+        let reason = reason.unwrap_or_default();
+        assert!(reason.contains("question"), "{reason}");
+    }
+
+    #[pg_test]
+    fn an_unsealed_generation_is_incomplete_not_tampering() {
+        let g1 = append("q1", "SELECT 1", vec![1], "eos");
+        let open: Option<i64> =
+            select_one("SELECT grid.audit_append_synthetic('q2', NULL, ARRAY[2, 3], NULL)");
+        let open = open.unwrap_or(-1);
+        let g3 = append("q3", "SELECT 3", vec![4], "eos");
+        let (ok, _, generation, step, reason) = verify(None);
+        assert!(ok, "{reason:?}");
+        assert_eq!((generation, step), (None, None));
+        let reason = reason.unwrap_or_default();
+        assert!(reason.contains("generation(s) without a seal"), "{reason}");
+        // The open generation has its steps and no seal, and does not enter the seal
+        // chain: g3's seal follows g1's (or seals of other sessions), never one of `open`.
+        assert_eq!(rows_of(open), 2);
+        let sealed: Option<i64> = select_one(&format!(
+            "SELECT count(*) FROM grid.generations WHERE generation = {open}"
+        ));
+        assert_eq!(sealed, Some(0));
+        assert!(seal_index(g1) < seal_index(g3));
+    }
+
+    #[pg_test]
+    fn a_malformed_or_moved_row_is_reported_not_a_panic() {
+        let g1 = append("q1", "SELECT 1", vec![1, 2], "eos");
+        assert_eq!(
+            exclusive("ALTER TABLE grid.audit_log DROP CONSTRAINT audit_log_kind_check"),
+            None
+        );
+        tamper(&format!(
+            "UPDATE grid.audit_log SET kind = 'invented' WHERE generation = {g1} AND step = 0"
+        ));
+        let (ok, checked, generation, step, reason) = verify(None);
+        assert!(!ok);
+        assert_eq!((generation, step), (Some(g1), Some(0)));
+        assert_eq!(
+            checked,
+            rows_before("grid.audit_log", &format!("generation = {g1} AND step = 0"))
+        );
+        let reason = reason.unwrap_or_default();
+        assert!(
+            reason.contains("malformed row") && reason.contains("kind"),
+            "{reason}"
+        );
+    }
+
+    #[pg_test]
+    fn a_dropped_tail_shows_only_against_the_exported_head() {
+        let _g1 = append("q1", "SELECT 1", vec![1], "eos");
+        let g2 = append("q2", "SELECT 2", vec![2], "eos");
+        freeze();
+        let anchored = head();
+        // The tail from g2 on (other sessions may have sealed generations after it).
+        tamper(&format!(
+            "DELETE FROM grid.audit_log WHERE generation IN
+                (SELECT generation FROM grid.generations WHERE entry >= (SELECT entry FROM grid.generations WHERE generation = {g2}));
+             DELETE FROM grid.generations WHERE entry >= (SELECT entry FROM grid.generations WHERE generation = {g2})"
+        ));
+        // Inside the database the shorter log is a valid chain ...
+        let (ok, _, _, _, reason) = verify(None);
+        assert!(ok, "{reason:?}");
+        // ... but not the one the auditor anchored.
+        let (ok, _, _, _, reason) = verify(Some(&anchored));
+        assert!(!ok);
+        let reason = reason.unwrap_or_default();
+        assert!(reason.contains("truncated"), "{reason}");
+
+        install();
+        let m = assert_refused("SELECT * FROM grid.verify_audit('not a head')", "22023");
+        assert!(m.contains("expected_head"), "{m}");
+    }
+
+    #[pg_test]
+    fn update_delete_and_truncate_are_refused_even_to_the_owner() {
+        install();
+        let g = append("q", "SELECT 1", vec![1], "eos");
+        let before = rows_of(g);
+        let artefacts = || select_one::<i64>("SELECT count(*) FROM grid.artifacts");
+        let artefacts_before = artefacts();
+        for table in ["grid.audit_log", "grid.generations", "grid.artifacts"] {
+            // Statement-level: refused even when no row would be touched.
+            for sql in [
+                format!("DELETE FROM {table}"),
+                format!("DELETE FROM {table} WHERE false"),
+                format!("TRUNCATE {table}"),
+            ] {
+                let m = exclusive(&sql).unwrap_or_default();
+                assert!(m.starts_with("42501: "), "{sql}: {m}");
+                assert!(m.contains("append-only"), "{sql}: {m}");
+            }
+        }
+        let m = assert_refused(
+            "UPDATE grid.artifacts SET content = NULL WHERE false",
+            "42501",
+        );
+        assert!(m.contains("append-only"), "{m}");
+        let m = assert_refused(
+            &format!("UPDATE grid.audit_log SET blocked_count = 0 WHERE generation = {g}"),
+            "42501",
+        );
+        assert!(m.contains("append-only"), "{m}");
+        let m = assert_refused(
+            "UPDATE grid.generations SET question = 'x' WHERE false",
+            "42501",
+        );
+        assert!(m.contains("append-only"), "{m}");
+        assert_eq!(rows_of(g), before);
+        // Artefacts are only ever added (by other tests meanwhile).
+        assert!(artefacts() >= artefacts_before);
+        assert!(verify(None).0);
+    }
+
+    #[pg_test]
+    fn a_rollback_of_the_caller_keeps_what_the_worker_wrote() {
+        let g1 = append("q1", "SELECT 1", vec![1, 2], "eos");
+        let h1 = head();
+        // The caller's (sub)transaction rolls back after the append.
+        run("DO $$
+             BEGIN
+                 PERFORM grid.audit_append_synthetic('kept after rollback', 'SELECT 2', ARRAY[3, 4], 'eos');
+                 RAISE EXCEPTION 'rolled back';
+             EXCEPTION WHEN raise_exception THEN
+                 NULL;
+             END
+             $$");
+        let kept: Option<i64> = select_one(
+            "SELECT generation FROM grid.generations WHERE question = 'kept after rollback'",
+        );
+        let kept = kept.expect("the worker's generation survives the caller's rollback");
+        assert!(kept > g1);
+        assert_eq!(rows_of(kept), 3 + 1);
+        assert_ne!(head(), h1);
+        // The old head is a prefix of the chain: nothing was forked or dropped.
+        assert!(verify(Some(&h1)).0);
+        assert!(verify(Some(&head())).0);
+        // The chain continues after it.
+        let g3 = append("q3", "SELECT 3", vec![5], "eos");
+        assert!(seal_index(kept) < seal_index(g3));
+        assert!(verify(None).0);
+    }
+
+    #[pg_test]
+    fn concurrent_appends_keep_one_chain() {
+        use crate::worker::protocol::{
+            encode, read_blocking, FrameReader, Request, Response, SyntheticGeneration,
+        };
+        use std::os::unix::net::UnixStream;
+
+        worker_ready();
+        // Several connections to the worker at once, from plain threads (they speak the
+        // socket protocol, and touch nothing of PostgreSQL), as several backends would.
+        let (session_user, current_user): (Option<String>, Option<String>) =
+            Spi::get_two("SELECT session_user::text, current_user::text").unwrap_or((None, None));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (su, cu) = (
+                    session_user.clone().unwrap_or_default(),
+                    current_user.clone().unwrap_or_default(),
+                );
+                std::thread::spawn(move || {
+                    let mut ids = Vec::new();
+                    for i in 0..5u32 {
+                        let request = Request::AppendSynthetic(SyntheticGeneration {
+                            question: Some(format!("concurrent {t}.{i}")),
+                            final_sql: None,
+                            tokens: vec![t, i],
+                            stop: Some("eos".into()),
+                            session_user: su.clone(),
+                            current_user: cu.clone(),
+                            lock_timeout_ms: 10_000,
+                        });
+                        let mut stream = UnixStream::connect(crate::worker::SOCKET_NAME)
+                            .map_err(|e| format!("connect: {e}"))?;
+                        std::io::Write::write_all(
+                            &mut stream,
+                            &encode(&request).map_err(|e| e.to_string())?,
+                        )
+                        .map_err(|e| e.to_string())?;
+                        match read_blocking::<Response>(&mut stream, &mut FrameReader::new()) {
+                            Ok(Some(Response::Appended { generation, .. })) => ids.push(generation),
+                            other => return Err(format!("{other:?}")),
+                        }
+                    }
+                    Ok::<_, String>(ids)
+                })
+            })
+            .collect();
+        let mut ids = Vec::new();
+        for t in threads {
+            match t.join() {
+                Ok(Ok(mut got)) => ids.append(&mut got),
+                Ok(Err(e)) => panic!("append: {e}"),
+                Err(_) => panic!("append thread panicked"),
+            }
+        }
+        assert_eq!(ids.len(), 20);
+        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        // Twenty distinct seals, each with its steps, in a chain that verifies.
+        let distinct: Option<i64> = select_one(&format!(
+            "SELECT count(DISTINCT seal_index) FROM grid.generations WHERE generation IN ({list})"
+        ));
+        assert_eq!(distinct, Some(20));
+        let steps: Option<i64> = select_one(&format!(
+            "SELECT count(*) FROM grid.audit_log WHERE generation IN ({list})"
+        ));
+        assert_eq!(steps, Some(20 * 3));
+        let (ok, _, _, _, reason) = verify(None);
+        assert!(ok, "{reason:?}");
+        // One chain: every seal's predecessor is the seal before it.
+        let forks: Option<i64> = select_one(
+            "SELECT count(*) FROM grid.generations g
+               JOIN grid.generations p ON p.seal_index = g.seal_index - 1
+              WHERE g.prev_seal_hash <> p.hash",
+        );
+        assert_eq!(forks, Some(0));
+    }
+
+    #[pg_test]
+    fn every_artefact_a_seal_names_is_stored_once_and_its_loss_is_reported() {
+        let question = "the artefacts of this question";
+        let g = append(question, "SELECT 1", vec![1], "eos");
+        let stored: Option<i64> = select_one(&format!(
+            "SELECT count(*) FROM grid.generations g
+               JOIN grid.artifacts a ON (a.kind, a.fingerprint) IN
+                    (('grammar', g.grammar_fp), ('lexicons', g.lexicons_fp),
+                     ('policy', g.policy_fp), ('vocabulary', g.vocabulary_fp))
+              WHERE g.generation = {g} AND a.content_json IS NOT NULL"
+        ));
+        assert_eq!(stored, Some(4));
+        // Content-addressed: a second generation with the same inputs adds no artefact.
+        let g2 = append(question, "SELECT 2", vec![2], "eos");
+        let lexicons = format!("(SELECT lexicons_fp FROM grid.generations WHERE generation = {g})");
+        let copies: Option<i64> = select_one(&format!(
+            "SELECT count(*) FROM grid.artifacts WHERE kind = 'lexicons' AND fingerprint = {lexicons}"
+        ));
+        assert_eq!(copies, Some(1));
+        let same: Option<bool> = select_one(&format!(
+            "SELECT lexicons_fp = {lexicons} FROM grid.generations WHERE generation = {g2}"
+        ));
+        assert_eq!(same, Some(true));
+        assert!(verify(None).0);
+
+        tamper(&format!(
+            "DELETE FROM grid.artifacts WHERE kind = 'lexicons' AND fingerprint = {lexicons}"
+        ));
+        let (ok, checked, generation, step, reason) = verify(None);
+        assert!(!ok);
+        assert_eq!((generation, step), (Some(g), None));
+        assert_eq!(
+            checked,
+            rows_before("grid.generations", &format!("generation = {g}"))
+        );
+        let reason = reason.unwrap_or_default();
+        assert!(
+            reason.contains("lexicons artefact") && reason.contains("missing from grid.artifacts"),
+            "{reason}"
+        );
+    }
+
+    #[pg_test]
+    fn auditors_read_and_verify_and_nobody_else_does() {
+        install();
+        let g = append("q", "SELECT 1", vec![1], "eos");
+        run("CREATE ROLE grid_t_auditor NOLOGIN IN ROLE grid_auditor");
+        run("CREATE ROLE grid_t_plain NOLOGIN");
+
+        run("SET ROLE grid_t_auditor");
+        assert!(verify(None).0);
+        assert!(head().parse::<Head>().is_ok());
+        let n: Option<i64> = select_one(&format!(
+            "SELECT count(*) FROM grid.audit_log WHERE generation = {g}"
+        ));
+        assert_eq!(n, Some(2));
+        let artefacts: Option<i64> = select_one("SELECT count(*) FROM grid.artifacts");
+        assert!(artefacts.unwrap_or(0) >= 4);
+        assert_refused(
+            "INSERT INTO grid.artifacts (kind, fingerprint) VALUES ('grammar', '\\x00')",
+            "42501",
+        );
+        assert_refused("DELETE FROM grid.audit_log", "42501");
+        let m = assert_refused(
+            "SELECT grid.audit_append_synthetic('q', 'x', ARRAY[1])",
+            "42501",
+        );
+        assert!(m.contains("permission denied for function"), "{m}");
+        run("RESET ROLE");
+
+        run("SET ROLE grid_t_plain");
+        assert_refused("SELECT count(*) FROM grid.audit_log", "42501");
+        assert_refused("SELECT count(*) FROM grid.generations", "42501");
+        assert_refused("SELECT * FROM grid.verify_audit()", "42501");
+        run("RESET ROLE");
+
+        // EXECUTE alone does not open the tables, nor the writer.
+        run("GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA grid TO grid_t_plain");
+        run("SET ROLE grid_t_plain");
+        let m = assert_refused("SELECT * FROM grid.verify_audit()", "42501");
+        assert!(m.contains("permission denied for table"), "{m}");
+        let m = assert_refused(
+            "SELECT grid.audit_append_synthetic('q', 'x', ARRAY[1])",
+            "42501",
+        );
+        assert!(m.contains("only superusers"), "{m}");
+        run("RESET ROLE");
+    }
+
+    #[pg_test]
+    fn the_synthetic_writer_rejects_bad_input_clearly() {
+        install();
+        let m = assert_refused(
+            "SELECT grid.audit_append_synthetic('bad input', 'x', ARRAY[1, -5])",
+            "22023",
+        );
+        assert!(m.contains("token -5"), "{m}");
+        let m = assert_refused(
+            "SELECT grid.audit_append_synthetic('bad input', 'x', ARRAY[1, NULL])",
+            "22023",
+        );
+        assert!(m.contains("NULL"), "{m}");
+        let m = assert_refused(
+            "SELECT grid.audit_append_synthetic('bad input', 'x', ARRAY[1], 'done')",
+            "22023",
+        );
+        assert!(m.contains("unknown stop reason"), "{m}");
+        // Refused before anything reached the worker.
+        let written: Option<i64> =
+            select_one("SELECT count(*) FROM grid.generations WHERE question = 'bad input'");
+        assert_eq!(written, Some(0));
+    }
+
+    #[pg_test]
+    fn a_caller_holding_the_writers_lock_gets_a_lock_error_not_a_hang() {
+        install();
+        let _ = append("warm", "SELECT 1", vec![1], "eos");
+        run("SET grid.timeout = '2s'");
+        // The lock is taken in the subtransaction of the statement, and released when it
+        // fails. The worker waits half of grid.timeout for the lock, then reports it.
+        let m = assert_refused(
+            "DO $$
+             BEGIN
+                 LOCK TABLE grid.generations IN SHARE ROW EXCLUSIVE MODE;
+                 PERFORM grid.audit_append_synthetic('locked out', 'x', ARRAY[1]);
+             END
+             $$",
+            "55P03",
+        );
+        assert!(m.contains("lock timeout"), "{m}");
+        // The worker survived its failed transaction and serves the next requests.
+        run("RESET grid.timeout");
+        let _ = append("after the lock", "SELECT 1", vec![1], "eos");
+        let pong: Option<pgrx::JsonB> = select_one("SELECT grid.worker_ping()");
+        assert_eq!(pong.map(|j| j.0["type"].clone()), Some("pong".into()));
+    }
+}

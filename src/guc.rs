@@ -1,0 +1,303 @@
+//! Every configuration parameter of grid_pg (`grid.*`), registered once from `_PG_init`.
+//!
+//! Who may change what: the endpoint, the model, the API key and the audit level are
+//! `SUSET` (a superuser sets them, in `postgresql.conf` or with `ALTER ROLE … SET`), so
+//! that a caller can neither redirect the worker to a host of its choosing nor switch its
+//! own auditing off; the worker's thread count comes from the configuration file; the timeout, the
+//! token budget and the temperature are per-session knobs within bounded ranges.
+//!
+//! `grid.api_key` is a secret: it is `SUPERUSER_ONLY` (SHOW, `current_setting` and
+//! `pg_settings` refuse it to roles without `pg_read_all_settings`) and `NO_SHOW_ALL`
+//! (not in SHOW ALL, nor in the sample configuration file). PostgreSQL only applies these flags once the library is loaded in the
+//! backend: before that a value from `postgresql.conf` is an unprotected placeholder that
+//! any role can SHOW. Set the key only with `grid_pg` in `shared_preload_libraries` (the
+//! worker needs it there anyway), and not with `ALTER ROLE … SET` (`pg_roles.rolconfig`
+//! is readable by every role).
+
+// The accessors are the worker's interface to the settings; until the worker lands only the
+// tests read them.
+#![allow(dead_code)]
+
+use std::ffi::{CStr, CString};
+
+use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
+
+/// What the audit store records for each generation (`grid.audit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
+pub enum AuditLevel {
+    /// Every step record and the seal: the log verifies and replays.
+    #[name = c"full"]
+    Full,
+    /// Nothing is recorded.
+    #[name = c"off"]
+    Off,
+}
+
+impl AuditLevel {
+    /// The setting's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            AuditLevel::Full => "full",
+            AuditLevel::Off => "off",
+        }
+    }
+}
+
+static ENDPOINT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static API_KEY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(30_000);
+static MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(512);
+static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.0);
+static WORKER_THREADS: GucSetting<i32> = GucSetting::<i32>::new(0);
+static AUDIT: GucSetting<AuditLevel> = GucSetting::<AuditLevel>::new(AuditLevel::Full);
+static DATABASE: GucSetting<Option<CString>> =
+    GucSetting::<Option<CString>>::new(Some(c"postgres"));
+
+/// Largest `grid.max_tokens`: far beyond any SQL statement, small enough that a step
+/// number always fits the audit log's `integer` column.
+pub const MAX_TOKENS_LIMIT: i32 = 32_768;
+
+/// Registers every `grid.*` parameter. Called once per process, from `_PG_init`.
+pub fn register() {
+    GucRegistry::define_string_guc(
+        c"grid.endpoint",
+        c"URL of the model endpoint the mask worker talks to.",
+        c"A grid-endpoint/1 server (the reference endpoint) or an OpenAI-compatible server. Empty means no endpoint is configured.",
+        &ENDPOINT,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"grid.model",
+        c"Name of the model the endpoint serves.",
+        c"Sent with every request; empty lets the endpoint choose its default model.",
+        &MODEL,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_string_guc(
+        c"grid.api_key",
+        c"Secret sent to the model endpoint as a bearer token.",
+        c"Readable by superusers and pg_read_all_settings only; never logged or shown in errors.",
+        &API_KEY,
+        GucContext::Suset,
+        // NO_SHOW_ALL includes NOT_IN_SAMPLE.
+        GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
+    );
+    GucRegistry::define_int_guc(
+        c"grid.timeout",
+        c"Longest time one generation may take, end to end.",
+        c"The backend stops waiting and the generation is sealed as cancelled after this long.",
+        &TIMEOUT_MS,
+        100,
+        3_600_000,
+        GucContext::Userset,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"grid.max_tokens",
+        c"Token budget of one generation.",
+        c"The decode loop reserves part of it to complete the statement legally before the budget runs out.",
+        &MAX_TOKENS,
+        1,
+        MAX_TOKENS_LIMIT,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_float_guc(
+        c"grid.temperature",
+        c"Sampling temperature the endpoint uses (0 is greedy).",
+        c"",
+        &TEMPERATURE,
+        0.0,
+        2.0,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"grid.worker_threads",
+        c"Threads of the mask worker's pool for cold mask computations.",
+        c"0 means one per CPU. Set in postgresql.conf; the worker resizes its pool on reload.",
+        &WORKER_THREADS,
+        0,
+        256,
+        // Not Postmaster: the library may be loaded after startup (CREATE EXTENSION
+        // without shared_preload_libraries), when a Postmaster parameter cannot be made.
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
+        c"grid.audit",
+        c"What the audit store records: full (every step and the seal) or off.",
+        c"",
+        &AUDIT,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+}
+
+/// Registers the parameters that only exist with `grid_pg` in
+/// `shared_preload_libraries` (the postmaster reads them once, for the worker).
+pub fn register_preloaded() {
+    GucRegistry::define_string_guc(
+        c"grid.database",
+        c"Database the mask worker connects to: the one that holds the audit store.",
+        c"A background worker connects to one database for its life, and the audit chain has one head: grid functions that write the audit store run in this database only.",
+        &DATABASE,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+}
+
+fn string(setting: &GucSetting<Option<CString>>) -> Option<String> {
+    setting
+        .get()
+        .and_then(|s| CStr::to_str(&s).ok().map(str::to_owned))
+        .filter(|s| !s.is_empty())
+}
+
+/// `grid.endpoint`, or `None` when unset or empty.
+pub fn endpoint() -> Option<String> {
+    string(&ENDPOINT)
+}
+
+/// `grid.model`, or `None` when unset or empty.
+pub fn model() -> Option<String> {
+    string(&MODEL)
+}
+
+/// `grid.api_key`, or `None` when unset or empty. Never put it in a message.
+pub fn api_key() -> Option<String> {
+    string(&API_KEY)
+}
+
+/// `grid.timeout`.
+pub fn timeout() -> std::time::Duration {
+    std::time::Duration::from_millis(u64::try_from(TIMEOUT_MS.get()).unwrap_or(0))
+}
+
+/// `grid.max_tokens`.
+pub fn max_tokens() -> u32 {
+    u32::try_from(MAX_TOKENS.get()).unwrap_or(1)
+}
+
+/// `grid.temperature`.
+pub fn temperature() -> f64 {
+    TEMPERATURE.get()
+}
+
+/// `grid.worker_threads` (0 = one per CPU).
+pub fn worker_threads() -> usize {
+    usize::try_from(WORKER_THREADS.get()).unwrap_or(0)
+}
+
+/// `grid.database`.
+pub fn database() -> String {
+    string(&DATABASE).unwrap_or_else(|| "postgres".to_string())
+}
+
+/// `grid.audit`.
+pub fn audit() -> AuditLevel {
+    AUDIT.get()
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use crate::testing::{assert_refused, install, refusal, run, select_one};
+    use pgrx::prelude::*;
+
+    const SECRET: &str = "sk-test-0123456789";
+
+    #[pg_test]
+    fn the_api_key_is_hidden_from_other_roles_and_never_echoed() {
+        install();
+        run(&format!("SET grid.api_key = '{SECRET}'"));
+        let shown: Option<String> = select_one("SELECT current_setting('grid.api_key')");
+        assert_eq!(shown.as_deref(), Some(SECRET));
+        assert_eq!(super::api_key().as_deref(), Some(SECRET));
+        // Not in SHOW ALL, even for a superuser.
+        let in_show_all: Option<i64> = select_one(
+            "SELECT count(*) FROM pg_catalog.pg_show_all_settings() WHERE name = 'grid.api_key'",
+        );
+        assert_eq!(in_show_all, Some(0));
+
+        run("CREATE ROLE grid_t_guest NOLOGIN");
+        run("SET ROLE grid_t_guest");
+        for statement in [
+            "SHOW grid.api_key",
+            "SELECT current_setting('grid.api_key')",
+            "SET grid.api_key = 'sk-mine'",
+            "RESET grid.api_key",
+        ] {
+            let m = assert_refused(statement, "42501");
+            assert!(!m.contains(SECRET), "{statement}: {m}");
+        }
+        let visible: Option<i64> =
+            select_one("SELECT count(*) FROM pg_catalog.pg_settings WHERE name = 'grid.api_key'");
+        assert_eq!(visible, Some(0));
+        run("RESET ROLE");
+        // pg_read_all_settings is the documented way to let a role read it.
+        run("GRANT pg_read_all_settings TO grid_t_guest");
+        run("SET ROLE grid_t_guest");
+        assert_eq!(refusal("SHOW grid.api_key"), None);
+        run("RESET ROLE");
+    }
+
+    #[pg_test]
+    fn superuser_settings_are_refused_to_other_roles() {
+        install();
+        run("CREATE ROLE grid_t_guest2 NOLOGIN");
+        run("SET ROLE grid_t_guest2");
+        for statement in [
+            "SET grid.endpoint = 'http://attacker.example/'",
+            "SET grid.model = 'other'",
+            "SET grid.audit = off",
+        ] {
+            assert_refused(statement, "42501");
+        }
+        // Shown to everyone: they are not secrets.
+        assert_eq!(refusal("SHOW grid.endpoint"), None);
+        assert_eq!(refusal("SHOW grid.audit"), None);
+        // Per-session knobs.
+        run("SET grid.max_tokens = 64");
+        assert_eq!(super::max_tokens(), 64);
+        run("SET grid.timeout = '5s'");
+        let timeout: Option<String> = select_one("SELECT current_setting('grid.timeout')");
+        assert_eq!(timeout.as_deref(), Some("5s"));
+        assert_eq!(super::timeout(), std::time::Duration::from_secs(5));
+        run("SET grid.temperature = 0.7");
+        assert!((super::temperature() - 0.7).abs() < 1e-9);
+        run("RESET ROLE");
+        assert_refused("SET grid.worker_threads = 4", "55P02");
+    }
+
+    #[pg_test]
+    fn values_outside_their_ranges_are_refused() {
+        install();
+        for statement in [
+            "SET grid.max_tokens = 0",
+            "SET grid.max_tokens = 32769",
+            "SET grid.timeout = 0",
+            "SET grid.timeout = '2h'",
+            "SET grid.temperature = -0.1",
+            "SET grid.temperature = 2.5",
+            "SET grid.audit = 'sometimes'",
+        ] {
+            assert_refused(statement, "22023");
+        }
+        let defaults: Option<String> = select_one(
+            "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ' ' ORDER BY name)
+               FROM pg_catalog.pg_settings
+              WHERE name IN ('grid.max_tokens', 'grid.timeout', 'grid.temperature',
+                             'grid.worker_threads', 'grid.audit')",
+        );
+        assert_eq!(
+            defaults.as_deref(),
+            Some("grid.audit=full grid.max_tokens=512 grid.temperature=0 grid.timeout=30000ms grid.worker_threads=0")
+        );
+        assert_eq!(super::audit(), super::AuditLevel::Full);
+        assert_eq!(super::endpoint(), None);
+    }
+}

@@ -1,0 +1,69 @@
+//! Helpers of the pgrx tests: statements that must succeed, values to read, and
+//! statements that must be refused, run so that a refusal does not abort the test's
+//! transaction.
+
+use pgrx::prelude::*;
+
+/// The single value `query` returns; panics (fails the test) on error.
+pub fn select_one<T: IntoDatum + FromDatum>(query: &str) -> Option<T> {
+    Spi::get_one::<T>(query).unwrap_or_else(|e| panic!("{query}: {e}"))
+}
+
+/// Runs `query`; panics (fails the test) on error.
+pub fn run(query: &str) {
+    Spi::run(query).unwrap_or_else(|e| panic!("{query}: {e}"));
+}
+
+/// Creates `pg_temp.grid_test_try(text)`, which runs a statement in a subtransaction and
+/// returns `NULL`, or `'<SQLSTATE>: <message>'` when it fails (a cancel included). Call it first in a test,
+/// as the superuser.
+pub fn install() {
+    run(
+        "CREATE OR REPLACE FUNCTION pg_temp.grid_test_try(q text) RETURNS text
+         LANGUAGE plpgsql AS $try$
+         BEGIN
+             EXECUTE q;
+             RETURN NULL;
+         EXCEPTION WHEN query_canceled OR others THEN
+             RETURN SQLSTATE || ': ' || SQLERRM;
+         END
+         $try$",
+    );
+}
+
+/// `None` when `statement` runs, `Some("<SQLSTATE>: <message>")` when it is refused;
+/// either way its effects are confined to a subtransaction that is rolled back on error.
+pub fn refusal(statement: &str) -> Option<String> {
+    Spi::get_one_with_args::<String>("SELECT pg_temp.grid_test_try($1)", &[statement.into()])
+        .unwrap_or_else(|e| panic!("{statement}: {e}"))
+}
+
+/// Asserts that `statement` is refused with `sqlstate`; returns the message.
+pub fn assert_refused(statement: &str, sqlstate: &str) -> String {
+    match refusal(statement) {
+        None => panic!("{statement}: ran, expected SQLSTATE {sqlstate}"),
+        Some(m) => {
+            assert!(
+                m.starts_with(&format!("{sqlstate}: ")),
+                "{statement}: expected SQLSTATE {sqlstate}, got {m}"
+            );
+            m
+        }
+    }
+}
+
+/// Waits (up to about ten seconds) until the mask worker answers a ping: the tests may
+/// start before the postmaster has started it.
+pub fn worker_ready() {
+    install();
+    for _ in 0..100 {
+        if refusal("SELECT grid.worker_ping()").is_none() {
+            return;
+        }
+        run("SELECT pg_sleep(0.1)");
+    }
+    panic!(
+        "the worker never answered: {:?}",
+        refusal("SELECT grid.worker_ping()")
+    );
+}

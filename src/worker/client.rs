@@ -1,0 +1,163 @@
+//! The backend's side of the worker socket: one request, one response, waiting on the
+//! socket and the backend's latch together, so that `statement_timeout`,
+//! `pg_cancel_backend` and postmaster death end the wait at once (the interrupt is raised
+//! by `CHECK_FOR_INTERRUPTS` as the usual ERROR), and `grid.timeout` bounds it.
+
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use pgrx::prelude::*;
+use thiserror::Error;
+
+use super::protocol::{encode, FrameReader, ProtocolError, Request, Response};
+use super::SOCKET_NAME;
+
+/// Longest single wait between interrupt checks, whatever else wakes us.
+const MAX_WAIT: Duration = Duration::from_secs(1);
+
+/// Why a request got no response.
+#[derive(Debug, Error)]
+pub enum ClientError {
+    #[error("the grid_pg worker is not running: grid_pg is not in shared_preload_libraries")]
+    NotPreloaded,
+    #[error("the grid_pg worker is not running (starting, restarting, or failed to start; see the server log): {0}")]
+    NotRunning(std::io::Error),
+    #[error("the grid_pg worker did not answer within grid.timeout ({0:?})")]
+    Timeout(Duration),
+    #[error("the grid_pg worker closed the connection")]
+    Closed,
+    #[error("grid_pg worker connection: {0}")]
+    Protocol(#[from] ProtocolError),
+}
+
+impl ClientError {
+    /// The SQLSTATE the backend raises for this failure.
+    pub fn sqlstate(&self) -> PgSqlErrorCode {
+        match self {
+            ClientError::NotPreloaded | ClientError::NotRunning(_) => {
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            }
+            // As statement_timeout.
+            ClientError::Timeout(_) => PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+            ClientError::Closed => PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+            ClientError::Protocol(e) => e.sqlstate(),
+        }
+    }
+}
+
+impl From<std::io::Error> for ClientError {
+    fn from(e: std::io::Error) -> Self {
+        ClientError::Protocol(ProtocolError::Io(e))
+    }
+}
+
+/// Waits until `fd` is ready for `event` (a `WL_SOCKET_*` flag), the latch is set, or
+/// `timeout` passes; then serves pending interrupts (which may raise an ERROR).
+fn wait(fd: i32, event: u32, timeout: Duration) {
+    let ms = i64::try_from(timeout.min(MAX_WAIT).as_millis()).unwrap_or(1000);
+    let events = pg_sys::WL_LATCH_SET | event | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH;
+    // SAFETY: a backend's main thread; MyLatch is the backend's own latch.
+    unsafe {
+        let rc = pg_sys::WaitLatchOrSocket(
+            pg_sys::MyLatch,
+            events as i32,
+            fd,
+            ms as std::ffi::c_long,
+            pg_sys::PG_WAIT_EXTENSION,
+        );
+        if rc & pg_sys::WL_LATCH_SET as i32 != 0 {
+            pg_sys::ResetLatch(pg_sys::MyLatch);
+        }
+    }
+    check_for_interrupts!();
+}
+
+/// Sends `request` to the worker and returns its response, within `timeout`.
+pub fn call(request: &Request, timeout: Duration) -> Result<Response, ClientError> {
+    let deadline = Instant::now() + timeout;
+    let remaining = || deadline.saturating_duration_since(Instant::now());
+    let mut stream = UnixStream::connect(SOCKET_NAME).map_err(ClientError::NotRunning)?;
+    stream.set_nonblocking(true)?;
+    let fd = stream.as_raw_fd();
+
+    let frame = encode(request)?;
+    let mut sent = 0;
+    while sent < frame.len() {
+        match stream.write(&frame[sent..]) {
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if remaining().is_zero() {
+                    return Err(ClientError::Timeout(timeout));
+                }
+                wait(fd, pg_sys::WL_SOCKET_WRITEABLE, remaining());
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+
+    let mut reader = FrameReader::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        if let Some(response) = reader.next::<Response>()? {
+            return Ok(response);
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return Err(ClientError::Closed),
+            Ok(n) => reader.push(&chunk[..n]),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if remaining().is_zero() {
+                    return Err(ClientError::Timeout(timeout));
+                }
+                wait(fd, pg_sys::WL_SOCKET_READABLE, remaining());
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn every_failure_has_a_sqlstate_and_says_what_to_do() {
+        use super::super::protocol::sqlstate_text;
+        let refused = std::io::Error::from(ErrorKind::ConnectionRefused);
+        let cases = [
+            (
+                ClientError::NotPreloaded,
+                "55000",
+                "shared_preload_libraries",
+            ),
+            (
+                ClientError::NotRunning(refused),
+                "55000",
+                "see the server log",
+            ),
+            (
+                ClientError::Timeout(Duration::from_millis(300)),
+                "57014",
+                "grid.timeout",
+            ),
+            (ClientError::Closed, "08006", "closed the connection"),
+            (
+                ClientError::Protocol(ProtocolError::TooLarge(1 << 30)),
+                "54000",
+                "exceeds the limit",
+            ),
+            (
+                ClientError::Protocol(ProtocolError::Truncated),
+                "08P01",
+                "middle of a frame",
+            ),
+        ];
+        for (e, state, words) in cases {
+            assert_eq!(sqlstate_text(e.sqlstate()), state, "{e}");
+            assert!(e.to_string().contains(words), "{e}");
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! The mask worker: a background worker that will own what is shared across sessions
+//! (grammar registry, tries, mask cache, endpoint client, decode loop), and the
+//! backends' way to reach it.
+//!
+//! - `protocol`: frames and messages on the socket.
+//! - `server`: the worker process.
+//! - `transaction`: the worker's own transactions (the audit writes).
+//! - `client`: a backend's interruptible request.
+//!
+//! The socket is `grid_pg.sock` in the data directory (the working directory of every
+//! PostgreSQL process, and reachable by the server's OS user only).
+
+mod client;
+pub mod protocol;
+mod server;
+mod transaction;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime};
+use pgrx::prelude::*;
+
+use client::{call, ClientError};
+use protocol::{sqlstate_code, Request, Response};
+
+/// The worker's socket, relative to the data directory.
+pub const SOCKET_NAME: &str = "grid_pg.sock";
+
+/// Whether the postmaster loaded the library from `shared_preload_libraries` (and so
+/// registered the worker). Set in the postmaster; backends inherit it when forked.
+static PRELOADED: AtomicBool = AtomicBool::new(false);
+
+/// Sends `request` and returns the worker's answer; raises the ERROR of any failure
+/// (the worker's own SQLSTATE for a request it refused), prefixed by `what`.
+pub fn request(what: &str, request: &Request, timeout: Duration) -> Response {
+    let outcome = if PRELOADED.load(Ordering::Relaxed) {
+        call(request, timeout)
+    } else {
+        Err(ClientError::NotPreloaded)
+    };
+    match outcome {
+        Ok(Response::Error { sqlstate, message }) => {
+            raise(sqlstate_code(&sqlstate), format!("{what}: {message}"))
+        }
+        Ok(response) => response,
+        Err(e) => raise(e.sqlstate(), format!("{what}: {e}")),
+    }
+}
+
+/// Raises the ERROR of an answer that does not fit the request.
+pub fn unexpected(what: &str, response: &Response) -> ! {
+    raise(
+        PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
+        format!("{what}: unexpected answer from the grid_pg worker: {response:?}"),
+    )
+}
+
+/// Raises an ERROR with `code`.
+pub fn raise(code: PgSqlErrorCode, message: String) -> ! {
+    ereport!(ERROR, code, message);
+}
+
+/// Raises an ERROR unless the worker runs and this session is connected to the database
+/// of the audit store (`grid.database`), the only one the worker writes.
+pub fn require_store_database(what: &str) {
+    // Without the worker, grid.database is not even defined: say what is missing.
+    if !PRELOADED.load(Ordering::Relaxed) {
+        let e = ClientError::NotPreloaded;
+        raise(e.sqlstate(), format!("{what}: {e}"));
+    }
+    let here = Spi::get_one::<String>("SELECT pg_catalog.current_database()::text")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let store = crate::guc::database();
+    if here != store {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "{what}: the audit store is in database \"{store}\" (grid.database), this session is connected to \"{here}\""
+            )
+        );
+    }
+}
+
+/// Registers the worker with the postmaster. Only possible while the postmaster loads
+/// `shared_preload_libraries`; the caller checks that.
+pub fn register() {
+    PRELOADED.store(true, Ordering::Relaxed);
+    BackgroundWorkerBuilder::new("grid_pg mask worker")
+        .set_type("grid_pg mask worker")
+        .set_library("grid_pg")
+        .set_function("grid_worker_main")
+        // Shared memory and a database connection (for the audit writes).
+        .enable_spi_access()
+        .set_start_time(BgWorkerStartTime::RecoveryFinished)
+        .set_restart_time(Some(Duration::from_secs(5)))
+        .load();
+}
+
+/// The worker functions of the SQL API.
+#[pg_schema]
+mod grid {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use pgrx::prelude::*;
+
+    use super::protocol::{Request, Response, MAX_PING_DELAY_MS};
+
+    static NONCE: AtomicU64 = AtomicU64::new(1);
+
+    /// `grid.worker_ping(delay_ms)`: a round trip to the mask worker; returns the worker's
+    /// answer as jsonb (`{"type": "pong", "nonce": …, "worker_pid": …}`). `delay_ms` asks
+    /// the worker to answer late, to see that the wait can be cancelled.
+    #[pg_extern(security_invoker, volatile)]
+    #[search_path(pg_catalog, pg_temp)]
+    fn worker_ping(delay_ms: default!(i32, 0)) -> pgrx::JsonB {
+        let Ok(delay_ms) = u32::try_from(delay_ms) else {
+            error!("grid.worker_ping: delay_ms must be between 0 and {MAX_PING_DELAY_MS}")
+        };
+        if delay_ms > MAX_PING_DELAY_MS {
+            error!("grid.worker_ping: delay_ms must be between 0 and {MAX_PING_DELAY_MS}");
+        }
+        let nonce = NONCE.fetch_add(1, Ordering::Relaxed);
+        const WHAT: &str = "grid.worker_ping";
+        let request = Request::Ping { nonce, delay_ms };
+        match super::request(WHAT, &request, crate::guc::timeout()) {
+            r @ Response::Pong { nonce: n, .. } if n == nonce => match serde_json::to_value(r) {
+                Ok(v) => pgrx::JsonB(v),
+                Err(e) => error!("{WHAT}: {e}"),
+            },
+            other => super::unexpected(WHAT, &other),
+        }
+    }
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use std::time::Duration;
+
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+
+    use crate::testing::{assert_refused, install, refusal, run, select_one, worker_ready};
+    use pgrx::prelude::*;
+
+    use super::protocol::{
+        encode, read_blocking, FrameReader, Request, Response, SyntheticGeneration, MAX_FRAME,
+    };
+    use super::SOCKET_NAME;
+
+    /// Sends raw bytes on a connection of its own (then ends the sending side) and
+    /// returns what the worker answers before it closes the connection.
+    fn raw(bytes: &[u8]) -> Vec<Response> {
+        let mut stream = UnixStream::connect(SOCKET_NAME).expect("connect to the worker");
+        stream.write_all(bytes).expect("send");
+        stream
+            .shutdown(std::net::Shutdown::Write)
+            .expect("shutdown");
+        let mut reader = FrameReader::new();
+        let mut answers = Vec::new();
+        while let Ok(Some(r)) = read_blocking::<Response>(&mut stream, &mut reader) {
+            answers.push(r);
+        }
+        answers
+    }
+
+    fn sqlstate_of(answers: &[Response]) -> Vec<String> {
+        answers
+            .iter()
+            .map(|r| match r {
+                Response::Error { sqlstate, .. } => sqlstate.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    fn frame(payload: &[u8]) -> Vec<u8> {
+        let mut f = (payload.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(payload);
+        f
+    }
+
+    fn still_serving() {
+        let pong: Option<pgrx::JsonB> = select_one("SELECT grid.worker_ping()");
+        assert_eq!(pong.map(|j| j.0["type"].clone()), Some("pong".into()));
+    }
+
+    #[pg_test]
+    fn bad_frames_get_a_protocol_error_and_the_worker_goes_on() {
+        install();
+        worker_ready();
+        // Not JSON; JSON that is no request; a request with a field too many.
+        for payload in [
+            &b"{x}"[..],
+            br#"{"type":"shutdown"}"#,
+            br#"{"type":"ping","nonce":1,"delay_ms":0,"admin":true}"#,
+        ] {
+            let answers = raw(&frame(payload));
+            assert_eq!(sqlstate_of(&answers), ["08P01"], "{payload:?}");
+        }
+        // A valid request after a bad one on the same connection is not read: the
+        // stream cannot be trusted past a bad frame.
+        let mut bytes = frame(b"[]");
+        bytes.extend(
+            encode(&Request::Ping {
+                nonce: 1,
+                delay_ms: 0,
+            })
+            .unwrap_or_default(),
+        );
+        assert_eq!(sqlstate_of(&raw(&bytes)), ["08P01"]);
+        // A length over the cap is refused from the header alone.
+        let answers = raw(&(MAX_FRAME as u32 + 1).to_be_bytes());
+        assert_eq!(sqlstate_of(&answers), ["54000"]);
+        if let [Response::Error { message, .. }] = &answers[..] {
+            assert!(message.contains("exceeds the limit"), "{message}");
+        }
+        // Half a frame, then the client goes away.
+        let whole = encode(&Request::Ping {
+            nonce: 2,
+            delay_ms: 0,
+        })
+        .unwrap_or_default();
+        assert_eq!(sqlstate_of(&raw(&whole[..whole.len() / 2])), ["08P01"]);
+        // A good request on a raw connection is answered.
+        assert!(matches!(
+            &raw(&whole)[..],
+            [Response::Pong { nonce: 2, .. }]
+        ));
+        still_serving();
+    }
+
+    #[pg_test]
+    fn a_client_that_leaves_before_the_answer_does_not_lose_the_write() {
+        install();
+        worker_ready();
+        let (su, cu): (Option<String>, Option<String>) =
+            Spi::get_two("SELECT session_user::text, current_user::text").unwrap_or((None, None));
+        let request = Request::AppendSynthetic(SyntheticGeneration {
+            question: Some("asked, then gone".into()),
+            final_sql: None,
+            tokens: vec![9],
+            stop: Some("eos".into()),
+            session_user: su.unwrap_or_default(),
+            current_user: cu.unwrap_or_default(),
+            lock_timeout_ms: 10_000,
+        });
+        {
+            let mut stream = UnixStream::connect(SOCKET_NAME).expect("connect");
+            stream
+                .write_all(&encode(&request).unwrap_or_default())
+                .expect("send");
+            // Dropped here, before the answer.
+        }
+        let mut found = None;
+        for _ in 0..100 {
+            found = select_one::<i64>(
+                "SELECT count(*) FROM grid.generations WHERE question = 'asked, then gone'",
+            );
+            if found == Some(1) {
+                break;
+            }
+            run("SELECT pg_sleep(0.1)");
+        }
+        assert_eq!(found, Some(1));
+        still_serving();
+    }
+
+    #[pg_test]
+    fn the_worker_checks_a_request_again_and_rolls_back_what_it_refuses() {
+        install();
+        worker_ready();
+        // What the backend would refuse, sent straight to the socket.
+        let request = Request::AppendSynthetic(SyntheticGeneration {
+            question: Some("forged stop".into()),
+            final_sql: None,
+            tokens: vec![1],
+            stop: Some("done".into()),
+            session_user: "x".into(),
+            current_user: "x".into(),
+            lock_timeout_ms: 1000,
+        });
+        let answers = raw(&encode(&request).unwrap_or_default());
+        assert_eq!(sqlstate_of(&answers), ["22023"]);
+        if let [Response::Error { message, .. }] = &answers[..] {
+            assert!(message.contains("unknown stop reason"), "{message}");
+        }
+        let written: Option<i64> =
+            select_one("SELECT count(*) FROM grid.generations WHERE question = 'forged stop'");
+        assert_eq!(written, Some(0));
+        still_serving();
+    }
+
+    #[pg_test]
+    fn an_oversized_request_is_refused_in_the_backend_with_a_limit_error() {
+        install();
+        worker_ready();
+        let m = assert_refused(
+            &format!(
+                "SELECT grid.audit_append_synthetic(repeat('x', {}), NULL, ARRAY[1])",
+                MAX_FRAME + 1
+            ),
+            "54000",
+        );
+        assert!(m.contains("exceeds the limit"), "{m}");
+        still_serving();
+    }
+
+    #[pg_test]
+    fn a_ping_is_answered_by_the_background_worker() {
+        install();
+        worker_ready();
+        let pong: Option<pgrx::JsonB> = select_one("SELECT grid.worker_ping()");
+        let pong = pong.map(|j| j.0).unwrap_or_default();
+        assert_eq!(pong["type"], "pong");
+        // Its process title names it (pg_stat_activity lists it only once it has
+        // connected to its database).
+        let pid = pong["worker_pid"].as_i64().unwrap_or(0);
+        let title = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let title = String::from_utf8_lossy(&title);
+        assert!(
+            title.contains("grid_pg mask worker"),
+            "pid {pid}: {title:?}"
+        );
+        let backend: Option<i32> = select_one("SELECT pg_catalog.pg_backend_pid()");
+        assert_ne!(Some(pid), backend.map(i64::from));
+    }
+
+    #[pg_test]
+    fn grid_timeout_bounds_the_wait() {
+        install();
+        worker_ready();
+        run("SET grid.timeout = '300ms'");
+        let m = refusal("SELECT grid.worker_ping(30000)").unwrap_or_default();
+        assert!(m.contains("did not answer within grid.timeout"), "{m}");
+    }
+
+    #[pg_test]
+    fn a_cancel_request_stops_the_wait() {
+        install();
+        worker_ready();
+        // What pg_cancel_backend does: SIGINT to the backend, here from a plain thread
+        // while the backend waits for an answer the worker delays by 30 s (grid.timeout
+        // is 30 s too: without the cancel the call would succeed).
+        let pid = std::process::id().to_string();
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            std::process::Command::new("sh")
+                .args(["-c", &format!("kill -INT {pid}")])
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false)
+        });
+        let m = refusal("SELECT grid.worker_ping(30000)").unwrap_or_default();
+        assert!(killer.join().unwrap_or(false), "kill -INT failed");
+        assert!(
+            m.starts_with("57014: canceling statement due to user request"),
+            "{m}"
+        );
+    }
+}

@@ -1,0 +1,334 @@
+//! The framed request/response protocol between backends and the mask worker, over the
+//! worker's unix socket.
+//!
+//! A frame is `u32 big-endian length ‖ payload`, the payload one JSON object (a
+//! [`Request`] from the backend, a [`Response`] from the worker). One request, one
+//! response, in order, on a connection. Frames longer than [`MAX_FRAME`] are refused on
+//! both sides before anything is allocated for them.
+
+use pgrx::PgSqlErrorCode;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Largest payload either side accepts: room for a 1 MB question and its prompt.
+pub const MAX_FRAME: usize = 16 << 20;
+
+/// Longest delay a ping may ask for.
+pub const MAX_PING_DELAY_MS: u32 = 60_000;
+
+/// What a backend asks the worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// Answer with a [`Response::Pong`] carrying `nonce`, after `delay_ms` (at most
+    /// [`MAX_PING_DELAY_MS`]; the delay lets tests show that a waiting backend can be
+    /// cancelled).
+    Ping { nonce: u64, delay_ms: u32 },
+    /// Append one generation of given tokens to the audit store, in a transaction of the
+    /// worker's own, and answer [`Response::Appended`] once it is committed.
+    AppendSynthetic(SyntheticGeneration),
+    /// Generate the SQL for a question (`grid.ask()`).
+    Ask(AskRequest),
+}
+
+/// Everything the decode loop needs from the asking backend. The API key is not here:
+/// only the worker reads it, from its own configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskRequest {
+    pub question: String,
+    /// `grid.catalog_snapshot()` as the caller, under the caller's search_path.
+    pub snapshot: serde_json::Value,
+    pub session_user: String,
+    pub current_user: String,
+    pub database: String,
+    pub settings: AskSettings,
+}
+
+/// The caller's `grid.*` settings that shape one generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskSettings {
+    pub endpoint: Option<String>,
+    pub model: Option<String>,
+    pub max_tokens: u32,
+    pub temperature: f64,
+    pub timeout_ms: u64,
+    /// `full` or `off`.
+    pub audit: String,
+}
+
+/// A generation of given sampled tokens, as `grid.audit_append_synthetic()` asks for it.
+/// The backend has checked the caller (a superuser) and the values; the worker checks
+/// them again, since anything that reaches the socket may send this.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyntheticGeneration {
+    pub question: Option<String>,
+    pub final_sql: Option<String>,
+    pub tokens: Vec<u32>,
+    /// A `StopReason` name; `None` leaves the generation unsealed.
+    pub stop: Option<String>,
+    pub session_user: String,
+    pub current_user: String,
+    /// How long the worker may wait for the store's lock (a caller that holds a
+    /// conflicting lock must get an error, not a worker stuck until it commits).
+    pub lock_timeout_ms: u32,
+}
+
+/// What the worker answers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Response {
+    Pong {
+        nonce: u64,
+        worker_pid: i32,
+    },
+    /// The generation is committed; `head` is the seal chain's head after it
+    /// (`<seals>:<hash>`).
+    Appended {
+        generation: i64,
+        head: String,
+    },
+    /// The request could not be served: the SQLSTATE the backend raises, and why.
+    Error {
+        sqlstate: String,
+        message: String,
+    },
+}
+
+impl Response {
+    pub fn error(code: PgSqlErrorCode, message: impl Into<String>) -> Response {
+        Response::Error {
+            sqlstate: sqlstate_text(code),
+            message: message.into(),
+        }
+    }
+}
+
+/// The five characters of an SQLSTATE (PostgreSQL packs them six bits each).
+pub fn sqlstate_text(code: PgSqlErrorCode) -> String {
+    let packed = code as i32;
+    (0..5)
+        .map(|i| char::from(b'0' + ((packed >> (6 * i)) & 0x3F) as u8))
+        .collect()
+}
+
+/// The error code of a five-character SQLSTATE; `internal_error` for anything else.
+pub fn sqlstate_code(text: &str) -> PgSqlErrorCode {
+    let bytes = text.as_bytes();
+    if bytes.len() != 5
+        || !bytes
+            .iter()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+    {
+        return PgSqlErrorCode::ERRCODE_INTERNAL_ERROR;
+    }
+    let packed = bytes.iter().enumerate().fold(0i32, |acc, (i, &b)| {
+        acc | (i32::from((b - b'0') & 0x3F) << (6 * i))
+    });
+    PgSqlErrorCode::from(packed)
+}
+
+/// A frame that cannot be sent or read.
+#[derive(Debug, Error)]
+pub enum ProtocolError {
+    #[error("frame of {0} bytes exceeds the limit of {MAX_FRAME} bytes")]
+    TooLarge(usize),
+    #[error("malformed message: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("connection closed in the middle of a frame")]
+    Truncated,
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl ProtocolError {
+    /// The SQLSTATE of this failure: a frame over the cap is a limit, anything else a
+    /// broken conversation.
+    pub fn sqlstate(&self) -> PgSqlErrorCode {
+        match self {
+            ProtocolError::TooLarge(_) => PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            ProtocolError::Json(_) | ProtocolError::Truncated => {
+                PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION
+            }
+            ProtocolError::Io(_) => PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+        }
+    }
+}
+
+/// The frame of `message`.
+pub fn encode<T: Serialize>(message: &T) -> Result<Vec<u8>, ProtocolError> {
+    let payload = serde_json::to_vec(message)?;
+    let len = u32::try_from(payload.len())
+        .ok()
+        .filter(|&n| n as usize <= MAX_FRAME)
+        .ok_or(ProtocolError::TooLarge(payload.len()))?;
+    let mut frame = Vec::with_capacity(4 + payload.len());
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(&payload);
+    Ok(frame)
+}
+
+/// Reassembles frames from bytes that arrive in arbitrary pieces.
+///
+/// Invariant: `buffer` holds the bytes received and not yet returned as a frame.
+#[derive(Debug, Default)]
+pub struct FrameReader {
+    buffer: Vec<u8>,
+}
+
+impl FrameReader {
+    pub fn new() -> FrameReader {
+        FrameReader::default()
+    }
+
+    /// Adds received bytes.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buffer.extend_from_slice(bytes);
+    }
+
+    /// The next complete message, if its bytes have all arrived.
+    pub fn next<T: for<'de> Deserialize<'de>>(&mut self) -> Result<Option<T>, ProtocolError> {
+        let Some(header) = self.buffer.first_chunk::<4>() else {
+            return Ok(None);
+        };
+        let len = u32::from_be_bytes(*header) as usize;
+        if len > MAX_FRAME {
+            return Err(ProtocolError::TooLarge(len));
+        }
+        if self.buffer.len() < 4 + len {
+            return Ok(None);
+        }
+        let message = serde_json::from_slice(&self.buffer[4..4 + len])?;
+        self.buffer.drain(..4 + len);
+        Ok(Some(message))
+    }
+
+    /// Whether bytes of an incomplete frame are buffered.
+    pub fn is_partial(&self) -> bool {
+        !self.buffer.is_empty()
+    }
+}
+
+/// Reads one message from a blocking stream; `None` at a clean end of stream.
+pub fn read_blocking<T: for<'de> Deserialize<'de>>(
+    stream: &mut impl std::io::Read,
+    reader: &mut FrameReader,
+) -> Result<Option<T>, ProtocolError> {
+    let mut chunk = [0u8; 8192];
+    loop {
+        if let Some(message) = reader.next()? {
+            return Ok(Some(message));
+        }
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return if reader.is_partial() {
+                Err(ProtocolError::Truncated)
+            } else {
+                Ok(None)
+            };
+        }
+        reader.push(&chunk[..n]);
+    }
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn frames_survive_arbitrary_splits() {
+        let a = Request::Ping {
+            nonce: 7,
+            delay_ms: 0,
+        };
+        let b = Request::Ping {
+            nonce: u64::MAX,
+            delay_ms: 5,
+        };
+        let mut bytes = encode(&a).unwrap();
+        bytes.extend(encode(&b).unwrap());
+        for split in 0..bytes.len() {
+            let mut r = FrameReader::new();
+            let mut got = Vec::new();
+            for piece in [&bytes[..split], &bytes[split..]] {
+                r.push(piece);
+                while let Some(m) = r.next::<Request>().unwrap() {
+                    got.push(m);
+                }
+            }
+            assert_eq!(got, [a.clone(), b.clone()], "split at {split}");
+            assert!(!r.is_partial());
+        }
+    }
+
+    #[test]
+    fn sqlstates_survive_the_trip() {
+        for code in [
+            PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
+            PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+        ] {
+            assert_eq!(sqlstate_code(&sqlstate_text(code)), code);
+        }
+        assert_eq!(
+            sqlstate_text(PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION),
+            "08P01"
+        );
+        assert_eq!(
+            sqlstate_text(PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE),
+            "55P03"
+        );
+        for bad in ["", "0800", "08p01", "08P011", "é1234"] {
+            assert_eq!(sqlstate_code(bad), PgSqlErrorCode::ERRCODE_INTERNAL_ERROR);
+        }
+    }
+
+    #[test]
+    fn a_synthetic_generation_round_trips_and_unknown_fields_are_refused() {
+        let g = Request::AppendSynthetic(SyntheticGeneration {
+            question: Some("q".into()),
+            final_sql: None,
+            tokens: vec![1, 2],
+            stop: Some("eos".into()),
+            session_user: "s".into(),
+            current_user: "c".into(),
+            lock_timeout_ms: 10,
+        });
+        let mut r = FrameReader::new();
+        r.push(&encode(&g).unwrap());
+        assert_eq!(r.next::<Request>().unwrap(), Some(g));
+        let forged = br#"{"type":"append_synthetic","tokens":[],"extra":1}"#;
+        let mut r = FrameReader::new();
+        r.push(&(forged.len() as u32).to_be_bytes());
+        r.push(forged);
+        assert!(matches!(r.next::<Request>(), Err(ProtocolError::Json(_))));
+    }
+
+    #[test]
+    fn oversized_and_malformed_frames_are_errors() {
+        let mut r = FrameReader::new();
+        r.push(&u32::MAX.to_be_bytes());
+        assert!(matches!(
+            r.next::<Request>(),
+            Err(ProtocolError::TooLarge(_))
+        ));
+
+        let mut r = FrameReader::new();
+        r.push(&3u32.to_be_bytes());
+        r.push(b"{x}");
+        assert!(matches!(r.next::<Request>(), Err(ProtocolError::Json(_))));
+
+        let mut cut = &encode(&Response::error(
+            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            "m",
+        ))
+        .unwrap()[..5];
+        assert!(matches!(
+            read_blocking::<Response>(&mut cut, &mut FrameReader::new()),
+            Err(ProtocolError::Truncated)
+        ));
+    }
+}
