@@ -36,6 +36,97 @@ pub struct Scan {
     pub start: usize,
 }
 
+impl Scan {
+    /// No lexeme in progress; the next one starts at input offset `start`.
+    pub(crate) fn fresh(lang: &Language, start: usize) -> Scan {
+        Scan {
+            q: lang.dfa().start,
+            w: WordTrie::ROOT,
+            rem: SmallVec::new(),
+            last: None,
+            start,
+        }
+    }
+}
+
+/// Why [`scan_byte`] stopped.
+pub(crate) enum ScanStop<E> {
+    /// The scanner itself refused, at input offset `at`: no parser is involved.
+    Scan { at: usize, kind: StopKind },
+    /// The lexeme starting at `at` was refused by the caller's `lexeme` hook.
+    Lexeme { at: usize, refused: E },
+}
+
+/// The scanner alone: pushes one byte on `scan` (maximal munch, requeueing what follows the
+/// longest lexeme) and hands every finished lexeme, ignored ones included, to `lexeme` with
+/// its candidates and start offset. It reads no parser state, so the mask walk and the
+/// cache's stack-free walk share it. On failure `scan` is half-updated and must be dropped.
+pub(crate) fn scan_byte<E>(
+    lang: &Language,
+    scan: &mut Scan,
+    offset: &mut usize,
+    byte: u8,
+    lexeme: &mut impl FnMut(TermSet, usize) -> Result<(), E>,
+) -> Result<(), ScanStop<E>> {
+    let mut queue: SmallVec<[u8; 32]> = smallvec![byte];
+    // Input offset of queue[0].
+    let mut base = *offset;
+    *offset += 1;
+    let mut i = 0;
+    while i < queue.len() {
+        let b = queue[i];
+        let q = if scan.q == DEAD {
+            DEAD
+        } else {
+            lang.dfa().next(scan.q, b)
+        };
+        let w = lang.words.step(scan.w, b);
+        if !lang.live(q, w).is_empty() {
+            if scan.rem.is_empty() {
+                scan.start = base + i;
+            }
+            scan.q = q;
+            scan.w = w;
+            scan.rem.push(b);
+            let c = lang.candidates(q, w);
+            if !c.is_empty() {
+                scan.last = Some((scan.rem.len() as u32, c));
+            }
+            i += 1;
+            continue;
+        }
+        if scan.rem.is_empty() {
+            return Err(ScanStop::Scan {
+                at: base + i,
+                kind: StopKind::NoLexeme,
+            });
+        }
+        let start = scan.start;
+        let Some((len, cands)) = scan.last else {
+            return Err(ScanStop::Scan {
+                at: start,
+                kind: StopKind::NoLexeme,
+            });
+        };
+        let len = len as usize;
+        let next = scan.rem.get(len).copied().unwrap_or(b);
+        if is_word_byte(scan.rem[len - 1]) && is_word_byte(next) {
+            return Err(ScanStop::Scan {
+                at: start,
+                kind: StopKind::SplitWord,
+            });
+        }
+        lexeme(cands, start).map_err(|refused| ScanStop::Lexeme { at: start, refused })?;
+        let mut requeued: SmallVec<[u8; 32]> = SmallVec::from_slice(&scan.rem[len..]);
+        requeued.extend_from_slice(&queue[i..]);
+        base = start + len;
+        queue = requeued;
+        i = 0;
+        *scan = Scan::fresh(lang, base);
+    }
+    Ok(())
+}
+
 /// A recognizer configuration: interned stacks (sorted, distinct) and the scan state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Config {
@@ -119,13 +210,7 @@ impl<'l> Session<'l> {
     }
 
     fn fresh_scan(&self, start: usize) -> Scan {
-        Scan {
-            q: self.lang.dfa().start,
-            w: WordTrie::ROOT,
-            rem: SmallVec::new(),
-            last: None,
-            start,
-        }
+        Scan::fresh(self.lang, start)
     }
 
     pub fn start(&mut self) -> Config {
@@ -139,8 +224,13 @@ impl<'l> Session<'l> {
 
     /// `A(κ)`: terminals some stack can take next (end of input included).
     pub fn allowed(&mut self, cfg: &Config) -> TermSet {
+        self.allowed_on(&cfg.stacks)
+    }
+
+    /// Terminals some stack of `stacks` can take next.
+    pub(crate) fn allowed_on(&mut self, stacks: &[u32]) -> TermSet {
         let mut a = TermSet::EMPTY;
-        for &s in &cfg.stacks {
+        for &s in stacks {
             a = a.union(&self.stacks.allowed(&self.lang.table, s));
         }
         a
@@ -156,12 +246,23 @@ impl<'l> Session<'l> {
 
     /// Hands a finished lexeme with candidates `cands` to the parser.
     fn emit(&mut self, cfg: &mut Config, cands: TermSet, at: usize) -> Result<(), Stop> {
+        if self.emit_on(&mut cfg.stacks, cands) {
+            Ok(())
+        } else {
+            Err(self.stop(cfg, at, StopKind::Unexpected(cands)))
+        }
+    }
+
+    /// Shifts a lexeme with candidates `cands` on `stacks` (contextual resolution: every
+    /// candidate some stack can take). False, with `stacks` untouched, when no stack takes
+    /// one. Ignored lexemes are not handed over and always succeed.
+    pub(crate) fn emit_on(&mut self, stacks: &mut SmallVec<[u32; 4]>, cands: TermSet) -> bool {
         if cands.intersects(&self.lang.terms().skip) {
-            return Ok(());
+            return true;
         }
         let table = &self.lang.table;
         let mut next: SmallVec<[u32; 4]> = SmallVec::new();
-        for &s in &cfg.stacks {
+        for &s in stacks.iter() {
             let shiftable = self.stacks.allowed(table, s).intersect(&cands);
             for t in shiftable.iter() {
                 if let Some(n) = self.stacks.shift(table, s, t) {
@@ -172,10 +273,10 @@ impl<'l> Session<'l> {
         next.sort_unstable();
         next.dedup();
         if next.is_empty() {
-            return Err(self.stop(cfg, at, StopKind::Unexpected(cands)));
+            return false;
         }
-        cfg.stacks = next;
-        Ok(())
+        *stacks = next;
+        true
     }
 
     /// Feeds bytes; on failure the configuration is left as it was before the failing byte.
@@ -205,58 +306,28 @@ impl<'l> Session<'l> {
         emitted: &mut impl FnMut(TermSet),
     ) -> Result<(), Stop> {
         let lang = self.lang;
-        let mut queue: SmallVec<[u8; 32]> = smallvec![byte];
-        // Input offset of queue[0].
-        let mut base = cfg.offset;
-        cfg.offset += 1;
-        let mut i = 0;
-        while i < queue.len() {
-            let b = queue[i];
-            let q = if cfg.scan.q == DEAD {
-                DEAD
-            } else {
-                lang.dfa().next(cfg.scan.q, b)
-            };
-            let w = lang.words.step(cfg.scan.w, b);
-            if !lang.live(q, w).is_empty() {
-                let s = &mut cfg.scan;
-                if s.rem.is_empty() {
-                    s.start = base + i;
-                }
-                s.q = q;
-                s.w = w;
-                s.rem.push(b);
-                let c = lang.candidates(q, w);
-                if !c.is_empty() {
-                    s.last = Some((s.rem.len() as u32, c));
-                }
-                i += 1;
-                continue;
+        let skip = lang.terms().skip;
+        let Config {
+            stacks,
+            scan,
+            offset,
+        } = cfg;
+        let r = scan_byte(lang, scan, offset, byte, &mut |cands, _| {
+            if !self.emit_on(stacks, cands) {
+                return Err(cands);
             }
-            if cfg.scan.rem.is_empty() {
-                return Err(self.stop(cfg, base + i, StopKind::NoLexeme));
-            }
-            let start = cfg.scan.start;
-            let Some((len, cands)) = cfg.scan.last else {
-                return Err(self.stop(cfg, start, StopKind::NoLexeme));
-            };
-            let len = len as usize;
-            let next = cfg.scan.rem.get(len).copied().unwrap_or(b);
-            if is_word_byte(cfg.scan.rem[len - 1]) && is_word_byte(next) {
-                return Err(self.stop(cfg, start, StopKind::SplitWord));
-            }
-            self.emit(cfg, cands, start)?;
-            if !cands.intersects(&lang.terms().skip) {
+            if !cands.intersects(&skip) {
                 emitted(cands);
             }
-            let mut requeued: SmallVec<[u8; 32]> = SmallVec::from_slice(&cfg.scan.rem[len..]);
-            requeued.extend_from_slice(&queue[i..]);
-            base = start + len;
-            queue = requeued;
-            i = 0;
-            cfg.scan = self.fresh_scan(base);
+            Ok(())
+        });
+        match r {
+            Ok(()) => Ok(()),
+            Err(ScanStop::Scan { at, kind }) => Err(self.stop(cfg, at, kind)),
+            Err(ScanStop::Lexeme { at, refused }) => {
+                Err(self.stop(cfg, at, StopKind::Unexpected(refused)))
+            }
         }
-        Ok(())
     }
 
     /// Whether some continuation of the bytes fed so far is a sentence.
