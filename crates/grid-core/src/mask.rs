@@ -234,6 +234,7 @@ impl Masker {
             ns: None,
             scopes: FxHashMap::default(),
             stats: CacheStats::default(),
+            after: Vec::new(),
         });
         m
     }
@@ -347,8 +348,15 @@ impl Masker {
         }
         m.ci = entry.ci_count;
         let mut first_node = None;
-        for class in entry.classes.iter() {
-            if !cd_verdict(session, cfg, class) {
+        // What the stacks take after each distinct emitted sequence: `None` until needed,
+        // then `Some(None)` when they refuse it.
+        let after = &mut state.after;
+        after.clear();
+        after.resize(entry.emissions.len(), None);
+        for (class, &g) in entry.classes.iter().zip(entry.class_emission.iter()) {
+            let a = after[g as usize]
+                .get_or_insert_with(|| wanted_after(session, cfg, &entry.emissions[g as usize]));
+            if !cd_verdict(session, cfg, class, a) {
                 continue;
             }
             for &id in class.ids.iter() {
@@ -472,35 +480,56 @@ struct CacheState {
     /// Scope per language fingerprint.
     scopes: FxHashMap<[u8; 16], Scope>,
     stats: CacheStats,
+    /// Per emission group of the current entry, scratch kept across steps.
+    after: Vec<Option<Option<After>>>,
 }
 
-/// The verdict of a CD class on the live stacks of `cfg`: the stacks take each emitted
-/// lexeme in turn, and the trailing lexeme is still viable on the stacks reached. One
-/// verdict decides the whole class (see [`CdKey`]).
-fn cd_verdict(session: &mut Session<'_>, cfg: &Config, class: &CdCandidates) -> bool {
+/// The stacks reached from `cfg`'s by shifting `emitted` in turn, and `A ∪ skip` on them;
+/// `None` when they refuse a lexeme.
+fn wanted_after(session: &mut Session<'_>, cfg: &Config, emitted: &[TermSet]) -> Option<After> {
     let mut stacks = cfg.stacks.clone();
-    for &c in &class.key.emitted {
+    for &c in emitted {
         if !session.emit_on(&mut stacks, c) {
-            return false;
+            return None;
         }
-    }
-    let t = &class.key.trail;
-    if t.idle {
-        return true;
     }
     let wanted = session
         .allowed_on(&stacks)
         .union(&session.lang.terms().skip);
-    if session.lang.live(t.q, t.w).intersects(&wanted) {
+    Some((stacks, wanted))
+}
+
+type After = (SmallVec<[u32; 4]>, TermSet);
+
+/// The verdict of a CD class on the live stacks of `cfg`, given `wanted` after its emitted
+/// lexemes ([`wanted_after`]): they were taken, and the trailing lexeme is still viable.
+/// One verdict decides the whole class (see [`CdKey`]).
+fn cd_verdict(
+    session: &mut Session<'_>,
+    cfg: &Config,
+    class: &CdCandidates,
+    after: &Option<After>,
+) -> bool {
+    let Some((stacks, wanted)) = after else {
+        return false;
+    };
+    let t = &class.key.trail;
+    if t.idle || session.lang.live(t.q, t.w).intersects(wanted) {
         return true;
     }
     if t.cutback.is_none() {
         return false;
     }
     // Only a cut back to an earlier accepting length can help: the full check, on the
-    // class's first token.
-    let mut after = cfg.clone();
-    session.feed(&mut after, &class.rep).is_ok() && session.is_viable(&after)
+    // class's first token, once per (stacks, trail) in a session.
+    let memo = (stacks.clone(), t.clone());
+    if let Some(&v) = session.cutback_verdicts.get(&memo) {
+        return v;
+    }
+    let mut c = cfg.clone();
+    let v = session.feed(&mut c, &class.rep).is_ok() && session.is_viable(&c);
+    session.cutback_verdicts.insert(memo, v);
+    v
 }
 
 /// A walk's result under construction.

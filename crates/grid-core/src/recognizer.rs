@@ -13,11 +13,13 @@
 //! identifier (the word trie's deny lists), and a lexeme boundary never falls between two
 //! word characters (`1ex` and `salariesx` are one word, so they are refused rather than split).
 
+use rustc_hash::FxHashMap;
 use smallvec::{smallvec, SmallVec};
 
 use crate::language::Language;
 use crate::lexer::dfa::DEAD;
 use crate::lexer::words::WordTrie;
+use crate::mask::TrailKey;
 use crate::parser::Stacks;
 use crate::termset::TermSet;
 
@@ -199,6 +201,10 @@ pub(crate) fn is_word_byte(b: u8) -> bool {
 pub struct Session<'l> {
     pub lang: &'l Language,
     pub stacks: Stacks,
+    /// Viability of a trailing lexeme that only a cut back can save, by the stacks it is
+    /// on and its [`TrailKey`] (all the check reads): the cached mask's per-node memo for
+    /// the one CD verdict that needs a search.
+    pub(crate) cutback_verdicts: FxHashMap<(SmallVec<[u32; 4]>, TrailKey), bool>,
 }
 
 impl<'l> Session<'l> {
@@ -206,6 +212,7 @@ impl<'l> Session<'l> {
         Session {
             lang,
             stacks: Stacks::default(),
+            cutback_verdicts: FxHashMap::default(),
         }
     }
 

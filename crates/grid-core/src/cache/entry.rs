@@ -2,10 +2,12 @@
 
 use blake2::digest::consts::U16;
 use blake2::{Blake2b, Digest};
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use super::key::{put_bytes, put_terms, CacheKey};
 use crate::mask::CdKey;
+use crate::termset::TermSet;
 
 /// The encoding tag hashed between key and payload: a new payload layout gets a new tag,
 /// so ids of different layouts never collide.
@@ -30,6 +32,10 @@ pub struct Entry {
     pub ci_first: Option<u32>,
     /// Every token whose verdict needs the live stacks, grouped by verdict equivalence.
     pub classes: Box<[CdCandidates]>,
+    /// The distinct emitted sequences of the classes (`classes[i].key.emitted ==
+    /// emissions[class_emission[i]]`): a step shifts each once, however many classes share it.
+    pub emissions: Box<[SmallVec<[TermSet; 2]>]>,
+    pub class_emission: Box<[u32]>,
 }
 
 /// One verdict-equivalence class of CD candidates: all allowed or all blocked on any
@@ -54,12 +60,26 @@ impl Entry {
         ci_first: Option<u32>,
         classes: Box<[CdCandidates]>,
     ) -> Entry {
+        let mut emissions: Vec<SmallVec<[TermSet; 2]>> = Vec::new();
+        let mut index: FxHashMap<&[TermSet], u32> = FxHashMap::default();
+        let class_emission: Box<[u32]> = classes
+            .iter()
+            .map(|c| {
+                *index.entry(&c.key.emitted[..]).or_insert_with(|| {
+                    emissions.push(c.key.emitted.clone());
+                    emissions.len() as u32 - 1
+                })
+            })
+            .collect();
+        drop(index);
         let mut e = Entry {
             id: [0; 16],
             ci_bits,
             ci_count,
             ci_first,
             classes,
+            emissions: emissions.into(),
+            class_emission,
         };
         let mut bytes = Vec::new();
         key.encode(&mut bytes);
