@@ -37,9 +37,17 @@ pub struct WalkStart<'a> {
 struct Part {
     ci: Vec<u32>,
     ci_first: Option<u32>,
-    classes: Vec<(CdKey, Vec<u32>, u32, SmallVec<[u8; 16]>)>,
+    classes: Vec<PartClass>,
     index: FxHashMap<CdKey, usize>,
     visited: u32,
+}
+
+/// A CD class as one subtree saw it: ids in walk order, first token.
+struct PartClass {
+    key: CdKey,
+    ids: Vec<u32>,
+    rep_node: u32,
+    rep: SmallVec<[u8; 16]>,
 }
 
 impl Part {
@@ -57,12 +65,16 @@ impl Part {
             Some(&c) => c,
             None => {
                 self.index.insert(key.clone(), self.classes.len());
-                self.classes
-                    .push((key, Vec::new(), node as u32, spelling.into()));
+                self.classes.push(PartClass {
+                    key,
+                    ids: Vec::new(),
+                    rep_node: node as u32,
+                    rep: spelling.into(),
+                });
                 self.classes.len() - 1
             }
         };
-        self.classes[c].1.extend(ids.iter());
+        self.classes[c].ids.extend(ids.iter());
     }
 }
 
@@ -102,7 +114,13 @@ pub fn build(
         }
         ci_count += p.ci.len() as u32;
         ci_first = ci_first.or(p.ci_first);
-        for (k, ids, rep_node, rep) in p.classes {
+        for PartClass {
+            key: k,
+            ids,
+            rep_node,
+            rep,
+        } in p.classes
+        {
             match index.get(&k) {
                 Some(&c) => {
                     let mut all = std::mem::take(&mut classes[c].ids).into_vec();
