@@ -489,7 +489,7 @@ struct CacheState {
 fn wanted_after(session: &mut Session<'_>, cfg: &Config, emitted: &[TermSet]) -> Option<After> {
     let mut stacks = cfg.stacks.clone();
     for &c in emitted {
-        if !session.emit_on(&mut stacks, c) {
+        if !session.emit_on_memo(&mut stacks, c) {
             return None;
         }
     }

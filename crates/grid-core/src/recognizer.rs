@@ -205,6 +205,9 @@ pub struct Session<'l> {
     /// on and its [`TrailKey`] (all the check reads): the cached mask's per-node memo for
     /// the one CD verdict that needs a search.
     pub(crate) cutback_verdicts: FxHashMap<(SmallVec<[u32; 4]>, TrailKey), bool>,
+    /// The stacks one stack becomes when a lexeme with these candidates is handed over
+    /// (the per-node memo of contextual resolution).
+    shifted: FxHashMap<(u32, TermSet), SmallVec<[u32; 4]>>,
 }
 
 impl<'l> Session<'l> {
@@ -213,6 +216,7 @@ impl<'l> Session<'l> {
             lang,
             stacks: Stacks::default(),
             cutback_verdicts: FxHashMap::default(),
+            shifted: FxHashMap::default(),
         }
     }
 
@@ -276,6 +280,38 @@ impl<'l> Session<'l> {
                     next.push(n);
                 }
             }
+        }
+        next.sort_unstable();
+        next.dedup();
+        if next.is_empty() {
+            return false;
+        }
+        *stacks = next;
+        true
+    }
+
+    /// [`Session::emit_on`] through the per-node memo: for the cached mask's class
+    /// verdicts, which shift the same few lexemes on the same stacks step after step.
+    pub(crate) fn emit_on_memo(&mut self, stacks: &mut SmallVec<[u32; 4]>, cands: TermSet) -> bool {
+        if cands.intersects(&self.lang.terms().skip) {
+            return true;
+        }
+        let table = &self.lang.table;
+        let mut next: SmallVec<[u32; 4]> = SmallVec::new();
+        for &s in stacks.iter() {
+            if let Some(after) = self.shifted.get(&(s, cands)) {
+                next.extend_from_slice(after);
+                continue;
+            }
+            let mut after: SmallVec<[u32; 4]> = SmallVec::new();
+            let shiftable = self.stacks.allowed(table, s).intersect(&cands);
+            for t in shiftable.iter() {
+                if let Some(n) = self.stacks.shift(table, s, t) {
+                    after.push(n);
+                }
+            }
+            next.extend_from_slice(&after);
+            self.shifted.insert((s, cands), after);
         }
         next.sort_unstable();
         next.dedup();
