@@ -12,13 +12,17 @@
 //!
 //! Failures are JSON lines; the last line is the summary, with mask times (the mask call
 //! alone, forced runs included) in microseconds. A profile of the walk (mean trie nodes
-//! visited, allowed and CD ids, CD classes per step) goes to stderr.
+//! visited, allowed and CD ids, CD classes per step) goes to stderr. With `--cache on` the
+//! summary ends with the hit rate and the times of warm steps (served from cache entries)
+//! and cold ones (that built an entry).
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
+use grid_core::cache::MaskCache;
 use grid_core::mask::{Mask, Masker};
 use grid_core::oracle::oracle_mask;
 use grid_core::trie::{TokenTrie, TrieError};
@@ -49,6 +53,18 @@ pub struct ReplayArgs {
     /// Replay only the first N statements.
     #[arg(long)]
     limit: Option<usize>,
+    /// Masks through the write-back mask cache (`on`) or by the trie walk alone (`off`).
+    #[arg(long, value_enum, default_value_t = CacheMode::Off)]
+    cache: CacheMode,
+    /// Replay the statements this many times (with the cache on, later passes are warm).
+    #[arg(long, default_value_t = 1)]
+    passes: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CacheMode {
+    On,
+    Off,
 }
 
 #[derive(Debug, Error)]
@@ -74,6 +90,10 @@ struct Tally {
     oracle_mismatches: u64,
     /// Mask times, nanoseconds.
     times: Vec<u64>,
+    /// With the cache on: times of the steps served from entries only (warm), and of the
+    /// steps that built an entry (cold).
+    warm: Vec<u64>,
+    cold: Vec<u64>,
     /// Sums over steps of what the walk did, for the stderr profile.
     visited: u64,
     allowed: u64,
@@ -115,12 +135,16 @@ pub fn run(a: &ReplayArgs) -> Result<(), ReplayError> {
     let mut langs = Languages::new(&a.tables, policy)?;
     let vocab = Vocabulary::load(&a.tokenizer)?;
     let trie = TokenTrie::shared(&vocab)?;
-    let mut masker = Masker::new(trie);
+    let mut masker = match a.cache {
+        CacheMode::On => Masker::with_cache(trie, Arc::new(MaskCache::new(64))),
+        CacheMode::Off => Masker::new(trie),
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut t = Tally::default();
     let n = a.limit.unwrap_or(gold.len()).min(gold.len());
-    for (qi, g) in gold.iter().take(n).enumerate() {
+    let passes = a.passes.max(1);
+    for (qi, g) in (0..passes).flat_map(|_| gold.iter().take(n)).enumerate() {
         let lang = langs.get(&g.db)?;
         let mut session = Session::new(&lang);
         t.queries += 1;
@@ -142,9 +166,15 @@ pub fn run(a: &ReplayArgs) -> Result<(), ReplayError> {
             v
         };
         for k in 0..=ids.len() {
+            let misses = masker.cache_stats().map(|c| c.misses);
             let t0 = Instant::now();
             let m = masker.mask(&mut session, &cfg);
-            t.times.push(t0.elapsed().as_nanos() as u64);
+            let ns = t0.elapsed().as_nanos() as u64;
+            t.times.push(ns);
+            if let Some(before) = misses {
+                let missed = masker.cache_stats().is_some_and(|c| c.misses > before);
+                if missed { &mut t.cold } else { &mut t.warm }.push(ns);
+            }
             t.steps += 1;
             t.count(&m);
             let complete = session.complete(&text);
@@ -197,17 +227,20 @@ pub fn run(a: &ReplayArgs) -> Result<(), ReplayError> {
         }
         if (qi + 1) % 100 == 0 {
             eprintln!(
-                "replay: {} of {n} statements, {} steps, {} failures",
+                "replay: {} of {} statements, {} steps, {} failures",
                 qi + 1,
+                n * passes,
                 t.steps,
                 t.completeness_failures + t.eos_failures + t.oracle_mismatches
             );
         }
     }
     t.times.sort_unstable();
+    t.warm.sort_unstable();
+    t.cold.sort_unstable();
     let pct = |p: u64| percentile_us(&t.times, p);
     // Written by hand: the field order is part of the format.
-    let summary = format!(
+    let mut summary = format!(
         "{{\"queries\":{},\"steps\":{},\"completeness_failures\":{},\"eos_failures\":{},\
          \"oracle_checked\":{},\"oracle_mismatches\":{},\"p50_us\":{},\"p90_us\":{},\"p99_us\":{}}}",
         t.queries,
@@ -220,6 +253,24 @@ pub fn run(a: &ReplayArgs) -> Result<(), ReplayError> {
         pct(90),
         pct(99),
     );
+    if let Some(c) = masker.cache_stats() {
+        let split = |v: &[u64]| {
+            format!(
+                "{{\"steps\":{},\"p50_us\":{},\"p90_us\":{},\"p99_us\":{}}}",
+                v.len(),
+                percentile_us(v, 50),
+                percentile_us(v, 90),
+                percentile_us(v, 99)
+            )
+        };
+        summary.pop();
+        summary += &format!(
+            ",\"cache\":{{\"hit_rate\":{:.4},\"warm\":{},\"cold\":{}}}}}",
+            c.hit_rate(),
+            split(&t.warm),
+            split(&t.cold)
+        );
+    }
     eprintln!("{}", t.profile());
     writeln!(out, "{summary}")?;
     Ok(())

@@ -2,6 +2,7 @@
 //! (L3), and the viable-prefix recognizer that decides them byte by byte. No PostgreSQL.
 
 pub mod audit;
+pub mod cache;
 pub mod catalog;
 pub mod checker;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod parser;
 pub mod policy;
 pub mod prompt;
 pub mod recognizer;
+pub mod registry;
 pub mod schema;
 pub mod termset;
 pub mod trie;

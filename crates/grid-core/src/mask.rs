@@ -27,7 +27,10 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-use crate::recognizer::{is_word_byte, Config, Session};
+use crate::cache::key::scope_of;
+use crate::cache::walk::{self, WalkStart};
+use crate::cache::{CacheKey, CacheStats, CdCandidates, MaskCache, Namespace, Position, Scope};
+use crate::recognizer::{is_word_byte, Config, Scan, Session};
 use crate::termset::TermSet;
 use crate::trie::TokenTrie;
 
@@ -168,8 +171,7 @@ pub struct TrailKey {
 }
 
 impl TrailKey {
-    fn of(cfg: &Config) -> TrailKey {
-        let s = &cfg.scan;
+    pub(crate) fn of(s: &Scan) -> TrailKey {
         let cutback = s.last.as_ref().and_then(|(len, c)| {
             let len = *len as usize;
             (len < s.rem.len() && len > 0)
@@ -193,9 +195,11 @@ pub struct CdClass {
 }
 
 /// Computes masks over one token trie; owns the walk's scratch space so that repeated
-/// masks allocate little.
+/// masks allocate little. Built [`Masker::with_cache`], it computes the same masks through
+/// the shared mask cache.
 pub struct Masker {
     trie: Arc<TokenTrie>,
+    cache: Option<CacheState>,
     /// `frames[d]`: the configuration after the first `d` bytes of the current path.
     frames: Vec<Config>,
     /// Candidate sets emitted along the current path.
@@ -213,6 +217,7 @@ impl Masker {
     pub fn new(trie: Arc<TokenTrie>) -> Masker {
         Masker {
             trie,
+            cache: None,
             frames: Vec::new(),
             log: Vec::new(),
             log_len: Vec::new(),
@@ -220,8 +225,27 @@ impl Masker {
         }
     }
 
+    /// A masker whose masks go through `cache` (equal, bit for bit, to the uncached ones
+    /// except for `visited`).
+    pub fn with_cache(trie: Arc<TokenTrie>, cache: Arc<MaskCache>) -> Masker {
+        let mut m = Masker::new(trie);
+        m.cache = Some(CacheState {
+            cache,
+            ns: None,
+            scopes: FxHashMap::default(),
+            stats: CacheStats::default(),
+            after: Vec::new(),
+        });
+        m
+    }
+
     pub fn trie(&self) -> &Arc<TokenTrie> {
         &self.trie
+    }
+
+    /// This masker's cache hits and misses (`None` without a cache).
+    pub fn cache_stats(&self) -> Option<CacheStats> {
+        self.cache.as_ref().map(|c| c.stats)
     }
 
     /// `M(κ)` at `cfg`, with its forced run when it is a singleton.
@@ -251,6 +275,117 @@ impl Masker {
     }
 
     fn walk(&mut self, session: &mut Session<'_>, cfg: &Config) -> (Mask, First) {
+        if self.cache.is_some() {
+            return self.cached(session, cfg);
+        }
+        self.walk_live(session, cfg)
+    }
+
+    /// The mask from the cache entry of `cfg`'s key (built and published on a miss) and the
+    /// live verdicts of its CD classes.
+    fn cached(&mut self, session: &mut Session<'_>, cfg: &Config) -> (Mask, First) {
+        let trie = &*self.trie;
+        let mut m = Mask::empty(trie.n_ids(), trie.special_ids().len());
+        let eos = session.finish(cfg).is_ok();
+        if !session.is_viable(cfg) {
+            m.eos = eos;
+            if let (true, Some(e)) = (eos, trie.eos_id()) {
+                m.set(e);
+            }
+            return (m, None);
+        }
+        let Some(state) = self.cache.as_mut() else {
+            return self.walk_live(session, cfg);
+        };
+        let lang = session.lang;
+        let scope = *state
+            .scopes
+            .entry(lang.fingerprint)
+            .or_insert_with(|| scope_of(lang, trie.fingerprint()));
+        let ns = match &state.ns {
+            Some(ns) if ns.scope == scope && !ns.is_retired() => ns.clone(),
+            _ => {
+                let ns = state.cache.namespace(scope);
+                state.ns = Some(ns.clone());
+                ns
+            }
+        };
+        let allowed = session.allowed(cfg);
+        let key = CacheKey::of(lang, scope, &cfg.scan, allowed);
+        let at = Position::of(lang, &allowed);
+        let found = match ns.get(&key, at) {
+            Ok(e) => e,
+            // The key's kind is the position's by construction.
+            Err(e) => panic!("mask cache: {e}"),
+        };
+        let hit = found.is_some();
+        state.stats.hits += u64::from(hit);
+        state.stats.misses += u64::from(!hit);
+        state.cache.count(hit);
+        let entry = match found {
+            Some(e) => e,
+            None => {
+                let start = WalkStart {
+                    lang,
+                    scan: &cfg.scan,
+                    offset: cfg.offset,
+                    allowed,
+                };
+                let (e, visited) = walk::build(trie, &key, start, state.cache.parallel);
+                m.visited = visited;
+                match ns.publish(key, e) {
+                    Ok(e) => e,
+                    // Content addressing: a second payload for a key means the key misses
+                    // something the walk read. Serving either would be unsound.
+                    Err(e) => panic!("mask cache: {e}"),
+                }
+            }
+        };
+        m.bits.copy_from_slice(&entry.ci_bits);
+        m.eos = eos;
+        if let (true, Some(e)) = (eos, trie.eos_id()) {
+            m.set(e);
+        }
+        m.ci = entry.ci_count;
+        let mut first_node = None;
+        // What the stacks take after each distinct emitted sequence: `None` until needed,
+        // then `Some(None)` when they refuse it.
+        let after = &mut state.after;
+        after.clear();
+        after.resize(entry.emissions.len(), None);
+        for (class, &g) in entry.classes.iter().zip(entry.class_emission.iter()) {
+            let a = after[g as usize]
+                .get_or_insert_with(|| wanted_after(session, cfg, &entry.emissions[g as usize]));
+            if !cd_verdict(session, cfg, class, a) {
+                continue;
+            }
+            for &id in class.ids.iter() {
+                m.set(id);
+            }
+            m.cd += class.ids.len() as u32;
+            first_node.get_or_insert(class.rep_node);
+            m.cd_classes.push(CdClass {
+                key: class.key.clone(),
+                ids: class.ids.to_vec(),
+            });
+        }
+        m.allowed = m.ci + m.cd;
+        m.blocked -= m.allowed;
+        if m.singleton().is_none() {
+            return (m, None);
+        }
+        // Exactly one token: the forced run continues from the configuration after it.
+        let node = entry.ci_first.or(first_node);
+        let first = node.and_then(|n| {
+            let id = trie.token(n as usize)?;
+            let mut after = cfg.clone();
+            session.feed(&mut after, &trie.spelling(n as usize)).ok()?;
+            Some((id, after))
+        });
+        (m, first)
+    }
+
+    fn walk_live(&mut self, session: &mut Session<'_>, cfg: &Config) -> (Mask, First) {
         let trie = &*self.trie;
         let mut out = Out {
             m: Mask::empty(trie.n_ids(), trie.special_ids().len()),
@@ -326,7 +461,7 @@ impl Masker {
                     };
                 let cd = (!ci).then(|| CdKey {
                     emitted: log.iter().copied().collect(),
-                    trail: TrailKey::of(f),
+                    trail: TrailKey::of(&f.scan),
                 });
                 out.record(trie, i, cd, f);
             }
@@ -335,6 +470,66 @@ impl Masker {
         }
         out.finish()
     }
+}
+
+/// A masker's handle on a shared cache.
+struct CacheState {
+    cache: Arc<MaskCache>,
+    /// The namespace last used (re-fetched when the scope changes or it rolled over).
+    ns: Option<Arc<Namespace>>,
+    /// Scope per language fingerprint.
+    scopes: FxHashMap<[u8; 16], Scope>,
+    stats: CacheStats,
+    /// Per emission group of the current entry, scratch kept across steps.
+    after: Vec<Option<Option<After>>>,
+}
+
+/// The stacks reached from `cfg`'s by shifting `emitted` in turn, and `A ∪ skip` on them;
+/// `None` when they refuse a lexeme.
+fn wanted_after(session: &mut Session<'_>, cfg: &Config, emitted: &[TermSet]) -> Option<After> {
+    let mut stacks = cfg.stacks.clone();
+    for &c in emitted {
+        if !session.emit_on_memo(&mut stacks, c) {
+            return None;
+        }
+    }
+    let wanted = session
+        .allowed_on(&stacks)
+        .union(&session.lang.terms().skip);
+    Some((stacks, wanted))
+}
+
+type After = (SmallVec<[u32; 4]>, TermSet);
+
+/// The verdict of a CD class on the live stacks of `cfg`, given `wanted` after its emitted
+/// lexemes ([`wanted_after`]): they were taken, and the trailing lexeme is still viable.
+/// One verdict decides the whole class (see [`CdKey`]).
+fn cd_verdict(
+    session: &mut Session<'_>,
+    cfg: &Config,
+    class: &CdCandidates,
+    after: &Option<After>,
+) -> bool {
+    let Some((stacks, wanted)) = after else {
+        return false;
+    };
+    let t = &class.key.trail;
+    if t.idle || session.lang.live(t.q, t.w).intersects(wanted) {
+        return true;
+    }
+    if t.cutback.is_none() {
+        return false;
+    }
+    // Only a cut back to an earlier accepting length can help: the full check, on the
+    // class's first token, once per (stacks, trail) in a session.
+    let memo = (stacks.clone(), t.clone());
+    if let Some(&v) = session.cutback_verdicts.get(&memo) {
+        return v;
+    }
+    let mut c = cfg.clone();
+    let v = session.feed(&mut c, &class.rep).is_ok() && session.is_viable(&c);
+    session.cutback_verdicts.insert(memo, v);
+    v
 }
 
 /// A walk's result under construction.

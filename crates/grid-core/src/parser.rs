@@ -3,7 +3,10 @@
 //! A stack is a node id; a node is `(parent, LR state)`, interned, so equal stacks are equal
 //! ids and a recurring configuration costs a lookup. Each node carries the rolling hash
 //! `H(node) = low64(BLAKE2b-128(H(parent) ‖ u32 state ‖ u32 depth))`, `H(root parent) = 0`,
-//! so identifying a configuration never reads the whole stack.
+//! so identifying a configuration never reads the whole stack. The hash is computed when
+//! first asked for: the mask's verdicts push many hypothetical nodes nobody identifies.
+
+use std::cell::Cell;
 
 use blake2::digest::consts::U16;
 use blake2::{Blake2b, Digest};
@@ -15,12 +18,13 @@ use crate::termset::TermSet;
 
 pub const NIL: u32 = u32::MAX;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Node {
     parent: u32,
     state: u32,
     depth: u32,
-    hash: u64,
+    /// `H(node)`, once computed.
+    hash: Cell<Option<u64>>,
 }
 
 /// The arena of stack nodes of one session, with per-node memos.
@@ -41,26 +45,16 @@ impl Stacks {
         if let Some(&id) = self.intern.get(&(parent, state)) {
             return id;
         }
-        let (ph, depth) = match parent {
-            NIL => (0, 0),
-            p => (
-                self.nodes[p as usize].hash,
-                self.nodes[p as usize].depth + 1,
-            ),
+        let depth = match parent {
+            NIL => 0,
+            p => self.nodes[p as usize].depth + 1,
         };
-        let mut h = Blake2b::<U16>::new();
-        h.update(ph.to_le_bytes());
-        h.update(state.to_le_bytes());
-        h.update(depth.to_le_bytes());
-        let d: [u8; 16] = h.finalize().into();
-        let mut low = [0u8; 8];
-        low.copy_from_slice(&d[..8]);
         let id = self.nodes.len() as u32;
         self.nodes.push(Node {
             parent,
             state,
             depth,
-            hash: u64::from_le_bytes(low),
+            hash: Cell::new(None),
         });
         self.allowed.push(None);
         self.intern.insert((parent, state), id);
@@ -68,7 +62,35 @@ impl Stacks {
     }
 
     pub fn hash(&self, node: u32) -> u64 {
-        self.nodes[node as usize].hash
+        // Up to the nearest hashed ancestor, then down again.
+        let mut unhashed: SmallVec<[u32; 32]> = SmallVec::new();
+        let mut n = node;
+        let mut h = loop {
+            if n == NIL {
+                break 0;
+            }
+            let x = &self.nodes[n as usize];
+            match x.hash.get() {
+                Some(h) => break h,
+                None => {
+                    unhashed.push(n);
+                    n = x.parent;
+                }
+            }
+        };
+        for &n in unhashed.iter().rev() {
+            let x = &self.nodes[n as usize];
+            let mut b = Blake2b::<U16>::new();
+            b.update(h.to_le_bytes());
+            b.update(x.state.to_le_bytes());
+            b.update(x.depth.to_le_bytes());
+            let d: [u8; 16] = b.finalize().into();
+            let mut low = [0u8; 8];
+            low.copy_from_slice(&d[..8]);
+            h = u64::from_le_bytes(low);
+            x.hash.set(Some(h));
+        }
+        h
     }
 
     pub fn depth(&self, node: u32) -> u32 {

@@ -13,11 +13,13 @@
 //! identifier (the word trie's deny lists), and a lexeme boundary never falls between two
 //! word characters (`1ex` and `salariesx` are one word, so they are refused rather than split).
 
+use rustc_hash::FxHashMap;
 use smallvec::{smallvec, SmallVec};
 
 use crate::language::Language;
 use crate::lexer::dfa::DEAD;
 use crate::lexer::words::WordTrie;
+use crate::mask::TrailKey;
 use crate::parser::Stacks;
 use crate::termset::TermSet;
 
@@ -34,6 +36,97 @@ pub struct Scan {
     pub last: Option<(u32, TermSet)>,
     /// Input offset of `rem[0]`.
     pub start: usize,
+}
+
+impl Scan {
+    /// No lexeme in progress; the next one starts at input offset `start`.
+    pub(crate) fn fresh(lang: &Language, start: usize) -> Scan {
+        Scan {
+            q: lang.dfa().start,
+            w: WordTrie::ROOT,
+            rem: SmallVec::new(),
+            last: None,
+            start,
+        }
+    }
+}
+
+/// Why [`scan_byte`] stopped.
+pub(crate) enum ScanStop<E> {
+    /// The scanner itself refused, at input offset `at`: no parser is involved.
+    Scan { at: usize, kind: StopKind },
+    /// The lexeme starting at `at` was refused by the caller's `lexeme` hook.
+    Lexeme { at: usize, refused: E },
+}
+
+/// The scanner alone: pushes one byte on `scan` (maximal munch, requeueing what follows the
+/// longest lexeme) and hands every finished lexeme, ignored ones included, to `lexeme` with
+/// its candidates and start offset. It reads no parser state, so the mask walk and the
+/// cache's stack-free walk share it. On failure `scan` is half-updated and must be dropped.
+pub(crate) fn scan_byte<E>(
+    lang: &Language,
+    scan: &mut Scan,
+    offset: &mut usize,
+    byte: u8,
+    lexeme: &mut impl FnMut(TermSet, usize) -> Result<(), E>,
+) -> Result<(), ScanStop<E>> {
+    let mut queue: SmallVec<[u8; 32]> = smallvec![byte];
+    // Input offset of queue[0].
+    let mut base = *offset;
+    *offset += 1;
+    let mut i = 0;
+    while i < queue.len() {
+        let b = queue[i];
+        let q = if scan.q == DEAD {
+            DEAD
+        } else {
+            lang.dfa().next(scan.q, b)
+        };
+        let w = lang.words.step(scan.w, b);
+        if !lang.live(q, w).is_empty() {
+            if scan.rem.is_empty() {
+                scan.start = base + i;
+            }
+            scan.q = q;
+            scan.w = w;
+            scan.rem.push(b);
+            let c = lang.candidates(q, w);
+            if !c.is_empty() {
+                scan.last = Some((scan.rem.len() as u32, c));
+            }
+            i += 1;
+            continue;
+        }
+        if scan.rem.is_empty() {
+            return Err(ScanStop::Scan {
+                at: base + i,
+                kind: StopKind::NoLexeme,
+            });
+        }
+        let start = scan.start;
+        let Some((len, cands)) = scan.last else {
+            return Err(ScanStop::Scan {
+                at: start,
+                kind: StopKind::NoLexeme,
+            });
+        };
+        let len = len as usize;
+        let next = scan.rem.get(len).copied().unwrap_or(b);
+        if is_word_byte(scan.rem[len - 1]) && is_word_byte(next) {
+            return Err(ScanStop::Scan {
+                at: start,
+                kind: StopKind::SplitWord,
+            });
+        }
+        lexeme(cands, start).map_err(|refused| ScanStop::Lexeme { at: start, refused })?;
+        let mut requeued: SmallVec<[u8; 32]> = SmallVec::from_slice(&scan.rem[len..]);
+        requeued.extend_from_slice(&queue[i..]);
+        base = start + len;
+        queue = requeued;
+        i = 0;
+        *scan = Scan::fresh(lang, base);
+    }
+    Ok(())
 }
 
 /// A recognizer configuration: interned stacks (sorted, distinct) and the scan state.
@@ -108,6 +201,13 @@ pub(crate) fn is_word_byte(b: u8) -> bool {
 pub struct Session<'l> {
     pub lang: &'l Language,
     pub stacks: Stacks,
+    /// Viability of a trailing lexeme that only a cut back can save, by the stacks it is
+    /// on and its [`TrailKey`] (all the check reads): the cached mask's per-node memo for
+    /// the one CD verdict that needs a search.
+    pub(crate) cutback_verdicts: FxHashMap<(SmallVec<[u32; 4]>, TrailKey), bool>,
+    /// The stacks one stack becomes when a lexeme with these candidates is handed over
+    /// (the per-node memo of contextual resolution).
+    shifted: FxHashMap<(u32, TermSet), SmallVec<[u32; 4]>>,
 }
 
 impl<'l> Session<'l> {
@@ -115,17 +215,13 @@ impl<'l> Session<'l> {
         Session {
             lang,
             stacks: Stacks::default(),
+            cutback_verdicts: FxHashMap::default(),
+            shifted: FxHashMap::default(),
         }
     }
 
     fn fresh_scan(&self, start: usize) -> Scan {
-        Scan {
-            q: self.lang.dfa().start,
-            w: WordTrie::ROOT,
-            rem: SmallVec::new(),
-            last: None,
-            start,
-        }
+        Scan::fresh(self.lang, start)
     }
 
     pub fn start(&mut self) -> Config {
@@ -139,8 +235,13 @@ impl<'l> Session<'l> {
 
     /// `A(κ)`: terminals some stack can take next (end of input included).
     pub fn allowed(&mut self, cfg: &Config) -> TermSet {
+        self.allowed_on(&cfg.stacks)
+    }
+
+    /// Terminals some stack of `stacks` can take next.
+    pub(crate) fn allowed_on(&mut self, stacks: &[u32]) -> TermSet {
         let mut a = TermSet::EMPTY;
-        for &s in &cfg.stacks {
+        for &s in stacks {
             a = a.union(&self.stacks.allowed(&self.lang.table, s));
         }
         a
@@ -156,12 +257,23 @@ impl<'l> Session<'l> {
 
     /// Hands a finished lexeme with candidates `cands` to the parser.
     fn emit(&mut self, cfg: &mut Config, cands: TermSet, at: usize) -> Result<(), Stop> {
+        if self.emit_on(&mut cfg.stacks, cands) {
+            Ok(())
+        } else {
+            Err(self.stop(cfg, at, StopKind::Unexpected(cands)))
+        }
+    }
+
+    /// Shifts a lexeme with candidates `cands` on `stacks` (contextual resolution: every
+    /// candidate some stack can take). False, with `stacks` untouched, when no stack takes
+    /// one. Ignored lexemes are not handed over and always succeed.
+    pub(crate) fn emit_on(&mut self, stacks: &mut SmallVec<[u32; 4]>, cands: TermSet) -> bool {
         if cands.intersects(&self.lang.terms().skip) {
-            return Ok(());
+            return true;
         }
         let table = &self.lang.table;
         let mut next: SmallVec<[u32; 4]> = SmallVec::new();
-        for &s in &cfg.stacks {
+        for &s in stacks.iter() {
             let shiftable = self.stacks.allowed(table, s).intersect(&cands);
             for t in shiftable.iter() {
                 if let Some(n) = self.stacks.shift(table, s, t) {
@@ -172,10 +284,42 @@ impl<'l> Session<'l> {
         next.sort_unstable();
         next.dedup();
         if next.is_empty() {
-            return Err(self.stop(cfg, at, StopKind::Unexpected(cands)));
+            return false;
         }
-        cfg.stacks = next;
-        Ok(())
+        *stacks = next;
+        true
+    }
+
+    /// [`Session::emit_on`] through the per-node memo: for the cached mask's class
+    /// verdicts, which shift the same few lexemes on the same stacks step after step.
+    pub(crate) fn emit_on_memo(&mut self, stacks: &mut SmallVec<[u32; 4]>, cands: TermSet) -> bool {
+        if cands.intersects(&self.lang.terms().skip) {
+            return true;
+        }
+        let table = &self.lang.table;
+        let mut next: SmallVec<[u32; 4]> = SmallVec::new();
+        for &s in stacks.iter() {
+            if let Some(after) = self.shifted.get(&(s, cands)) {
+                next.extend_from_slice(after);
+                continue;
+            }
+            let mut after: SmallVec<[u32; 4]> = SmallVec::new();
+            let shiftable = self.stacks.allowed(table, s).intersect(&cands);
+            for t in shiftable.iter() {
+                if let Some(n) = self.stacks.shift(table, s, t) {
+                    after.push(n);
+                }
+            }
+            next.extend_from_slice(&after);
+            self.shifted.insert((s, cands), after);
+        }
+        next.sort_unstable();
+        next.dedup();
+        if next.is_empty() {
+            return false;
+        }
+        *stacks = next;
+        true
     }
 
     /// Feeds bytes; on failure the configuration is left as it was before the failing byte.
@@ -205,58 +349,28 @@ impl<'l> Session<'l> {
         emitted: &mut impl FnMut(TermSet),
     ) -> Result<(), Stop> {
         let lang = self.lang;
-        let mut queue: SmallVec<[u8; 32]> = smallvec![byte];
-        // Input offset of queue[0].
-        let mut base = cfg.offset;
-        cfg.offset += 1;
-        let mut i = 0;
-        while i < queue.len() {
-            let b = queue[i];
-            let q = if cfg.scan.q == DEAD {
-                DEAD
-            } else {
-                lang.dfa().next(cfg.scan.q, b)
-            };
-            let w = lang.words.step(cfg.scan.w, b);
-            if !lang.live(q, w).is_empty() {
-                let s = &mut cfg.scan;
-                if s.rem.is_empty() {
-                    s.start = base + i;
-                }
-                s.q = q;
-                s.w = w;
-                s.rem.push(b);
-                let c = lang.candidates(q, w);
-                if !c.is_empty() {
-                    s.last = Some((s.rem.len() as u32, c));
-                }
-                i += 1;
-                continue;
+        let skip = lang.terms().skip;
+        let Config {
+            stacks,
+            scan,
+            offset,
+        } = cfg;
+        let r = scan_byte(lang, scan, offset, byte, &mut |cands, _| {
+            if !self.emit_on(stacks, cands) {
+                return Err(cands);
             }
-            if cfg.scan.rem.is_empty() {
-                return Err(self.stop(cfg, base + i, StopKind::NoLexeme));
-            }
-            let start = cfg.scan.start;
-            let Some((len, cands)) = cfg.scan.last else {
-                return Err(self.stop(cfg, start, StopKind::NoLexeme));
-            };
-            let len = len as usize;
-            let next = cfg.scan.rem.get(len).copied().unwrap_or(b);
-            if is_word_byte(cfg.scan.rem[len - 1]) && is_word_byte(next) {
-                return Err(self.stop(cfg, start, StopKind::SplitWord));
-            }
-            self.emit(cfg, cands, start)?;
-            if !cands.intersects(&lang.terms().skip) {
+            if !cands.intersects(&skip) {
                 emitted(cands);
             }
-            let mut requeued: SmallVec<[u8; 32]> = SmallVec::from_slice(&cfg.scan.rem[len..]);
-            requeued.extend_from_slice(&queue[i..]);
-            base = start + len;
-            queue = requeued;
-            i = 0;
-            cfg.scan = self.fresh_scan(base);
+            Ok(())
+        });
+        match r {
+            Ok(()) => Ok(()),
+            Err(ScanStop::Scan { at, kind }) => Err(self.stop(cfg, at, kind)),
+            Err(ScanStop::Lexeme { at, refused }) => {
+                Err(self.stop(cfg, at, StopKind::Unexpected(refused)))
+            }
         }
-        Ok(())
     }
 
     /// Whether some continuation of the bytes fed so far is a sentence.

@@ -234,6 +234,29 @@ impl TokenTrie {
         })
     }
 
+    /// The spelling of `node`: the edge bytes from the root (empty for the root and for a
+    /// node out of range).
+    pub fn spelling(&self, node: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        if node >= self.len() {
+            return out;
+        }
+        let mut n = 0;
+        while n != node {
+            match self
+                .children(n)
+                .find(|&c| c <= node && node < c + self.size(c))
+            {
+                Some(c) => {
+                    out.push(self.byte(c));
+                    n = c;
+                }
+                None => break,
+            }
+        }
+        out
+    }
+
     /// The node spelling exactly `bytes`, if the trie has one.
     pub fn find(&self, bytes: &[u8]) -> Option<usize> {
         let mut n = 0;

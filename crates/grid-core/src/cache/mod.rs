@@ -1,0 +1,212 @@
+//! The write-back mask cache.
+//!
+//! A mask splits into a part that is a function of a [`CacheKey`] (the CI ids, and the CD
+//! candidates grouped into verdict-equivalence classes) and the verdicts of those classes on
+//! the live stacks. The first part is cached: built on a miss by the stack-free walk
+//! ([`walk`]), published as an immutable, content-addressed [`Entry`], and on every later
+//! configuration with the same key copied into the mask row in one pass. The class verdicts
+//! and EOS are always computed on the live configuration, never cached.
+//!
+//! Entries live in a [`Namespace`] per scope (dialect, lexicon and vocabulary). A namespace
+//! is superseded (rolls over) when more scopes are in use than the cache keeps: the oldest
+//! is retired, and a masker holding it moves to a fresh one, so a superseded grammar's
+//! entries are never consulted again.
+
+pub mod entry;
+pub mod key;
+pub mod walk;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use rustc_hash::FxHashMap;
+use thiserror::Error;
+
+pub use entry::{CdCandidates, Entry, EntryId};
+pub use key::{CacheKey, GenericKey, IdentKey, KeyBody, Position, Remainder, Scope};
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum CacheError {
+    /// The identifier rule: a generic verdict would admit tokens spelling identifiers the
+    /// lexicon forbids.
+    #[error("a generic mask-cache entry was consulted at an identifier position")]
+    GenericAtIdentifier,
+    #[error("an identifier mask-cache entry was consulted at a generic position")]
+    IdentAtGeneric,
+    /// Two different payloads for one key: the key does not determine the cached part.
+    #[error("two payloads published for one mask-cache key: entry {existing} already there, {offered} offered")]
+    Conflict { existing: String, offered: String },
+}
+
+/// The entries of one scope.
+#[derive(Debug)]
+pub struct Namespace {
+    pub scope: Scope,
+    /// Distinguishes successive namespaces of one scope.
+    pub generation: u64,
+    retired: AtomicBool,
+    entries: RwLock<FxHashMap<CacheKey, Arc<Entry>>>,
+}
+
+impl Namespace {
+    fn new(scope: Scope, generation: u64) -> Namespace {
+        Namespace {
+            scope,
+            generation,
+            retired: AtomicBool::new(false),
+            entries: RwLock::default(),
+        }
+    }
+
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.read().map_or(0, |m| m.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The entry of `key`, consulted at a position of kind `at`. A key of the other kind is
+    /// an error in every build.
+    pub fn get(&self, key: &CacheKey, at: Position) -> Result<Option<Arc<Entry>>, CacheError> {
+        match (key.position(), at) {
+            (Position::Generic, Position::Ident) => return Err(CacheError::GenericAtIdentifier),
+            (Position::Ident, Position::Generic) => return Err(CacheError::IdentAtGeneric),
+            _ => {}
+        }
+        Ok(self.entries.read().ok().and_then(|m| m.get(key).cloned()))
+    }
+
+    /// Publishes `entry` under `key`, idempotently: when the key already has an entry with
+    /// the same id, that one is returned; a different id is a [`CacheError::Conflict`].
+    pub fn publish(&self, key: CacheKey, entry: Entry) -> Result<Arc<Entry>, CacheError> {
+        let mut m = match self.entries.write() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(e) = m.get(&key) {
+            if e.id == entry.id {
+                return Ok(e.clone());
+            }
+            return Err(CacheError::Conflict {
+                existing: hex(&e.id),
+                offered: hex(&entry.id),
+            });
+        }
+        let e = Arc::new(entry);
+        m.insert(key, e.clone());
+        Ok(e)
+    }
+}
+
+/// The cache shared by every masker over one process; cheap to clone through an `Arc`.
+#[derive(Debug)]
+pub struct MaskCache {
+    /// Namespaces kept before the oldest rolls over.
+    capacity: usize,
+    /// Walk the root's subtrees in parallel on a miss.
+    pub parallel: bool,
+    spaces: Mutex<Spaces>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Spaces {
+    live: VecDeque<Arc<Namespace>>,
+    generations: u64,
+}
+
+/// Hit and miss counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+}
+
+impl CacheStats {
+    pub fn hit_rate(&self) -> f64 {
+        let n = self.hits + self.misses;
+        if n == 0 {
+            0.0
+        } else {
+            self.hits as f64 / n as f64
+        }
+    }
+}
+
+impl MaskCache {
+    /// A cache keeping at most `capacity` namespaces (at least one).
+    pub fn new(capacity: usize) -> MaskCache {
+        MaskCache {
+            capacity: capacity.max(1),
+            parallel: true,
+            spaces: Mutex::default(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// The same cache with serial miss walks.
+    pub fn serial(mut self) -> MaskCache {
+        self.parallel = false;
+        self
+    }
+
+    /// The live namespace of `scope`, opening one (and retiring the oldest beyond
+    /// capacity) when there is none.
+    pub fn namespace(&self, scope: Scope) -> Arc<Namespace> {
+        let mut s = match self.spaces.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(ns) = s.live.iter().find(|n| n.scope == scope) {
+            return ns.clone();
+        }
+        s.generations += 1;
+        let ns = Arc::new(Namespace::new(scope, s.generations));
+        s.live.push_back(ns.clone());
+        while s.live.len() > self.capacity {
+            if let Some(old) = s.live.pop_front() {
+                old.retired.store(true, Ordering::Release);
+            }
+        }
+        ns
+    }
+
+    /// Retires the namespace of `scope` (its grammar was superseded).
+    pub fn retire(&self, scope: Scope) {
+        let mut s = match self.spaces.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        s.live.retain(|n| {
+            let keep = n.scope != scope;
+            if !keep {
+                n.retired.store(true, Ordering::Release);
+            }
+            keep
+        });
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn count(&self, hit: bool) {
+        let c = if hit { &self.hits } else { &self.misses };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+pub(crate) fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
