@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
+use grid_core::cache::MaskCache;
 use grid_core::mask::Masker;
 use grid_core::schema::load_spider;
 use grid_core::trie::{TokenTrie, TrieError};
@@ -153,12 +154,11 @@ impl GridEngine {
     }
 }
 
-/// The one place where `--cache` reaches the engine. Both modes build the plain masker until
-/// the mask cache exists; wire `CacheMode::On` to it here, and report its hit rate from
-/// `GridEngine::hit_rate`.
+/// The one place where `--cache` reaches the engine.
 fn grid_masker(trie: Arc<TokenTrie>, cache: CacheMode) -> Masker {
     match cache {
-        CacheMode::On | CacheMode::Off => Masker::new(trie),
+        CacheMode::On => Masker::with_cache(trie, Arc::new(MaskCache::new(64))),
+        CacheMode::Off => Masker::new(trie),
     }
 }
 
@@ -203,7 +203,7 @@ impl Engine for GridEngine {
     }
 
     fn hit_rate(&self) -> Option<f64> {
-        None
+        self.masker.cache_stats().map(|s| s.hit_rate())
     }
 }
 
