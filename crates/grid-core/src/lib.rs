@@ -2,6 +2,7 @@
 //! (L3), and the viable-prefix recognizer that decides them byte by byte. No PostgreSQL.
 
 pub mod audit;
+pub mod decode;
 pub mod error;
 pub mod grammar;
 pub mod language;
@@ -12,6 +13,7 @@ pub mod oracle;
 pub mod parser;
 pub mod policy;
 pub mod recognizer;
+pub mod reserve;
 pub mod schema;
 pub mod termset;
 pub mod trie;
