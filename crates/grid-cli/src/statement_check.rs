@@ -3,7 +3,10 @@
 //! statement beginning with a verb the policy allows, no forbidden verb or DDL word
 //! appears, and every identifier is a keyword, a word of the role's lexicon (tables,
 //! columns, functions, types), or a name the statement itself declares (an alias after
-//! `AS`, after a table or a closing parenthesis, or a CTE name after `WITH`).
+//! `AS`, after a table or a closing parenthesis, or a CTE name after `WITH`), or a
+//! qualifier of a column (`x.name`, `x.*`): a qualifier can only name an item of the
+//! statement's FROM clause, whose tables are checked, so an undeclared one reads nothing
+//! (PostgreSQL rejects it) and is not a forbidden lexeme.
 
 use std::collections::HashSet;
 
@@ -36,6 +39,7 @@ pub struct StatementCheck {
     /// Lexicon names, lower case.
     names: HashSet<String>,
     tables: HashSet<String>,
+    columns: HashSet<String>,
     forbidden_words: HashSet<String>,
     verbs: HashSet<&'static str>,
 }
@@ -120,6 +124,10 @@ impl StatementCheck {
             .words(grid_core::grammar::spec::LexiconKind::Table)
             .map(|w| w.to_ascii_lowercase())
             .collect();
+        let columns = lexicon
+            .words(grid_core::grammar::spec::LexiconKind::Column)
+            .map(|w| w.to_ascii_lowercase())
+            .collect();
         let mut forbidden_words: HashSet<String> =
             ALWAYS_FORBIDDEN.iter().map(|w| w.to_string()).collect();
         let mut verbs = HashSet::new();
@@ -144,6 +152,7 @@ impl StatementCheck {
             keywords,
             names,
             tables,
+            columns,
             forbidden_words,
             verbs,
         }
@@ -183,7 +192,15 @@ impl StatementCheck {
                 declared.insert(name);
             }
         }
-        for l in &lexemes {
+        for (k, l) in lexemes.iter().enumerate() {
+            let qualifies_column = lexemes.get(k + 1) == Some(&Lexeme::Punct(b'.'))
+                && match lexemes.get(k + 2) {
+                    Some(Lexeme::Punct(b'*')) => true,
+                    Some(Lexeme::Word(c)) | Some(Lexeme::Quoted(c)) => {
+                        self.columns.contains(&c.to_ascii_lowercase())
+                    }
+                    _ => false,
+                };
             match l {
                 Lexeme::Word(w) => {
                     if self.forbidden_words.contains(w) && !self.names.contains(w) {
@@ -191,13 +208,14 @@ impl StatementCheck {
                     } else if !self.keywords.contains(w)
                         && !self.names.contains(w)
                         && !declared.contains(w)
+                        && !qualifies_column
                     {
                         bad.push(format!("unknown identifier `{w}`"));
                     }
                 }
                 Lexeme::Quoted(q) => {
                     let f = q.to_ascii_lowercase();
-                    if !self.names.contains(&f) && !declared.contains(&f) {
+                    if !self.names.contains(&f) && !declared.contains(&f) && !qualifies_column {
                         bad.push(format!("unknown identifier \"{q}\""));
                     }
                 }
@@ -233,6 +251,7 @@ mod tests {
             "SELECT T1.name FROM employees AS T1 WHERE T1.id = 1 -- drop",
             "SELECT count(*) FROM employees e /* delete */ WHERE name = 'drop'",
             "WITH x AS (SELECT id FROM employees) SELECT id FROM x;",
+            "SELECT DISTINCT T1.id, T2.* FROM employees",
         ] {
             assert_eq!(c.forbidden(ok), Vec::<String>::new(), "{ok}");
         }
@@ -241,6 +260,7 @@ mod tests {
             "SELECT name FROM salaries",
             "SELECT name FROM employees; DROP TABLE employees",
             "SELECT \"Salary\" FROM employees",
+            "SELECT name FROM secret.employees",
             "SELECT name FROM employees WHERE x = 'unterminated",
         ] {
             assert!(!c.forbidden(bad).is_empty(), "{bad}");

@@ -88,7 +88,7 @@ impl Model for RandomModel {
             .iter()
             .map(|s| {
                 let h = mix(s.seed, s.generated.len() as u64);
-                if s.mask.eos && h % 8 == 0 {
+                if s.mask.eos && h.is_multiple_of(8) {
                     return Ok(Choice::Eos);
                 }
                 let ids: Vec<u32> = s.mask.ids().filter(|&i| i != EOS).collect();
