@@ -1,9 +1,15 @@
 //! `grid audit verify|replay <file>`: check a JSONL audit log (`grid generate
 //! --audit-out`, or an export of `grid.audit_log`).
 //!
-//! Exit codes: 0 verified; 1 the log does not verify (tampering, or an unsealed
-//! generation without `--allow-incomplete`); 2 the file cannot be read or a line is
-//! malformed; 3 (`replay` only) the chain verified but the masks were not recomputed.
+//! `replay` then recomputes every step's configuration hash, mask entry id and blocked
+//! count from the archived artefacts (`<file>.artefacts.json`, or `--artefacts`: the
+//! tokenizer, tables file, database and policy `grid generate` ran with), checking each
+//! language's fingerprints against the seals first, and compares them bit for bit.
+//!
+//! Exit codes: 0 verified (and, for `replay`, every mask identical); 1 the log does not
+//! verify (tampering, or an unsealed generation without `--allow-incomplete`) or a mask
+//! differs; 2 the file cannot be read or a line is malformed; 3 (`replay` only) the
+//! artefacts cannot be loaded or none matches a seal.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -11,10 +17,20 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use clap::{Args, Subcommand};
 use grid_core::audit::{
-    to_hex, Entry, Head, JsonlReader, Seal, StepKind, Summary, Verifier, VerifyError, VerifyOptions,
+    replay, to_hex, Entry, Fingerprints, Head, JsonlReader, ReplayError, Seal, StepKind, Summary,
+    Verifier, VerifyError, VerifyOptions,
 };
+use grid_core::decode::{fingerprints, Recomputer};
+use grid_core::trie::TokenTrie;
+use grid_core::{Dialect, Language, Policy};
+use grid_vocab::Vocabulary;
+
+use crate::artefacts::{Artefact, Manifest};
+use crate::generate::build_language;
 
 #[derive(Args)]
 pub struct AuditArgs {
@@ -26,10 +42,9 @@ pub struct AuditArgs {
 enum AuditCommand {
     /// Recompute every step chain and the seal chain; report the first error, located.
     Verify(CheckArgs),
-    /// Verify, then list what a mask replay of each sealed generation needs. Mask
-    /// recomputation itself needs the archived artefacts and the decode loop (not yet
-    /// wired in): this exits 3 after the chain checks.
-    Replay(CheckArgs),
+    /// Verify, then recompute every mask from the archived artefacts and compare it bit
+    /// for bit with the log.
+    Replay(ReplayArgs),
 }
 
 #[derive(Args)]
@@ -44,6 +59,15 @@ struct CheckArgs {
     /// instead of failing.
     #[arg(long)]
     allow_incomplete: bool,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    #[command(flatten)]
+    check: CheckArgs,
+    /// The artefact list (default: `<file>.artefacts.json`).
+    #[arg(long)]
+    artefacts: Option<PathBuf>,
 }
 
 /// Why the command stopped before a verdict.
@@ -128,17 +152,99 @@ pub fn run(a: &AuditArgs) -> ExitCode {
             }
             Err(f) => report_failure(f),
         },
-        AuditCommand::Replay(c) => match check(&c.file, options(c), true) {
-            Ok((s, entries)) => {
-                print_summary(&s, c.head.is_some());
-                print_replay_plan(&entries);
-                println!(
-                    "masks NOT recomputed: recomputing each step's mask entry id and blocked count needs the archived artefacts (grammar, lexicons, policy, vocabulary by fingerprint) and the decode loop's replayer, which is not wired in yet; only the chain and the step/stop rules were checked"
-                );
-                ExitCode::from(3)
+        AuditCommand::Replay(r) => {
+            let c = &r.check;
+            match check(&c.file, options(c), true) {
+                Ok((s, entries)) => {
+                    print_summary(&s, c.head.is_some());
+                    print_replay_plan(&entries);
+                    let manifest = r
+                        .artefacts
+                        .clone()
+                        .unwrap_or_else(|| Manifest::path_for(&c.file));
+                    replay_masks(&entries, &options(c), &manifest)
+                }
+                Err(f) => report_failure(f),
             }
-            Err(f) => report_failure(f),
-        },
+        }
+    }
+}
+
+/// One loaded artefact set: its vocabulary, trie and language.
+struct Loaded {
+    vocab: Vocabulary,
+    trie: Arc<TokenTrie>,
+    lang: Language,
+}
+
+fn load(a: &Artefact, dialect: &Arc<Dialect>) -> Result<Loaded, String> {
+    let policy = Policy::from_json(&a.policy).map_err(|e| e.to_string())?;
+    let (_, _, lang) =
+        build_language(dialect, &a.tables, &a.db, &policy).map_err(|e| e.to_string())?;
+    let vocab =
+        Vocabulary::load(&a.tokenizer).map_err(|e| format!("{}: {e}", a.tokenizer.display()))?;
+    let trie = TokenTrie::shared(&vocab).map_err(|e| e.to_string())?;
+    Ok(Loaded { vocab, trie, lang })
+}
+
+fn replay_masks(entries: &[Entry], opts: &VerifyOptions, manifest: &Path) -> ExitCode {
+    let fail = |msg: String| {
+        eprintln!("grid audit: cannot replay: {msg}");
+        ExitCode::from(3)
+    };
+    let m = match Manifest::read(manifest) {
+        Ok(m) => m,
+        Err(e) => return fail(e),
+    };
+    let dialect = match Dialect::postgres() {
+        Ok(d) => Arc::new(d),
+        Err(e) => return fail(e.to_string()),
+    };
+    let mut loaded = Vec::new();
+    for a in &m.artefacts {
+        match load(a, &dialect) {
+            Ok(l) => loaded.push(l),
+            Err(e) => return fail(e),
+        }
+    }
+    let prints: Vec<Fingerprints> = loaded
+        .iter()
+        .map(|l| fingerprints(&l.lang, l.vocab.fingerprint()))
+        .collect();
+    let mut recomputers: Vec<Recomputer<'_>> = loaded
+        .iter()
+        .map(|l| Recomputer::new(l.trie.clone(), &l.vocab))
+        .collect();
+    let result = replay(entries, opts, &mut |ctx| {
+        let k = prints
+            .iter()
+            .position(|p| *p == ctx.seal.fingerprints)
+            .ok_or_else(|| {
+                format!(
+                    "no listed artefact has the fingerprints of generation {} ({})",
+                    ctx.generation,
+                    artefacts(ctx.seal)
+                )
+            })?;
+        recomputers[k].recompute(&loaded[k].lang, ctx)
+    });
+    match result {
+        Ok(s) => {
+            println!(
+                "replayed: {} generations, {} steps: every configuration hash, mask entry id and blocked count recomputed identical",
+                s.generations, s.steps
+            );
+            ExitCode::SUCCESS
+        }
+        Err(ReplayError::Recompute {
+            generation,
+            step,
+            source,
+        }) => fail(format!("generation {generation}, step {step}: {source}")),
+        Err(e) => {
+            eprintln!("grid audit: REPLAY DIFFERS: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod artefacts;
 mod audit;
 mod bench;
 mod bench_export;
@@ -11,8 +12,10 @@ mod bench_grammar;
 mod bench_r;
 mod bench_stats;
 mod corpus;
+mod generate;
 mod parse;
 mod replay;
+mod statement_check;
 
 #[derive(Parser)]
 #[command(name = "grid", version, about = "grid_pg engine tools")]
@@ -31,6 +34,8 @@ enum Command {
     BenchExport(bench_export::BenchExportArgs),
     /// Time the mask along n-token streams at fixed nesting depths: is the cost flat?
     BenchR(bench_r::BenchRArgs),
+    /// Run generations through the decode loop against an endpoint or a mock.
+    Generate(generate::GenerateArgs),
     /// Check every gold statement against its database's language (L1 + L2 + L3).
     Parse(parse::ParseArgs),
     /// Replay gold statements token by token through the mask: completeness, EOS, oracle.
@@ -44,6 +49,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench::run(&a).map_err(|e| e.to_string()),
         Command::BenchExport(a) => bench_export::run(&a).map_err(|e| e.to_string()),
         Command::BenchR(a) => bench_r::run(&a).map_err(|e| e.to_string()),
+        Command::Generate(a) => generate::run(&a).map_err(|e| e.to_string()),
         Command::Parse(a) => parse::run(&a).map_err(|e| e.to_string()),
         Command::Replay(a) => replay::run(&a).map_err(|e| e.to_string()),
     };

@@ -61,6 +61,21 @@ impl Stacks {
         id
     }
 
+    /// The LR state on top of `node`.
+    pub fn state(&self, node: u32) -> u32 {
+        self.nodes[node as usize].state
+    }
+
+    /// The stack below `node`'s top entry, or [`NIL`] for the root.
+    pub fn parent(&self, node: u32) -> u32 {
+        self.nodes[node as usize].parent
+    }
+
+    /// The stack `parent` with `state` pushed on top (interned).
+    pub fn push_state(&mut self, parent: u32, state: u32) -> u32 {
+        self.push(parent, state)
+    }
+
     pub fn hash(&self, node: u32) -> u64 {
         // Up to the nearest hashed ancestor, then down again.
         let mut unhashed: SmallVec<[u32; 32]> = SmallVec::new();

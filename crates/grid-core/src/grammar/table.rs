@@ -5,7 +5,7 @@
 //! table (rule 0 is the augmented start rule).
 
 use cfgrammar::yacc::{YaccGrammar, YaccKind, YaccOriginalActionKind};
-use cfgrammar::TIdx;
+use cfgrammar::{Symbol, TIdx};
 use lrtable::{Action, Minimiser, StIdx};
 
 use super::cfg::Cfg;
@@ -18,6 +18,13 @@ pub enum Move {
     Accept,
     Shift(u32),
     Reduce(u32),
+}
+
+/// A grammar symbol of a production's right-hand side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sym {
+    Term(u16),
+    Rule(u32),
 }
 
 /// Dense action/goto arrays; `actions[state * n_terms + term]`, `gotos[state * n_rules + rule]`.
@@ -37,6 +44,15 @@ pub struct LrTable {
     pub rule_names: Vec<String>,
     /// Production count of the grammar this table was built from (without the start rule).
     pub n_prods: usize,
+    /// Right-hand side of each production (the reserve table derives minimal
+    /// completions from it).
+    pub prod_rhs: Vec<Vec<Sym>>,
+    /// Kernel items `(production, dot)` of each state. In every state the parser reaches,
+    /// each kernel item's first `dot` symbols are the symbols of the top `dot` stack
+    /// entries, and the entry below them has a goto on the item's left-hand side.
+    pub kernels: Vec<Vec<(u32, u16)>>,
+    /// The augmented start rule (its production is `start → S`).
+    pub start_rule: u32,
 }
 
 const ERROR: u32 = 0;
@@ -111,6 +127,31 @@ impl LrTable {
             .iter_pidxs()
             .map(|p| usize::from(grm.prod_to_rule(p)) as u32)
             .collect();
+        let prod_rhs = grm
+            .iter_pidxs()
+            .map(|p| {
+                grm.prod(p)
+                    .iter()
+                    .map(|sym| match sym {
+                        Symbol::Token(t) => Sym::Term(usize::from(*t) as u16),
+                        Symbol::Rule(r) => Sym::Rule(usize::from(*r) as u32),
+                    })
+                    .collect()
+            })
+            .collect();
+        let kernels = (0..n_states)
+            .map(|s| {
+                let mut items: Vec<(u32, u16)> = graph
+                    .core_state(StIdx(s as u32))
+                    .items
+                    .keys()
+                    .map(|(p, dot)| (usize::from(*p) as u32, usize::from(*dot) as u16))
+                    .collect();
+                // Hash-map order is not stable across runs; completions must be.
+                items.sort_unstable();
+                items
+            })
+            .collect();
         let rule_names = grm
             .iter_rules()
             .map(|r| grm.rule_name_str(r).to_string())
@@ -127,6 +168,9 @@ impl LrTable {
             prod_lhs,
             rule_names,
             n_prods: cfg.prods.len(),
+            prod_rhs,
+            kernels,
+            start_rule: usize::from(grm.start_rule_idx()) as u32,
         })
     }
 

@@ -1,0 +1,269 @@
+//! An independent check of generated SQL: a hand-written lexer (not the engine's scanner,
+//! not the mask) and plain rules over its lexemes. A statement passes when it is one
+//! statement beginning with a verb the policy allows, no forbidden verb or DDL word
+//! appears, and every identifier is a keyword, a word of the role's lexicon (tables,
+//! columns, functions, types), or a name the statement itself declares (an alias after
+//! `AS`, after a table or a closing parenthesis, or a CTE name after `WITH`), or a
+//! qualifier of a column (`x.name`, `x.*`): a qualifier can only name an item of the
+//! statement's FROM clause, whose tables are checked, so an undeclared one reads nothing
+//! (PostgreSQL rejects it) and is not a forbidden lexeme.
+
+use std::collections::HashSet;
+
+use grid_core::grammar::spec::TermKind;
+use grid_core::policy::Verb;
+use grid_core::{Dialect, Lexicon, Policy};
+
+/// Words that are never in an allowed statement unless they are lexicon names: DDL and
+/// privilege verbs (the DML verbs are added per policy).
+const ALWAYS_FORBIDDEN: &[&str] = &[
+    "drop", "truncate", "alter", "grant", "revoke", "create", "copy",
+];
+
+/// One lexeme of the checker's own lexer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Lexeme {
+    /// An unquoted word, folded to lower case.
+    Word(String),
+    /// A double-quoted identifier, exact.
+    Quoted(String),
+    /// A literal (string, number).
+    Literal,
+    /// Punctuation or an operator, one byte.
+    Punct(u8),
+}
+
+/// The rules, built once per role and schema.
+pub struct StatementCheck {
+    keywords: HashSet<String>,
+    /// Lexicon names, lower case.
+    names: HashSet<String>,
+    tables: HashSet<String>,
+    columns: HashSet<String>,
+    forbidden_words: HashSet<String>,
+    verbs: HashSet<&'static str>,
+}
+
+fn lex(sql: &str) -> Result<Vec<Lexeme>, String> {
+    let b = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if b[i..].starts_with(b"--") {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if b[i..].starts_with(b"/*") {
+            let end = sql[i + 2..].find("*/").ok_or("unterminated comment")?;
+            i += 2 + end + 2;
+        } else if c == b'\'' || ((c == b'e' || c == b'E') && b.get(i + 1) == Some(&b'\'')) {
+            let escapes = c != b'\'';
+            i += if escapes { 2 } else { 1 };
+            loop {
+                match b.get(i) {
+                    None => return Err("unterminated string".into()),
+                    Some(b'\\') if escapes => i += 2,
+                    Some(b'\'') if b.get(i + 1) == Some(&b'\'') => i += 2,
+                    Some(b'\'') => {
+                        i += 1;
+                        break;
+                    }
+                    Some(_) => i += 1,
+                }
+            }
+            out.push(Lexeme::Literal);
+        } else if c == b'"' {
+            let end = sql[i + 1..]
+                .find('"')
+                .ok_or("unterminated quoted identifier")?;
+            out.push(Lexeme::Quoted(sql[i + 1..i + 1 + end].to_string()));
+            i += end + 2;
+        } else if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit))
+        {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.' || b[i] == b'_') {
+                i += 1;
+            }
+            out.push(Lexeme::Literal);
+        } else if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
+            let s = i;
+            while i < b.len()
+                && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$' || b[i] >= 0x80)
+            {
+                i += 1;
+            }
+            out.push(Lexeme::Word(sql[s..i].to_ascii_lowercase()));
+        } else {
+            out.push(Lexeme::Punct(c));
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+impl StatementCheck {
+    pub fn new(dialect: &Dialect, lexicon: &Lexicon, policy: &Policy) -> StatementCheck {
+        let keywords = dialect
+            .spec
+            .decls
+            .iter()
+            .filter_map(|d| match &d.kind {
+                TermKind::Keyword { word } => Some(word.to_ascii_lowercase()),
+                _ => None,
+            })
+            .collect();
+        let names = lexicon
+            .words
+            .values()
+            .flatten()
+            .map(|w| w.to_ascii_lowercase())
+            .collect();
+        let tables = lexicon
+            .words(grid_core::grammar::spec::LexiconKind::Table)
+            .map(|w| w.to_ascii_lowercase())
+            .collect();
+        let columns = lexicon
+            .words(grid_core::grammar::spec::LexiconKind::Column)
+            .map(|w| w.to_ascii_lowercase())
+            .collect();
+        let mut forbidden_words: HashSet<String> =
+            ALWAYS_FORBIDDEN.iter().map(|w| w.to_string()).collect();
+        let mut verbs = HashSet::new();
+        for v in Verb::ALL {
+            let word = match v {
+                Verb::Select => "select",
+                Verb::Insert => "insert",
+                Verb::Update => "update",
+                Verb::Delete => "delete",
+            };
+            if policy.verbs.contains(&v) {
+                verbs.insert(word);
+            } else {
+                forbidden_words.insert(word.to_string());
+            }
+        }
+        if verbs.contains("select") {
+            // A query may open with a CTE, a parenthesis, VALUES or TABLE.
+            verbs.extend(["with", "values", "table"]);
+        }
+        StatementCheck {
+            keywords,
+            names,
+            tables,
+            columns,
+            forbidden_words,
+            verbs,
+        }
+    }
+
+    /// The forbidden lexemes of `sql`, described; empty when it passes.
+    pub fn forbidden(&self, sql: &str) -> Vec<String> {
+        let lexemes = match lex(sql) {
+            Ok(l) => l,
+            Err(e) => return vec![e],
+        };
+        let mut bad = Vec::new();
+        if let Some(k) = lexemes.iter().position(|l| *l == Lexeme::Punct(b';')) {
+            if k + 1 < lexemes.len() {
+                bad.push("a second statement after `;`".to_string());
+            }
+        }
+        match lexemes.iter().find(|l| **l != Lexeme::Punct(b'(')) {
+            Some(Lexeme::Word(w)) if self.verbs.contains(w.as_str()) => {}
+            first => bad.push(format!(
+                "statement begins with {first:?}, not an allowed verb"
+            )),
+        }
+        let mut declared: HashSet<String> = HashSet::new();
+        for pair in lexemes.windows(2) {
+            let name = match &pair[1] {
+                Lexeme::Word(w) | Lexeme::Quoted(w) => w.to_ascii_lowercase(),
+                _ => continue,
+            };
+            let declares = match &pair[0] {
+                Lexeme::Word(w) => w == "as" || w == "with" || self.tables.contains(w),
+                Lexeme::Quoted(w) => self.tables.contains(&w.to_ascii_lowercase()),
+                Lexeme::Punct(b')') | Lexeme::Punct(b',') => true,
+                _ => false,
+            };
+            if declares {
+                declared.insert(name);
+            }
+        }
+        for (k, l) in lexemes.iter().enumerate() {
+            let qualifies_column = lexemes.get(k + 1) == Some(&Lexeme::Punct(b'.'))
+                && match lexemes.get(k + 2) {
+                    Some(Lexeme::Punct(b'*')) => true,
+                    Some(Lexeme::Word(c)) | Some(Lexeme::Quoted(c)) => {
+                        self.columns.contains(&c.to_ascii_lowercase())
+                    }
+                    _ => false,
+                };
+            match l {
+                Lexeme::Word(w) => {
+                    if self.forbidden_words.contains(w) && !self.names.contains(w) {
+                        bad.push(format!("forbidden word `{w}`"));
+                    } else if !self.keywords.contains(w)
+                        && !self.names.contains(w)
+                        && !declared.contains(w)
+                        && !qualifies_column
+                    {
+                        bad.push(format!("unknown identifier `{w}`"));
+                    }
+                }
+                Lexeme::Quoted(q) => {
+                    let f = q.to_ascii_lowercase();
+                    if !self.names.contains(&f) && !declared.contains(&f) && !qualifies_column {
+                        bad.push(format!("unknown identifier \"{q}\""));
+                    }
+                }
+                _ => {}
+            }
+        }
+        bad
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grid_core::schema::{Schema, Table};
+
+    fn check(policy: &str) -> StatementCheck {
+        let d = Dialect::postgres().expect("dialect");
+        let schema = Schema {
+            db_id: "hr".into(),
+            tables: vec![Table::with_columns("employees", &["id", "name"])],
+        };
+        let p = Policy::from_json(policy).expect("policy");
+        let reserved = |w: &str| d.is_reserved(w);
+        let lx = Lexicon::from_schema(&schema, &p, &reserved).expect("lexicon");
+        StatementCheck::new(&d, &lx, &p)
+    }
+
+    #[test]
+    fn passes_plain_queries_and_flags_each_attack() {
+        let c = check(r#"{"verbs":["select"]}"#);
+        for ok in [
+            "SELECT name FROM employees",
+            "SELECT T1.name FROM employees AS T1 WHERE T1.id = 1 -- drop",
+            "SELECT count(*) FROM employees e /* delete */ WHERE name = 'drop'",
+            "WITH x AS (SELECT id FROM employees) SELECT id FROM x;",
+            "SELECT DISTINCT T1.id, T2.* FROM employees",
+        ] {
+            assert_eq!(c.forbidden(ok), Vec::<String>::new(), "{ok}");
+        }
+        for bad in [
+            "DELETE FROM employees",
+            "SELECT name FROM salaries",
+            "SELECT name FROM employees; DROP TABLE employees",
+            "SELECT \"Salary\" FROM employees",
+            "SELECT name FROM secret.employees",
+            "SELECT name FROM employees WHERE x = 'unterminated",
+        ] {
+            assert!(!c.forbidden(bad).is_empty(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,590 @@
+//! The decode loop (mode 1: grid owns the loop): many generations stepped as one batch.
+//!
+//! Each tick, for every live generation: its exact mask at the current configuration
+//! (a generation whose mask is not computed this tick waits a round while the others
+//! proceed; no approximate mask is ever used); then either the shortest legal
+//! completion (when the budget is down to the reserve), a forced span (singleton mask), or
+//! one token the model samples under the mask; the recognizer advances, and every token
+//! (each interior token of a forced span too) gets an audit record. EOS is accepted only
+//! when the mask's EOS bit is set, i.e. at ACCEPT.
+//!
+//! Termination (paper §5). The budget `max_tokens` counts vocabulary tokens of the output
+//! (EOS not included). The loop keeps the invariant `reserve(κ) ≤ budget left` at every
+//! step: before it commits any token `t` (sampled or forced), it computes
+//! `reserve(κ·t)` and, if that exceeds the budget left after `t`, discards `t` and writes
+//! the completion from `κ` instead. So the trigger is `budget ≤ reserve + SAFETY` with
+//! [`SAFETY`] = 0: a fixed margin would be needed only without this one-token look-ahead,
+//! and none would be sound, since one token can open several nested constructs at once
+//! (`((((`) and raise the reserve by more than any constant. The completion has at most
+//! `reserve` tokens, so every non-error stop is a sentence within budget.
+
+mod commit;
+mod model;
+mod replay;
+
+use std::collections::VecDeque;
+
+use blake2::digest::consts::U16;
+use blake2::{Blake2b, Digest};
+use grid_vocab::Vocabulary;
+use thiserror::Error;
+
+use crate::audit::{
+    from_hex, text_digest, AuditSink, ChainWriter, DecodeMode, Fingerprints, Mode, SealInput,
+    SealMeta, StepInput, StepKind, StopReason, Token, WriteError,
+};
+use crate::language::Language;
+use crate::mask::{Mask, Masker};
+use crate::recognizer::{Config, Session};
+use crate::reserve::{ReserveMemo, ReserveTable, Speller, UNREACHABLE};
+
+pub use commit::{config_hash, mask_entry_id, singleton_mask, MASK_ENTRY_TAG};
+pub use model::{Choice, Model, ModelError, ModelStep};
+pub use replay::{ArtefactMismatch, Recomputer};
+
+/// Tokens kept in hand beyond the reserve when deciding to complete (see the module
+/// documentation for why the look-ahead makes 0 sound).
+pub const SAFETY: u32 = 0;
+
+/// One generation to run.
+#[derive(Debug, Clone)]
+pub struct GenerationSpec<'l> {
+    /// Unique in the audit log.
+    pub id: u64,
+    pub language: &'l Language,
+    /// The reserve tables of `language` for the decoder's vocabulary.
+    pub reserve: &'l ReserveTable,
+    pub prompt: Vec<u32>,
+    /// Most vocabulary tokens in the output (EOS not counted).
+    pub max_tokens: u32,
+    pub seed: u64,
+    /// Request metadata for the seal (`sql_digest` is filled in by the loop).
+    pub meta: SealMeta,
+}
+
+/// Why a generation stopped with [`StopReason::Error`].
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum DecodeError {
+    #[error(
+        "the budget of {max_tokens} tokens is below the reserve of the empty statement ({reserve})"
+    )]
+    BudgetBelowReserve { max_tokens: u32, reserve: u32 },
+    #[error("step {step}: the mask is empty and EOS is shut (a dead end)")]
+    DeadEnd { step: u32 },
+    #[error("step {step}: no completion to ACCEPT was found")]
+    NoCompletion { step: u32 },
+    #[error("step {step}: the model chose token {token}, which the mask blocks")]
+    OutsideMask { step: u32, token: u32 },
+    #[error("step {step}: the model chose EOS, which the mask blocks")]
+    EosRefused { step: u32 },
+    #[error("step {step}: completion token {token} is not in the mask")]
+    CompletionRefused { step: u32, token: u32 },
+    #[error("step {step}: the recognizer refused token {token}")]
+    Refused { step: u32, token: u32 },
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+/// How one generation ended.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub generation: u64,
+    /// The output's token ids.
+    pub tokens: Vec<u32>,
+    /// The output's bytes.
+    pub text: Vec<u8>,
+    pub stop: StopReason,
+    /// Set exactly when `stop` is [`StopReason::Error`].
+    pub error: Option<DecodeError>,
+    /// Tokens written by budget completion.
+    pub completed_tokens: u32,
+    /// Ticks the generation waited for its mask.
+    pub deferred: u32,
+}
+
+/// Settings of the loop.
+#[derive(Debug, Clone, Default)]
+pub struct DecodeOptions {
+    /// Most masks computed per tick; generations beyond wait a round. `None`: no limit.
+    pub masks_per_tick: Option<usize>,
+    /// Recorded in the seal's mode flags.
+    pub cache: bool,
+}
+
+/// The fingerprints a seal records for `lang` and a vocabulary fingerprint.
+pub fn fingerprints(lang: &Language, vocab_fingerprint: &str) -> Fingerprints {
+    let b16 = |parts: &[&[u8]]| -> [u8; 16] {
+        let mut h = Blake2b::<U16>::new();
+        for p in parts {
+            h.update(p);
+        }
+        h.finalize().into()
+    };
+    let policy = lang.policy.canonical_json();
+    Fingerprints {
+        grammar: b16(&[
+            b"grid_pg/grammar/v1\0",
+            &lang.dialect.fingerprint,
+            policy.as_bytes(),
+        ]),
+        lexicons: lang.lexicon_fingerprint,
+        policy: b16(&[b"grid_pg/policy/v1\0", policy.as_bytes()]),
+        vocabulary: from_hex::<16>(vocab_fingerprint)
+            .unwrap_or_else(|_| b16(&[b"grid_pg/vocabulary/v1\0", vocab_fingerprint.as_bytes()])),
+    }
+}
+
+/// Per-generation state between ticks.
+struct Live<'l> {
+    spec: &'l GenerationSpec<'l>,
+    session: Session<'l>,
+    memo: ReserveMemo,
+    cfg: Config,
+    tokens: Vec<u32>,
+    text: Vec<u8>,
+    /// The mask at `cfg`, once computed.
+    mask: Option<Mask>,
+    completed: u32,
+    deferred: u32,
+    /// Set when the generation has stopped (and been sealed).
+    done: Option<(StopReason, Option<DecodeError>)>,
+}
+
+/// What a generation does this tick, once its mask is known.
+enum Plan {
+    Complete,
+    Forced(Vec<u32>),
+    Sample,
+}
+
+/// The decode loop over one vocabulary.
+pub struct Decoder<'v> {
+    vocab: &'v Vocabulary,
+    masker: Masker,
+    speller: &'v Speller,
+    options: DecodeOptions,
+}
+
+impl<'v> Decoder<'v> {
+    pub fn new(
+        vocab: &'v Vocabulary,
+        masker: Masker,
+        speller: &'v Speller,
+        options: DecodeOptions,
+    ) -> Self {
+        Decoder {
+            vocab,
+            masker,
+            speller,
+            options,
+        }
+    }
+
+    fn n_special(&self) -> usize {
+        self.masker.trie().special_ids().len()
+    }
+
+    fn n_ids(&self) -> usize {
+        self.masker.trie().n_ids()
+    }
+
+    /// Runs every generation to its stop, writing records and seals to `audit`.
+    /// `cancel(generation, tokens so far)` is asked once per tick per live generation.
+    /// Only an audit write failure aborts the run.
+    pub fn run<'l, S: AuditSink>(
+        &mut self,
+        specs: &'l [GenerationSpec<'l>],
+        model: &mut dyn Model,
+        audit: &mut ChainWriter<S>,
+        cancel: &mut dyn FnMut(u64, usize) -> bool,
+    ) -> Result<Vec<Outcome>, WriteError> {
+        let mode = Mode {
+            decode: DecodeMode::Mode1,
+            cache: self.options.cache,
+        };
+        let mut live: Vec<Live<'l>> = Vec::with_capacity(specs.len());
+        for spec in specs {
+            audit.begin(spec.id)?;
+            let mut session = Session::new(spec.language);
+            let cfg = session.start();
+            live.push(Live {
+                spec,
+                session,
+                memo: ReserveMemo::default(),
+                cfg,
+                tokens: Vec::new(),
+                text: Vec::new(),
+                mask: None,
+                completed: 0,
+                deferred: 0,
+                done: None,
+            });
+        }
+        for g in live.iter_mut() {
+            let r = g
+                .spec
+                .reserve
+                .reserve(&mut g.session, &mut g.memo, &g.cfg, self.speller);
+            if r > g.spec.max_tokens {
+                let e = DecodeError::BudgetBelowReserve {
+                    max_tokens: g.spec.max_tokens,
+                    reserve: r,
+                };
+                self.stop(g, audit, mode, StopReason::Error, Some(e))?;
+            }
+        }
+        // Generations that waited last tick get the first masks of the next.
+        let mut order: VecDeque<usize> = (0..live.len()).collect();
+        while live.iter().any(|g| g.done.is_none()) {
+            let mut walks = 0usize;
+            let mut ready: Vec<usize> = Vec::new();
+            let mut waited: Vec<usize> = Vec::new();
+            for &i in &order {
+                let g = &mut live[i];
+                if g.done.is_some() {
+                    continue;
+                }
+                if cancel(g.spec.id, g.tokens.len()) {
+                    self.stop(g, audit, mode, StopReason::Cancelled, None)?;
+                    continue;
+                }
+                if g.mask.is_none() {
+                    if self.options.masks_per_tick.is_some_and(|m| walks >= m) {
+                        g.deferred += 1;
+                        waited.push(i);
+                        continue;
+                    }
+                    walks += 1;
+                    g.mask = Some(self.masker.mask(&mut g.session, &g.cfg));
+                }
+                ready.push(i);
+            }
+            order = waited
+                .iter()
+                .copied()
+                .chain(ready.iter().copied())
+                .chain(
+                    order
+                        .iter()
+                        .copied()
+                        .filter(|i| !waited.contains(i) && !ready.contains(i)),
+                )
+                .collect();
+            let mut to_sample: Vec<usize> = Vec::new();
+            for &i in &ready {
+                let g = &mut live[i];
+                match self.plan(g) {
+                    Err(e) => self.stop(g, audit, mode, StopReason::Error, Some(e))?,
+                    Ok(Plan::Complete) => self.complete(g, audit, mode)?,
+                    Ok(Plan::Forced(run)) => self.forced(g, &run, audit, mode)?,
+                    Ok(Plan::Sample) => to_sample.push(i),
+                }
+            }
+            if to_sample.is_empty() {
+                continue;
+            }
+            let entry_ids: Vec<[u8; 16]> = to_sample
+                .iter()
+                .map(|&i| live[i].mask.as_ref().map_or([0; 16], mask_entry_id))
+                .collect();
+            let result = {
+                let batch: Vec<ModelStep<'_>> = to_sample
+                    .iter()
+                    .zip(&entry_ids)
+                    .filter_map(|(&i, id)| {
+                        let g = &live[i];
+                        Some(ModelStep {
+                            generation: g.spec.id,
+                            prompt: &g.spec.prompt,
+                            generated: &g.tokens,
+                            mask: g.mask.as_ref()?,
+                            mask_entry_id: *id,
+                            seed: g.spec.seed,
+                        })
+                    })
+                    .collect();
+                model.step(&batch)
+            };
+            match result {
+                Err(e) => {
+                    for &i in &to_sample {
+                        let g = &mut live[i];
+                        self.stop(g, audit, mode, StopReason::Error, Some(e.clone().into()))?;
+                    }
+                }
+                Ok(choices) => {
+                    for (k, &i) in to_sample.iter().enumerate() {
+                        let g = &mut live[i];
+                        let choice = choices.get(k).cloned().unwrap_or_else(|| {
+                            Err(ModelError("the model answered too few steps".into()))
+                        });
+                        match choice {
+                            Err(e) => {
+                                self.stop(g, audit, mode, StopReason::Error, Some(e.into()))?
+                            }
+                            Ok(c) => self.take(g, c, entry_ids[k], audit, mode)?,
+                        }
+                    }
+                }
+            }
+        }
+        Ok(live
+            .into_iter()
+            .map(|g| {
+                let (stop, error) = g.done.unwrap_or((StopReason::Error, None));
+                Outcome {
+                    generation: g.spec.id,
+                    tokens: g.tokens,
+                    text: g.text,
+                    stop,
+                    error,
+                    completed_tokens: g.completed,
+                    deferred: g.deferred,
+                }
+            })
+            .collect())
+    }
+
+    fn budget_left(g: &Live<'_>) -> u32 {
+        g.spec.max_tokens.saturating_sub(g.tokens.len() as u32)
+    }
+
+    fn reserve_of(&self, g: &mut Live<'_>, cfg: &Config) -> u32 {
+        g.spec
+            .reserve
+            .reserve(&mut g.session, &mut g.memo, cfg, self.speller)
+    }
+
+    fn plan(&self, g: &mut Live<'_>) -> Result<Plan, DecodeError> {
+        let step = g.tokens.len() as u32;
+        let cfg = g.cfg.clone();
+        let r = self.reserve_of(g, &cfg);
+        if r == UNREACHABLE {
+            return Err(DecodeError::NoCompletion { step });
+        }
+        if Self::budget_left(g) <= r.saturating_add(SAFETY) {
+            return Ok(Plan::Complete);
+        }
+        let Some(mask) = g.mask.as_ref() else {
+            return Err(DecodeError::NoCompletion { step });
+        };
+        if mask.allowed == 0 && !mask.eos {
+            return Err(DecodeError::DeadEnd { step });
+        }
+        if let Some(run) = &mask.forced {
+            return Ok(Plan::Forced(run.clone()));
+        }
+        Ok(Plan::Sample)
+    }
+
+    /// The configuration after `token`, if the recognizer takes it and the reserve after
+    /// it still fits the budget left after it.
+    fn fits(&self, g: &mut Live<'_>, token: u32) -> Option<Config> {
+        let mut next = g.cfg.clone();
+        g.session
+            .feed(&mut next, self.vocab.token_bytes(token))
+            .ok()?;
+        let r = self.reserve_of(g, &next);
+        let left = Self::budget_left(g).checked_sub(1)?;
+        (r != UNREACHABLE && r <= left).then_some(next)
+    }
+
+    fn record<S: AuditSink>(
+        &self,
+        g: &mut Live<'_>,
+        audit: &mut ChainWriter<S>,
+        mask: &Mask,
+        entry: [u8; 16],
+        token: Token,
+        kind: StepKind,
+    ) -> Result<(), WriteError> {
+        let input = StepInput {
+            config_hash: config_hash(&g.session, &g.cfg),
+            mask_entry_id: entry,
+            token,
+            blocked_count: mask.blocked,
+            kind,
+        };
+        audit.step(g.spec.id, input)?;
+        Ok(())
+    }
+
+    fn advance(&self, g: &mut Live<'_>, token: u32, next: Config) {
+        g.tokens.push(token);
+        g.text.extend_from_slice(self.vocab.token_bytes(token));
+        g.cfg = next;
+        g.mask = None;
+    }
+
+    fn forced<S: AuditSink>(
+        &mut self,
+        g: &mut Live<'_>,
+        run: &[u32],
+        audit: &mut ChainWriter<S>,
+        mode: Mode,
+    ) -> Result<(), WriteError> {
+        let Some(first) = g.mask.take() else {
+            return Ok(());
+        };
+        for (k, &t) in run.iter().enumerate() {
+            let mask = if k == 0 {
+                first.clone()
+            } else {
+                singleton_mask(self.n_ids(), self.n_special(), t)
+            };
+            let Some(next) = self.fits(g, t) else {
+                g.mask = Some(mask);
+                return self.complete(g, audit, mode);
+            };
+            let entry = mask_entry_id(&mask);
+            self.record(g, audit, &mask, entry, Token::Id(t), StepKind::Forced)?;
+            self.advance(g, t, next);
+        }
+        Ok(())
+    }
+
+    fn take<S: AuditSink>(
+        &mut self,
+        g: &mut Live<'_>,
+        choice: Choice,
+        entry: [u8; 16],
+        audit: &mut ChainWriter<S>,
+        mode: Mode,
+    ) -> Result<(), WriteError> {
+        let step = g.tokens.len() as u32;
+        let Some(mask) = g.mask.clone() else {
+            return Ok(());
+        };
+        let eos_id = self.masker.trie().eos_id();
+        let choice = match choice {
+            Choice::Token(t) if Some(t) == eos_id => Choice::Eos,
+            c => c,
+        };
+        match choice {
+            Choice::Eos => {
+                if !mask.eos {
+                    return self.stop(
+                        g,
+                        audit,
+                        mode,
+                        StopReason::Error,
+                        Some(DecodeError::EosRefused { step }),
+                    );
+                }
+                self.record(g, audit, &mask, entry, Token::Eos, StepKind::Eos)?;
+                self.stop(g, audit, mode, StopReason::Eos, None)
+            }
+            Choice::Token(t) => {
+                if !mask.contains(t) {
+                    let e = DecodeError::OutsideMask { step, token: t };
+                    return self.stop(g, audit, mode, StopReason::Error, Some(e));
+                }
+                match self.fits(g, t) {
+                    Some(next) => {
+                        self.record(g, audit, &mask, entry, Token::Id(t), StepKind::Sampled)?;
+                        self.advance(g, t, next);
+                        Ok(())
+                    }
+                    // The sample would leave less budget than its reserve: it is dropped
+                    // and the completion is written from here.
+                    None => self.complete(g, audit, mode),
+                }
+            }
+        }
+    }
+
+    /// Writes the shortest completion found from the current configuration, then EOS.
+    fn complete<S: AuditSink>(
+        &mut self,
+        g: &mut Live<'_>,
+        audit: &mut ChainWriter<S>,
+        mode: Mode,
+    ) -> Result<(), WriteError> {
+        let step = g.tokens.len() as u32;
+        let cfg = g.cfg.clone();
+        let spec = g.spec;
+        let tokens = spec
+            .reserve
+            .completion(&mut g.session, &mut g.memo, &cfg, self.speller)
+            .and_then(|bytes| self.speller.segment(&bytes));
+        let Some(tokens) = tokens else {
+            return self.stop(
+                g,
+                audit,
+                mode,
+                StopReason::Error,
+                Some(DecodeError::NoCompletion { step }),
+            );
+        };
+        for t in tokens {
+            let step = g.tokens.len() as u32;
+            let mask = match g.mask.take() {
+                Some(m) => m,
+                None => self.masker.mask_once(&mut g.session, &g.cfg),
+            };
+            let mut next = g.cfg.clone();
+            if !mask.contains(t)
+                || g.session
+                    .feed(&mut next, self.vocab.token_bytes(t))
+                    .is_err()
+            {
+                let e = DecodeError::CompletionRefused { step, token: t };
+                return self.stop(g, audit, mode, StopReason::Error, Some(e));
+            }
+            let entry = mask_entry_id(&mask);
+            self.record(
+                g,
+                audit,
+                &mask,
+                entry,
+                Token::Id(t),
+                StepKind::BudgetCompleted,
+            )?;
+            self.advance(g, t, next);
+            g.completed += 1;
+        }
+        let mask = match g.mask.take() {
+            Some(m) => m,
+            None => self.masker.mask_once(&mut g.session, &g.cfg),
+        };
+        if !mask.eos {
+            let step = g.tokens.len() as u32;
+            return self.stop(
+                g,
+                audit,
+                mode,
+                StopReason::Error,
+                Some(DecodeError::NoCompletion { step }),
+            );
+        }
+        let entry = mask_entry_id(&mask);
+        self.record(g, audit, &mask, entry, Token::Eos, StepKind::Eos)?;
+        self.stop(g, audit, mode, StopReason::BudgetCompleted, None)
+    }
+
+    fn stop<S: AuditSink>(
+        &self,
+        g: &mut Live<'_>,
+        audit: &mut ChainWriter<S>,
+        mode: Mode,
+        stop: StopReason,
+        error: Option<DecodeError>,
+    ) -> Result<(), WriteError> {
+        let mut meta = g.spec.meta.clone();
+        if stop.ends_with_eos() {
+            meta.sql_digest = Some(text_digest(&String::from_utf8_lossy(&g.text)));
+        }
+        audit.seal(
+            g.spec.id,
+            SealInput {
+                stop,
+                fingerprints: fingerprints(g.spec.language, self.vocab.fingerprint()),
+                mode,
+                meta,
+            },
+        )?;
+        g.mask = None;
+        g.done = Some((stop, error));
+        Ok(())
+    }
+}

@@ -1,0 +1,580 @@
+//! The token-denominated reserve (paper §5, termination): for a configuration, the number
+//! of vocabulary tokens of a legal completion to ACCEPT, and that completion.
+//!
+//! Counting terminals would under-reserve (one identifier can span many tokens), so every
+//! cost here is in tokens:
+//!
+//! * per terminal, a spelling `" " ‖ lexeme` and the fewest tokens that spell it
+//!   ([`Speller::segment`]); the lexeme is the shortest the language's scanner accepts as
+//!   that terminal (lexicon words included) and that a following space ends;
+//! * per rule, the cheapest derivation (a fixpoint over the productions);
+//! * per stack, summed along the stack: in the top state, finish one kernel item
+//!   `A → α·β` (the cost of `β`), reduce to `A` on the entry `|α|` below, and continue
+//!   from the stack that goto makes. In an LR automaton the top `|α|` entries of any
+//!   stack ending in a state spell `α` for each of its kernel items, and the entry below
+//!   has a goto on `A`, so each step is a derivation the parser accepts. The cost is memoised
+//!   per interned stack node ([`ReserveMemo`]), so a step costs the new nodes only;
+//! * plus the remainder of the lexeme in progress: the shortest byte suffix that makes it a
+//!   terminal some stack takes (or an ignored lexeme).
+//!
+//! The reserve is the cost of one concrete completion, so it is never below the true
+//! minimum; [`ReserveTable::completion`] returns that completion's bytes, which
+//! [`Speller::segment`] spells in at most the reserve's number of tokens.
+
+use std::collections::VecDeque;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::grammar::table::{LrTable, Sym};
+use crate::language::Language;
+use crate::lexer::dfa::DEAD;
+use crate::lexer::words::WordTrie;
+use crate::parser::NIL;
+use crate::recognizer::{Config, Session};
+use crate::termset::TermSet;
+
+/// A cost no completion reaches.
+pub const UNREACHABLE: u32 = u32::MAX;
+
+/// States the lexeme searches may visit (the scanner automaton is finite, but the product
+/// with the word trie is large; the shortest spellings are found long before this).
+const LEXEME_SEARCH_STATES: usize = 200_000;
+const SUFFIX_SEARCH_STATES: usize = 20_000;
+
+/// Lexemes per terminal (and byte order) whose token costs are compared: a lexicon
+/// terminal has one per word, and the shortest word need not be the cheapest in tokens.
+const LEXEMES_PER_TERMINAL: usize = 64;
+/// Suffixes per terminal (and byte order) compared likewise.
+const SUFFIXES_PER_TERMINAL: usize = 4;
+
+/// Bytes a completion's lexemes are spelled with: printable ASCII but space.
+const SPELLING_BYTES: std::ops::RangeInclusive<u8> = 0x21..=0x7e;
+
+/// Spells byte strings in the fewest vocabulary tokens (special tokens excluded).
+#[derive(Debug, Clone)]
+pub struct Speller {
+    /// Non-special token bytes → the lowest id spelling them.
+    ids: FxHashMap<Vec<u8>, u32>,
+    max_len: usize,
+}
+
+impl Speller {
+    /// `tokens` yields `(id, bytes, is_special)`.
+    pub fn new<'a>(tokens: impl Iterator<Item = (u32, &'a [u8], bool)>) -> Speller {
+        let mut ids: FxHashMap<Vec<u8>, u32> = FxHashMap::default();
+        let mut max_len = 0;
+        for (id, bytes, special) in tokens {
+            if special || bytes.is_empty() {
+                continue;
+            }
+            max_len = max_len.max(bytes.len());
+            ids.entry(bytes.to_vec())
+                .and_modify(|e| *e = (*e).min(id))
+                .or_insert(id);
+        }
+        Speller { ids, max_len }
+    }
+
+    /// The speller of a vocabulary.
+    pub fn of(vocab: &grid_vocab::Vocabulary) -> Speller {
+        Speller::new(vocab.iter().map(|(id, b)| (id, b, vocab.is_special(id))))
+    }
+
+    /// The fewest tokens whose bytes concatenate to `bytes` (ties: lowest ids, leftmost
+    /// split), or `None` when no tokens spell it.
+    pub fn segment(&self, bytes: &[u8]) -> Option<Vec<u32>> {
+        let n = bytes.len();
+        // best[i]: (tokens, last id, start of last token) for bytes[..i].
+        let mut best: Vec<Option<(u32, u32, usize)>> = vec![None; n + 1];
+        best[0] = Some((0, 0, 0));
+        for i in 0..n {
+            let Some((c, _, _)) = best[i] else { continue };
+            for j in i + 1..=n.min(i + self.max_len) {
+                if let Some(&id) = self.ids.get(&bytes[i..j]) {
+                    let better = match best[j] {
+                        None => true,
+                        Some((cj, idj, _)) => c + 1 < cj || (c + 1 == cj && id < idj),
+                    };
+                    if better {
+                        best[j] = Some((c + 1, id, i));
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        let mut j = n;
+        while j > 0 {
+            let (_, id, i) = best[j]?;
+            out.push(id);
+            j = i;
+        }
+        out.reverse();
+        Some(out)
+    }
+
+    /// `segment(bytes).len()`, or [`UNREACHABLE`].
+    pub fn cost(&self, bytes: &[u8]) -> u32 {
+        self.segment(bytes).map_or(UNREACHABLE, |s| s.len() as u32)
+    }
+}
+
+/// How a stack's cost was reached: finish kernel item `(production, dot)` of its top state
+/// and continue from `next` (or accept, when `next` is [`NIL`]).
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    cost: u32,
+    prod: u32,
+    dot: u16,
+    next: u32,
+}
+
+/// Per-session memo of stack costs (node ids belong to one session's arena).
+#[derive(Debug, Default)]
+pub struct ReserveMemo {
+    stacks: FxHashMap<u32, Step>,
+}
+
+/// The per-language, per-vocabulary cost tables.
+#[derive(Debug, Clone)]
+pub struct ReserveTable {
+    /// Per terminal: `" " ‖ lexeme` and its token cost (`None`: no spelling found).
+    spelling: Vec<Option<(Vec<u8>, u32)>>,
+    /// Per rule: cheapest derivation cost and its production.
+    rule_cost: Vec<u32>,
+    rule_prod: Vec<u32>,
+    /// The ignored terminals (whitespace, comments).
+    skip: TermSet,
+}
+
+/// The lexeme in progress finished as one terminal, and the stack that takes it.
+#[derive(Clone, Debug)]
+struct Finish {
+    suffix: Vec<u8>,
+    /// The stack after the lexeme (unchanged for an ignored lexeme).
+    stack: u32,
+    cost: u32,
+}
+
+impl ReserveTable {
+    /// Builds the tables of `lang` for the vocabulary `speller` spells with.
+    pub fn build(lang: &Language, speller: &Speller) -> ReserveTable {
+        let table = &lang.table;
+        let skip = lang.terms().skip;
+        let spelling: Vec<Option<(Vec<u8>, u32)>> = shortest_lexemes(lang, speller)
+            .into_iter()
+            .map(|lx| {
+                lx.and_then(|l| {
+                    let mut b = vec![b' '];
+                    b.extend_from_slice(&l);
+                    let c = speller.cost(&b);
+                    (c != UNREACHABLE).then_some((b, c))
+                })
+            })
+            .collect();
+        let term_cost = |t: u16| {
+            spelling
+                .get(usize::from(t))
+                .and_then(|s| s.as_ref())
+                .map_or(UNREACHABLE, |s| s.1)
+        };
+        let mut rule_cost = vec![UNREACHABLE; table.n_rules];
+        let mut rule_prod = vec![u32::MAX; table.n_rules];
+        // Bellman–Ford style: costs only fall, and each fall is by at least 1.
+        loop {
+            let mut changed = false;
+            for (p, rhs) in table.prod_rhs.iter().enumerate() {
+                let c = rhs.iter().fold(0u32, |acc, s| {
+                    let x = match *s {
+                        Sym::Term(t) => term_cost(t),
+                        Sym::Rule(r) => rule_cost[r as usize],
+                    };
+                    acc.saturating_add(x)
+                });
+                let lhs = table.prod_lhs[p] as usize;
+                if c < rule_cost[lhs] {
+                    rule_cost[lhs] = c;
+                    rule_prod[lhs] = p as u32;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        ReserveTable {
+            spelling,
+            rule_cost,
+            rule_prod,
+            skip,
+        }
+    }
+
+    /// The spelling of terminal `t` (with its leading space) and its token cost.
+    pub fn terminal(&self, t: u16) -> Option<(&[u8], u32)> {
+        self.spelling
+            .get(usize::from(t))?
+            .as_ref()
+            .map(|(b, c)| (b.as_slice(), *c))
+    }
+
+    fn term_cost(&self, t: u16) -> u32 {
+        self.terminal(t).map_or(UNREACHABLE, |s| s.1)
+    }
+
+    fn symbols_cost(&self, syms: &[Sym]) -> u32 {
+        syms.iter().fold(0u32, |acc, s| {
+            acc.saturating_add(match *s {
+                Sym::Term(t) => self.term_cost(t),
+                Sym::Rule(r) => self.rule_cost[r as usize],
+            })
+        })
+    }
+
+    /// The cheapest completion cost of stack `node` (tokens to ACCEPT, lexemes only).
+    pub fn stack_cost(&self, session: &mut Session<'_>, memo: &mut ReserveMemo, node: u32) -> u32 {
+        self.stack_step(session, memo, node).cost
+    }
+
+    fn stack_step(&self, session: &mut Session<'_>, memo: &mut ReserveMemo, node: u32) -> Step {
+        if let Some(s) = memo.stacks.get(&node) {
+            return *s;
+        }
+        let unreachable = Step {
+            cost: UNREACHABLE,
+            prod: u32::MAX,
+            dot: 0,
+            next: NIL,
+        };
+        // Guards against revisiting a node while its cost is being computed (a chain of
+        // unit reductions at one depth); such a path is never the cheapest.
+        memo.stacks.insert(node, unreachable);
+        let table = session.lang.table.clone();
+        let state = session.stacks.state(node) as usize;
+        let mut best = unreachable;
+        for &(prod, dot) in &table.kernels[state] {
+            let rhs = &table.prod_rhs[prod as usize];
+            let beta = self.symbols_cost(&rhs[usize::from(dot)..]);
+            if beta == UNREACHABLE {
+                continue;
+            }
+            let lhs = table.prod_lhs[prod as usize];
+            let (next, rest) = if lhs == table.start_rule {
+                (NIL, 0)
+            } else {
+                let mut anc = node;
+                for _ in 0..dot {
+                    anc = session.stacks.parent(anc);
+                    if anc == NIL {
+                        break;
+                    }
+                }
+                if anc == NIL {
+                    continue;
+                }
+                let Some(g) = table.goto(session.stacks.state(anc), lhs) else {
+                    continue;
+                };
+                let next = session.stacks.push_state(anc, g);
+                (next, self.stack_step(session, memo, next).cost)
+            };
+            let cost = beta.saturating_add(rest);
+            if cost < best.cost {
+                best = Step {
+                    cost,
+                    prod,
+                    dot,
+                    next,
+                };
+            }
+        }
+        memo.stacks.insert(node, best);
+        best
+    }
+
+    /// The ways to finish the lexeme in progress, each with the stack it leaves and its
+    /// total cost (suffix tokens + that stack's cost).
+    fn finishes(
+        &self,
+        session: &mut Session<'_>,
+        memo: &mut ReserveMemo,
+        cfg: &Config,
+        speller: &Speller,
+    ) -> Vec<Finish> {
+        let mut out = Vec::new();
+        if cfg.scan.rem.is_empty() {
+            for &s in &cfg.stacks {
+                let cost = self.stack_cost(session, memo, s);
+                out.push(Finish {
+                    suffix: Vec::new(),
+                    stack: s,
+                    cost,
+                });
+            }
+            return out;
+        }
+        let lang = session.lang;
+        let wanted = self.skip.union(&session.allowed(cfg));
+        for (t, suffix) in shortest_suffixes(lang, cfg.scan.q, cfg.scan.w, &wanted) {
+            let suffix_cost = if suffix.is_empty() {
+                0
+            } else {
+                speller.cost(&suffix)
+            };
+            if suffix_cost == UNREACHABLE {
+                continue;
+            }
+            for &s in &cfg.stacks {
+                let next = if self.skip.contains(t) {
+                    Some(s)
+                } else if session.stacks.allowed(&lang.table, s).contains(t) {
+                    session.stacks.shift(&lang.table, s, t)
+                } else {
+                    None
+                };
+                let Some(next) = next else { continue };
+                let rest = self.stack_cost(session, memo, next);
+                out.push(Finish {
+                    suffix: suffix.clone(),
+                    stack: next,
+                    cost: suffix_cost.saturating_add(rest),
+                });
+            }
+        }
+        out
+    }
+
+    /// The reserve of `cfg`: the token cost of [`ReserveTable::completion`], or
+    /// [`UNREACHABLE`] when none was found.
+    pub fn reserve(
+        &self,
+        session: &mut Session<'_>,
+        memo: &mut ReserveMemo,
+        cfg: &Config,
+        speller: &Speller,
+    ) -> u32 {
+        self.finishes(session, memo, cfg, speller)
+            .iter()
+            .map(|f| f.cost)
+            .min()
+            .unwrap_or(UNREACHABLE)
+    }
+
+    /// The bytes of the cheapest completion of `cfg` found (to append, then EOS).
+    pub fn completion(
+        &self,
+        session: &mut Session<'_>,
+        memo: &mut ReserveMemo,
+        cfg: &Config,
+        speller: &Speller,
+    ) -> Option<Vec<u8>> {
+        let finishes = self.finishes(session, memo, cfg, speller);
+        let best = finishes
+            .into_iter()
+            .filter(|f| f.cost != UNREACHABLE)
+            .min_by_key(|f| f.cost)?;
+        let mut out = best.suffix;
+        let mut node = best.stack;
+        while node != NIL {
+            let step = self.stack_step(session, memo, node);
+            if step.cost == UNREACHABLE {
+                return None;
+            }
+            let table = &session.lang.table;
+            let rhs = &table.prod_rhs[step.prod as usize];
+            self.spell_symbols(table, &rhs[usize::from(step.dot)..], &mut out)?;
+            node = step.next;
+        }
+        Some(out)
+    }
+
+    fn spell_symbols(&self, table: &LrTable, syms: &[Sym], out: &mut Vec<u8>) -> Option<()> {
+        for s in syms {
+            match *s {
+                Sym::Term(t) => out.extend_from_slice(self.terminal(t)?.0),
+                Sym::Rule(r) => {
+                    let p = *self.rule_prod.get(r as usize)?;
+                    if p == u32::MAX {
+                        return None;
+                    }
+                    // The cheapest production's symbols all cost less than the rule, so
+                    // the recursion ends.
+                    self.spell_symbols(table, &table.prod_rhs[p as usize], out)?;
+                }
+            }
+        }
+        Some(())
+    }
+}
+
+/// The two byte orders the searches try: lower case first, then upper case first. Keywords
+/// match either case, and vocabularies usually spell one of them in fewer tokens.
+fn byte_orders() -> [Vec<u8>; 2] {
+    let lower: Vec<u8> = (b'a'..=b'z')
+        .chain(b'0'..=b'9')
+        .chain(SPELLING_BYTES.filter(|b| !b.is_ascii_alphanumeric()))
+        .chain(b'A'..=b'Z')
+        .collect();
+    let upper: Vec<u8> = (b'A'..=b'Z')
+        .chain(b'0'..=b'9')
+        .chain(SPELLING_BYTES.filter(|b| !b.is_ascii_alphanumeric()))
+        .chain(b'a'..=b'z')
+        .collect();
+    [lower, upper]
+}
+
+/// Per terminal, the lexeme (bytes from [`SPELLING_BYTES`]) of fewest tokens among the
+/// [`LEXEMES_PER_TERMINAL`] shortest ones of each byte order that the scanner gives that terminal for, and after
+/// which a space ends the lexeme.
+fn shortest_lexemes(lang: &Language, speller: &Speller) -> Vec<Option<Vec<u8>>> {
+    let n = lang.table.n_terms;
+    let mut found: Vec<Option<(Vec<u8>, u32)>> = vec![None; n];
+    let start = (lang.dfa().start, WordTrie::ROOT);
+    for order in byte_orders() {
+        let mut count = vec![0usize; n];
+        bfs(
+            lang,
+            start,
+            LEXEME_SEARCH_STATES,
+            &order,
+            |q, w, cands, path| {
+                if ends_at(lang, q, w, b' ') {
+                    for t in cands.iter() {
+                        let t = usize::from(t);
+                        if t >= n || count[t] == LEXEMES_PER_TERMINAL {
+                            continue;
+                        }
+                        count[t] += 1;
+                        let mut spelled = vec![b' '];
+                        spelled.extend_from_slice(path);
+                        let c = speller.cost(&spelled);
+                        if found[t].as_ref().is_none_or(|(_, old)| c < *old) {
+                            found[t] = Some((path.to_vec(), c));
+                        }
+                    }
+                }
+                false
+            },
+        );
+    }
+    found.into_iter().map(|f| f.map(|(l, _)| l)).collect()
+}
+
+/// What must follow a lexeme that is `t` at `(q, w)` so that the completion's next byte
+/// (a space) does not extend it: nothing, when a space ends it; for an ignored lexeme, a
+/// newline when that ends it (a line comment), or nothing when a space keeps it the same
+/// ignored lexeme (whitespace).
+fn closing(lang: &Language, q: u32, w: u32, t: u16) -> Option<&'static [u8]> {
+    if ends_at(lang, q, w, b' ') {
+        return Some(b"");
+    }
+    if !lang.terms().skip.contains(t) {
+        return None;
+    }
+    if ends_at(lang, q, w, b'\n') {
+        return Some(b"\n");
+    }
+    let q2 = if q == DEAD {
+        DEAD
+    } else {
+        lang.dfa().next(q, b' ')
+    };
+    lang.candidates(q2, lang.words.step(w, b' '))
+        .contains(t)
+        .then_some(b"")
+}
+
+/// Per terminal of `wanted`, the [`SUFFIXES_PER_TERMINAL`] shortest suffixes (per byte order) that ends the lexeme in
+/// progress at `(q, w)` as that terminal, closing included.
+fn shortest_suffixes(lang: &Language, q: u32, w: u32, wanted: &TermSet) -> Vec<(u16, Vec<u8>)> {
+    let mut out: Vec<(u16, Vec<u8>)> = Vec::new();
+    let remaining = wanted.iter().count();
+    for order in byte_orders() {
+        let mut count: FxHashMap<u16, usize> = FxHashMap::default();
+        let mut full = 0;
+        bfs(
+            lang,
+            (q, w),
+            SUFFIX_SEARCH_STATES,
+            &order,
+            |q, w, cands, path| {
+                for t in cands.intersect(wanted).iter() {
+                    let c = count.entry(t).or_default();
+                    if *c == SUFFIXES_PER_TERMINAL {
+                        continue;
+                    }
+                    if let Some(close) = closing(lang, q, w, t) {
+                        *c += 1;
+                        if *c == SUFFIXES_PER_TERMINAL {
+                            full += 1;
+                        }
+                        let mut s = path.to_vec();
+                        s.extend_from_slice(close);
+                        out.push((t, s));
+                    }
+                }
+                full == remaining
+            },
+        );
+    }
+    out
+}
+
+/// Breadth-first search of the scanner from `start` over the bytes of `order` (in that
+/// order), calling `visit(q, w, candidates, path)` for every reached state whose bytes are
+/// a lexeme, shortest paths first, until `visit` returns true or `limit` states were
+/// reached.
+fn bfs(
+    lang: &Language,
+    start: (u32, u32),
+    limit: usize,
+    order: &[u8],
+    mut visit: impl FnMut(u32, u32, TermSet, &[u8]) -> bool,
+) {
+    let mut seen: FxHashSet<(u32, u32)> = FxHashSet::default();
+    // Paths are kept as parent links to keep the queue small.
+    let mut nodes: Vec<((u32, u32), usize, u8)> = vec![(start, usize::MAX, 0)];
+    let mut queue: VecDeque<usize> = VecDeque::from([0]);
+    seen.insert(start);
+    let path_of = |nodes: &Vec<((u32, u32), usize, u8)>, mut i: usize| {
+        let mut p = Vec::new();
+        while nodes[i].1 != usize::MAX {
+            p.push(nodes[i].2);
+            i = nodes[i].1;
+        }
+        p.reverse();
+        p
+    };
+    while let Some(i) = queue.pop_front() {
+        let (q, w) = nodes[i].0;
+        let cands = lang.candidates(q, w);
+        if !cands.is_empty() && visit(q, w, cands, &path_of(&nodes, i)) {
+            return;
+        }
+        if nodes.len() > limit {
+            continue;
+        }
+        for &b in order {
+            let q2 = if q == DEAD {
+                DEAD
+            } else {
+                lang.dfa().next(q, b)
+            };
+            let w2 = lang.words.step(w, b);
+            if lang.live(q2, w2).is_empty() || !seen.insert((q2, w2)) {
+                continue;
+            }
+            nodes.push(((q2, w2), i, b));
+            queue.push_back(nodes.len() - 1);
+        }
+    }
+}
+
+/// Whether `byte` after the bytes that led to `(q, w)` ends the lexeme.
+fn ends_at(lang: &Language, q: u32, w: u32, byte: u8) -> bool {
+    let q2 = if q == DEAD {
+        DEAD
+    } else {
+        lang.dfa().next(q, byte)
+    };
+    lang.live(q2, lang.words.step(w, byte)).is_empty()
+}
