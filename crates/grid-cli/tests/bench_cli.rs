@@ -93,8 +93,14 @@ fn bench_ends_with_the_summary_line() {
         assert!(s["p50_us"].as_f64() <= s["p99_us"].as_f64());
         assert_eq!(s["steps"].as_u64(), Some(steps), "{e}: one warm repetition");
         assert_eq!(s["rejected"].as_u64(), Some(0), "{e} refused gold");
-        assert!(s["hit_rate"].is_null());
     }
+    // The second repetition replays the same statements, so GRID's mask cache must hit.
+    let hit = j["engines"]["grid"]["hit_rate"].as_f64();
+    assert!(
+        matches!(hit, Some(h) if h > 0.0 && h <= 1.0),
+        "grid hit_rate {hit:?}"
+    );
+    assert!(j["engines"]["llguidance"]["hit_rate"].is_null());
 }
 
 #[test]
