@@ -5,3 +5,17 @@
 -- auditors' role gets what it exists for.
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA grid FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION grid.verify_audit(text), grid.audit_head() TO grid_auditor;
+
+-- The users' role (cluster-wide, like grid_auditor): what a role needs to ask.
+-- GRANT grid_user TO analyst; is all a DBA does, besides the table GRANTs that
+-- decide what the analyst's questions may touch.
+DO $user$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'grid_user') THEN
+        CREATE ROLE grid_user NOLOGIN;
+    END IF;
+END
+$user$;
+GRANT USAGE ON SCHEMA grid TO grid_user;
+GRANT EXECUTE ON FUNCTION grid.ask(text), grid.run(text, integer), grid.explain(text),
+    grid.catalog_snapshot(name[]) TO grid_user;

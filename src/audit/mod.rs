@@ -250,6 +250,77 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
     Ok((generation, head))
 }
 
+/// Two fresh generation ids (a first attempt and its repair); gaps are harmless.
+pub fn draw_generation_ids() -> Result<[u64; 2], StoreError> {
+    let mut ids = [0u64; 2];
+    for id in ids.iter_mut() {
+        let v =
+            Spi::get_one::<i64>("SELECT pg_catalog.nextval('grid.generation_seq')")?.unwrap_or(0);
+        *id = u64::try_from(v).unwrap_or(0);
+    }
+    Ok(ids)
+}
+
+/// Stores step records made by the engine (their hashes are final: a generation's step
+/// chain does not depend on the seal chain).
+pub fn store_steps(steps: &[grid_core::audit::StepRecord]) -> Result<(), StoreError> {
+    let sink = TableSink::new(Asked {
+        session_user: String::new(),
+        question: None,
+        final_sql: None,
+    })?;
+    for r in steps {
+        sink.insert(&grid_core::audit::Entry::Step(r.clone()))?;
+    }
+    Ok(())
+}
+
+/// Stores the seals of one ask: their artefacts first, then each seal re-anchored to the
+/// stored head under the writers' lock (the engine chains them from a genesis head it
+/// cannot know). Returns the head after them.
+pub fn store_seals(
+    seals: &[crate::worker::engine::SealToWrite],
+    session_user: &str,
+) -> Result<Head, StoreError> {
+    // A session holding a conflicting lock must not stall every other ask.
+    Spi::run("SET LOCAL lock_timeout = '10s'")?;
+    for s in seals {
+        for a in &s.artefacts {
+            let kind = match a.kind {
+                "grammar" => ArtifactKind::Grammar,
+                "lexicons" => ArtifactKind::Lexicons,
+                "policy" => ArtifactKind::Policy,
+                _ => ArtifactKind::Vocabulary,
+            };
+            artifacts::store(
+                kind,
+                a.fingerprint,
+                a.content.clone(),
+                a.content_json.clone(),
+            )?;
+        }
+    }
+    sink::lock_for_append()?;
+    let mut head = sink::stored_head()?;
+    for s in seals {
+        let mut seal = s.seal.clone();
+        seal.index = head.seals;
+        seal.prev_seal_hash = head.hash;
+        seal.hash = seal.compute_hash();
+        let sink = TableSink::started_at(
+            Asked {
+                session_user: session_user.to_string(),
+                question: Some(s.question.clone()),
+                final_sql: s.final_sql.clone(),
+            },
+            s.started_at,
+        )?;
+        sink.insert(&grid_core::audit::Entry::Seal(seal.clone()))?;
+        head = seal.head();
+    }
+    Ok(head)
+}
+
 /// The audit functions of the SQL API.
 #[pg_schema]
 mod grid {

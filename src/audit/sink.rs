@@ -38,7 +38,25 @@ pub struct TableSink {
     started_at: TimestampWithTimeZone,
 }
 
+impl StoreError {
+    pub fn sqlstate(&self) -> PgSqlErrorCode {
+        PgSqlErrorCode::ERRCODE_INTERNAL_ERROR
+    }
+}
+
 impl TableSink {
+    /// A sink whose generation started at `started_at` (seconds since the Unix epoch).
+    pub fn started_at(asked: Asked, started_at: f64) -> Result<TableSink, StoreError> {
+        let started_at = Spi::get_one_with_args::<TimestampWithTimeZone>(
+            "SELECT pg_catalog.to_timestamp($1)",
+            &[started_at.into()],
+        )?
+        .ok_or(RowError::Null {
+            column: "started_at",
+        })?;
+        Ok(TableSink { asked, started_at })
+    }
+
     pub fn new(asked: Asked) -> Result<TableSink, StoreError> {
         let started_at = Spi::get_one::<TimestampWithTimeZone>(
             "SELECT pg_catalog.clock_timestamp()",
@@ -97,7 +115,7 @@ pub fn stored_head() -> Result<Head, StoreError> {
 }
 
 impl TableSink {
-    fn insert(&self, entry: &Entry) -> Result<(), StoreError> {
+    pub fn insert(&self, entry: &Entry) -> Result<(), StoreError> {
         match entry {
             Entry::Step(r) => {
                 let args: Vec<DatumWithOid> = vec![

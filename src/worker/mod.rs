@@ -11,6 +11,7 @@
 //! PostgreSQL process, and reachable by the server's OS user only).
 
 mod client;
+pub mod engine;
 pub mod protocol;
 mod server;
 mod transaction;

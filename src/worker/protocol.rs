@@ -42,6 +42,9 @@ pub struct AskRequest {
     pub session_user: String,
     pub current_user: String,
     pub database: String,
+    /// The caller's row of `grid.policy` (bans, verbs, DML targets), if it has one.
+    #[serde(default)]
+    pub policy: Option<serde_json::Value>,
     pub settings: AskSettings,
 }
 
@@ -90,6 +93,8 @@ pub enum Response {
         generation: i64,
         head: String,
     },
+    /// The SQL of a question, committed to the audit store with every step.
+    Generated(Generated),
     /// The request could not be served: the SQLSTATE the backend raises, and why.
     Error {
         sqlstate: String,
@@ -104,6 +109,38 @@ impl Response {
             message: message.into(),
         }
     }
+}
+
+/// A generated statement and how it was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Generated {
+    /// The generation whose output is `sql` (the repair's, when there was one).
+    pub generation: i64,
+    pub sql: String,
+    /// Its stop reason (`eos` or `budget_completed`).
+    pub stop: String,
+    /// The first attempt's generation and the violations that sent it to repair.
+    pub repaired_from: Option<i64>,
+    pub repair_reasons: Vec<String>,
+    /// Every step of `generation`, in order.
+    pub steps: Vec<ExplainStep>,
+    /// The seal chain's head after the generation (`<seals>:<hash>`).
+    pub head: String,
+}
+
+/// One decoding step as `grid.explain()` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainStep {
+    pub step: u32,
+    /// The token's text (lossy UTF-8); `None` for the end of the statement.
+    pub token: Option<String>,
+    /// Vocabulary tokens the mask allowed and blocked.
+    pub allowed: u32,
+    pub blocked: u32,
+    /// `sampled`, `forced`, `eos` or `budget_completed`.
+    pub kind: String,
 }
 
 /// The five characters of an SQLSTATE (PostgreSQL packs them six bits each).

@@ -9,15 +9,18 @@
 //! functions are not for foreign threads), and waits for the answer. pgrx's thread check turns any PostgreSQL call from another thread into a
 //! panic.
 
+use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::prelude::*;
 
+use super::engine::{self, Outbox, Output, SealToWrite};
 use super::protocol::{
     encode, read_blocking, AskRequest, FrameReader, Request, Response, SyntheticGeneration,
     MAX_PING_DELAY_MS,
@@ -36,24 +39,55 @@ const IDLE_CONNECTION: Duration = Duration::from_secs(60);
 struct Job {
     request: Request,
     reply: mpsc::Sender<Response>,
+    /// Set by the socket thread when the backend goes away before the answer.
+    cancel: Arc<AtomicBool>,
 }
 
-/// The socket threads' way to the main thread: the job channel and the wake-up socket.
+/// What the main thread is given to do: a backend's request, or the engine's output.
+enum Work {
+    Request(Job),
+    Engine(Output),
+}
+
+/// The other threads' way to the main thread: the work channel and the wake-up socket.
 #[derive(Clone)]
 struct ToMain {
-    jobs: mpsc::Sender<Job>,
+    work: mpsc::Sender<Work>,
     wake: Arc<UnixStream>,
 }
 
 impl ToMain {
-    fn send(&self, job: Job) -> bool {
-        if self.jobs.send(job).is_err() {
+    fn send(&self, work: Work) -> bool {
+        if self.work.send(work).is_err() {
             return false;
         }
         // Non-blocking: when the buffer is full the main thread is due to wake anyway.
         let _ = (&*self.wake).write(&[1]);
         true
     }
+}
+
+impl Outbox for ToMain {
+    fn send(&self, output: Output) {
+        ToMain::send(self, Work::Engine(output));
+    }
+}
+
+/// How often a socket thread waiting for an answer checks that its backend is still there.
+const HANGUP_POLL: Duration = Duration::from_millis(100);
+
+/// Whether the backend closed its end (or broke the protocol by sending more while it
+/// waits). Leaves the stream blocking.
+fn hung_up(stream: &mut UnixStream) -> bool {
+    if stream.set_nonblocking(true).is_err() {
+        return true;
+    }
+    let mut byte = [0u8; 1];
+    let gone = match stream.read(&mut byte) {
+        Ok(_) => true,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    };
+    gone || stream.set_nonblocking(false).is_err()
 }
 
 /// Serves one connection: request, answer, until the backend hangs up.
@@ -71,10 +105,29 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                     Request::AppendSynthetic(_) | Request::Ask(_) => 0,
                 };
                 let (reply, answer) = mpsc::channel();
-                if !main.send(Job { request, reply }) {
+                let cancel = Arc::new(AtomicBool::new(false));
+                let job = Job {
+                    request,
+                    reply,
+                    cancel: cancel.clone(),
+                };
+                if !main.send(Work::Request(job)) {
                     return;
                 }
-                let Ok(response) = answer.recv() else { return };
+                let response = loop {
+                    match answer.recv_timeout(HANGUP_POLL) {
+                        Ok(r) => break r,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                        Err(mpsc::RecvTimeoutError::Timeout) => {
+                            if hung_up(&mut stream) {
+                                // The generation stops at its next step; its audit rows
+                                // are written all the same.
+                                cancel.store(true, Ordering::Relaxed);
+                                return;
+                            }
+                        }
+                    }
+                };
                 // The delay is served here, never on the main thread.
                 std::thread::sleep(Duration::from_millis(u64::from(delay)));
                 response
@@ -112,19 +165,26 @@ struct Worker {
     /// that needs it: the database may not exist yet when the postmaster starts the
     /// worker, and connecting to a missing one would end the process).
     connected: bool,
+    /// The engine thread's job queue.
+    engine: mpsc::Sender<engine::Job>,
+    /// Generations some of whose step records could not be stored: their later records
+    /// and their seal are not written (the log keeps a verifiable prefix, unsealed).
+    broken: HashSet<u64>,
+    /// Step records received and not yet stored.
+    steps: Vec<grid_core::audit::StepRecord>,
 }
 
 impl Worker {
-    /// The main thread's answer to a request.
-    fn answer(&mut self, request: &Request) -> Response {
-        match request {
-            Request::Ping { nonce, .. } => Response::Pong {
+    /// The main thread's answer to a request, or `None` when the engine answers it later.
+    fn answer(&mut self, job: &Job) -> Option<Response> {
+        match &job.request {
+            Request::Ping { nonce, .. } => Some(Response::Pong {
                 nonce: *nonce,
                 // SAFETY: MyProcPid is set once at process start; read on the main thread.
                 worker_pid: unsafe { pg_sys::MyProcPid },
-            },
-            Request::AppendSynthetic(g) => self.append_synthetic(g),
-            Request::Ask(a) => ask(a),
+            }),
+            Request::AppendSynthetic(g) => Some(self.append_synthetic(g)),
+            Request::Ask(a) => self.ask(a, job),
         }
     }
 
@@ -152,28 +212,133 @@ impl Worker {
             Err(f) => Response::error(f.sqlstate, f.message),
         }
     }
-}
 
-/// The worker's half of `grid.ask()`: the decode loop is not plugged in yet. The answer
-/// says what arrived, so that the request the backend builds can be checked.
-fn ask(a: &AskRequest) -> Response {
-    let relations = a.snapshot["relations"].as_array().map_or(0, Vec::len);
-    // Read here and only here; never put the key itself in a message.
-    let key = if crate::guc::api_key().is_some() {
-        "configured"
-    } else {
-        "not configured"
-    };
-    Response::error(
-        PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-        format!(
-            "not yet available: the decode loop is not part of this version (the worker received a question of {} bytes from role {:?}, a catalog snapshot of {relations} relations under search_path {}, max_tokens {}; API key {key})",
-            a.question.len(),
-            a.current_user,
-            a.snapshot["search_path"],
-            a.settings.max_tokens,
-        ),
-    )
+    /// Draws the ask's generation ids and hands it to the engine.
+    fn ask(&mut self, a: &AskRequest, job: &Job) -> Option<Response> {
+        self.connect();
+        let ids = committed(|| {
+            crate::audit::draw_generation_ids()
+                .map_err(|e| Failure::new(e.sqlstate(), e.to_string()))
+        });
+        let ids = match ids {
+            Ok(ids) => ids,
+            Err(f) => return Some(Response::error(f.sqlstate, f.message)),
+        };
+        // grid.timeout bounds the whole generation (a cancel may end it sooner).
+        let wait = Duration::from_millis(a.settings.timeout_ms);
+        let sent = self.engine.send(engine::Job {
+            ids,
+            ask: a.clone(),
+            // Read here and only here; never put in a message.
+            api_key: crate::guc::api_key(),
+            cancel: job.cancel.clone(),
+            deadline: Instant::now() + wait,
+            started_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            reply: job.reply.clone(),
+        });
+        match sent {
+            Ok(()) => None,
+            Err(_) => Some(Response::error(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                "the worker's generation engine is not running",
+            )),
+        }
+    }
+
+    /// Stores the step records received so far, in one transaction.
+    fn store_steps(&mut self) {
+        if self.steps.is_empty() {
+            return;
+        }
+        let steps: Vec<_> = std::mem::take(&mut self.steps)
+            .into_iter()
+            .filter(|r| !self.broken.contains(&r.generation))
+            .collect();
+        let stored = committed(|| {
+            crate::audit::store_steps(&steps).map_err(|e| Failure::new(e.sqlstate(), e.to_string()))
+        });
+        if let Err(f) = stored {
+            warning!(
+                "grid_pg worker: step records could not be stored: {}",
+                f.message
+            );
+            self.broken.extend(steps.iter().map(|r| r.generation));
+        }
+    }
+
+    /// Stores a job's seals, then answers it.
+    fn finish(
+        &mut self,
+        seals: Vec<SealToWrite>,
+        session_user: &str,
+        response: Response,
+    ) -> Response {
+        self.store_steps();
+        if seals.is_empty() {
+            return response;
+        }
+        if let Some(s) = seals
+            .iter()
+            .find(|s| self.broken.contains(&s.seal.generation))
+        {
+            let g = s.seal.generation;
+            for s in &seals {
+                self.broken.remove(&s.seal.generation);
+            }
+            return Response::error(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                format!(
+                    "generation {g}: its step records could not all be stored, so it is left unsealed and its SQL is not returned"
+                ),
+            );
+        }
+        let stored = committed(|| {
+            crate::audit::store_seals(&seals, session_user)
+                .map_err(|e| Failure::new(e.sqlstate(), e.to_string()))
+        });
+        match (stored, response) {
+            (Ok(head), Response::Generated(mut g)) => {
+                g.head = head.to_string();
+                Response::Generated(g)
+            }
+            (Ok(_), other) => other,
+            (Err(f), _) => Response::error(
+                f.sqlstate,
+                format!(
+                    "the audit record could not be stored, so the SQL is not returned: {}",
+                    f.message
+                ),
+            ),
+        }
+    }
+
+    fn work(&mut self, work: Work) {
+        match work {
+            Work::Request(job) => {
+                self.store_steps();
+                if let Some(r) = self.answer(&job) {
+                    // A backend that went away meanwhile drops its receiver; nothing to do.
+                    let _ = job.reply.send(r);
+                }
+            }
+            Work::Engine(Output::Steps(mut records)) => {
+                self.connect();
+                self.steps.append(&mut records);
+            }
+            Work::Engine(Output::Finish {
+                seals,
+                session_user,
+                response,
+                reply,
+            }) => {
+                self.connect();
+                let r = self.finish(seals, &session_user, response);
+                let _ = reply.send(r);
+            }
+        }
+    }
 }
 
 /// Entry point of the background worker (named in its registration).
@@ -200,11 +365,19 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
         Ok(pair) => pair,
         Err(e) => error!("grid_pg worker: cannot make the wake-up socket pair: {e}"),
     };
-    let (jobs, requests) = mpsc::channel::<Job>();
+    let (work, requests) = mpsc::channel::<Work>();
     let main = ToMain {
-        jobs,
+        work,
         wake: Arc::new(wake),
     };
+    let (engine_jobs, engine_queue) = mpsc::channel::<engine::Job>();
+    let outbox: Arc<dyn Outbox + Send + Sync> = Arc::new(main.clone());
+    if let Err(e) = std::thread::Builder::new()
+        .name("grid-engine".into())
+        .spawn(move || engine::run_engine(engine_queue, outbox))
+    {
+        error!("grid_pg worker: cannot start the generation engine thread: {e}");
+    }
     if let Err(e) = std::thread::Builder::new()
         .name("grid-accept".into())
         .spawn(move || accept(listener, main))
@@ -218,7 +391,12 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
         | pg_sys::WL_TIMEOUT
         | pg_sys::WL_EXIT_ON_PM_DEATH;
     let mut drain = [0u8; 256];
-    let mut worker = Worker { connected: false };
+    let mut worker = Worker {
+        connected: false,
+        engine: engine_jobs,
+        broken: HashSet::new(),
+        steps: Vec::new(),
+    };
     loop {
         // SAFETY: the worker's main thread and its own latch.
         unsafe {
@@ -242,10 +420,10 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
         }
         while matches!(woken.read(&mut drain), Ok(n) if n > 0) {}
-        while let Ok(job) = requests.try_recv() {
-            // A backend that went away meanwhile drops its receiver; nothing to do.
-            let _ = job.reply.send(worker.answer(&job.request));
+        while let Ok(work) = requests.try_recv() {
+            worker.work(work);
         }
+        worker.store_steps();
     }
     let _ = std::fs::remove_file(SOCKET_NAME);
 }

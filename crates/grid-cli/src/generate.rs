@@ -23,20 +23,15 @@ use grid_core::audit::{
     read_jsonl, replay, text_digest, verify, write_jsonl, AuditLog, Entry, SealMeta, StopReason,
     VerifyOptions,
 };
-use grid_core::decode::{
-    Choice, DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, ModelError, ModelStep,
-    Recomputer,
-};
+use grid_core::decode::{DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, Recomputer};
 use grid_core::mask::Masker;
 use grid_core::reserve::{ReserveTable, Speller};
 use grid_core::trie::{TokenTrie, TrieError};
 use grid_core::{Dialect, GridError, Language, Lexicon, Schema, Session};
 use grid_endpoint::backend::mock::{AdversarialMock, ScriptedMock};
 use grid_endpoint::backend::script::{Script, ScriptEntry};
-use grid_endpoint::{
-    Allowed, Backend, ClientConfig, EndpointClient, EntryId, Mask as WireMask, SampleContext,
-    Sampling, StepInput, TokenSet,
-};
+use grid_endpoint::model::{InProcess, Remote, SamplingPlan};
+use grid_endpoint::{Backend, ClientConfig, EndpointClient};
 use grid_vocab::{VocabError, Vocabulary};
 use serde_json::json;
 use thiserror::Error;
@@ -111,138 +106,12 @@ fn mix(a: u64, b: u64) -> u64 {
     grid_endpoint::backend::mock::mix(a, b)
 }
 
-/// The sampling parameters of every generation: a seeded draw at temperature 0.8 among
-/// the 16 best allowed tokens.
-fn sampling(seed: u64) -> Sampling {
-    Sampling {
-        temperature: 0.8,
-        top_k: Some(16),
-        seed,
-    }
-}
-
-/// The token set the endpoint samples from: the mask's ids, EOS excluded (EOS is a
-/// separate bit of the step).
-fn wire_set(
-    step: &ModelStep<'_>,
-    universe: usize,
-    eos: Option<u32>,
-) -> Result<TokenSet, ModelError> {
-    TokenSet::from_ids(universe, step.mask.ids().filter(|&i| Some(i) != eos))
-        .map_err(|e| ModelError(format!("mask: {e}")))
-}
-
-fn choice(token: u32, eos: Option<u32>) -> Choice {
-    if Some(token) == eos {
-        Choice::Eos
-    } else {
-        Choice::Token(token)
-    }
-}
-
-/// A mock backend called in process, one batch call per tick.
-struct InProcess {
-    backend: Arc<dyn Backend>,
-    vocab: Arc<Vocabulary>,
-    rt: tokio::runtime::Runtime,
-    calls: u64,
-}
-
-impl Model for InProcess {
-    fn step(
-        &mut self,
-        batch: &[ModelStep<'_>],
-    ) -> Result<Vec<Result<Choice, ModelError>>, ModelError> {
-        self.calls += 1;
-        let eos = self.vocab.eos_id();
-        let mut allowed = Vec::with_capacity(batch.len());
-        for s in batch {
-            let set = wire_set(s, self.vocab.len(), eos)?;
-            allowed.push(Allowed::new(Arc::new(set), &[], eos.filter(|_| s.mask.eos)));
-        }
-        let names: Vec<String> = batch.iter().map(|s| s.generation.to_string()).collect();
-        let ctxs: Vec<SampleContext<'_>> = batch
-            .iter()
-            .zip(&allowed)
-            .zip(&names)
-            .map(|((s, a), name)| SampleContext {
-                generation: name,
-                prompt: s.prompt,
-                generated: s.generated,
-                allowed: a,
-                sampling: sampling(s.seed),
-            })
-            .collect();
-        let out = self.rt.block_on(self.backend.sample_batch(&ctxs));
-        Ok(out
-            .into_iter()
-            .map(|r| {
-                r.map(|s| choice(s.token, eos))
-                    .map_err(|e| ModelError(e.to_string()))
-            })
-            .collect())
-    }
-
-    fn round_trips(&self) -> u64 {
-        self.calls
-    }
-}
-
-/// A grid-endpoint/1 server over HTTP.
-struct Remote {
-    client: EndpointClient,
-    vocab: Arc<Vocabulary>,
-    rt: tokio::runtime::Runtime,
-}
-
-impl Model for Remote {
-    fn step(
-        &mut self,
-        batch: &[ModelStep<'_>],
-    ) -> Result<Vec<Result<Choice, ModelError>>, ModelError> {
-        let eos = self.vocab.eos_id();
-        let mut masks = Vec::with_capacity(batch.len());
-        let mut histories = Vec::with_capacity(batch.len());
-        for s in batch {
-            masks.push(WireMask {
-                entry_id: EntryId(s.mask_entry_id),
-                set: Arc::new(wire_set(s, self.vocab.len(), eos)?),
-            });
-            let mut h = s.prompt.to_vec();
-            h.extend_from_slice(s.generated);
-            histories.push(h);
-        }
-        let names: Vec<String> = batch.iter().map(|s| s.generation.to_string()).collect();
-        let inputs: Vec<StepInput<'_>> = batch
-            .iter()
-            .enumerate()
-            .map(|(k, s)| StepInput {
-                id: &names[k],
-                history: &histories[k],
-                prompt_len: s.prompt.len(),
-                mask: &masks[k],
-                cd_pass: &[],
-                eos_allowed: s.mask.eos,
-                sampling: sampling(s.seed),
-            })
-            .collect();
-        let out = self
-            .rt
-            .block_on(self.client.step(&inputs))
-            .map_err(|e| ModelError(e.to_string()))?;
-        Ok(out
-            .into_iter()
-            .map(|r| {
-                r.map(|s| choice(s.token, eos))
-                    .map_err(|e| ModelError(e.to_string()))
-            })
-            .collect())
-    }
-
-    fn round_trips(&self) -> u64 {
-        self.client.stats().round_trips
-    }
-}
+/// The sampling of every generation: a seeded draw at temperature 0.8 among the 16 best
+/// allowed tokens.
+const SAMPLING: SamplingPlan = SamplingPlan {
+    temperature: 0.8,
+    top_k: Some(16),
+};
 
 /// The scripted mock's script: each `dev.json` question of `db` targets its gold SQL
 /// (the PostgreSQL spelling from `dev_gold_pg.sql`, same order, when present).
@@ -306,9 +175,6 @@ fn read_questions(a: &GenerateArgs) -> Result<Vec<String>, GenerateError> {
 }
 
 fn model_for(a: &GenerateArgs, vocab: &Arc<Vocabulary>) -> Result<Box<dyn Model>, GenerateError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     let backend: Arc<dyn Backend> = match a.endpoint.as_str() {
         "mock:scripted" => Arc::new(ScriptedMock::new(
             vocab.clone(),
@@ -318,21 +184,14 @@ fn model_for(a: &GenerateArgs, vocab: &Arc<Vocabulary>) -> Result<Box<dyn Model>
         url => {
             let client = EndpointClient::new(url, vocab.fingerprint(), ClientConfig::default())
                 .map_err(|e| GenerateError::Endpoint(e.to_string()))?;
-            rt.block_on(client.check_vocabulary())
+            let remote = Remote::new(client, vocab.clone(), SAMPLING)?;
+            remote
+                .block_on(remote.client().check_vocabulary())
                 .map_err(|e| GenerateError::Endpoint(e.to_string()))?;
-            return Ok(Box::new(Remote {
-                client,
-                vocab: vocab.clone(),
-                rt,
-            }));
+            return Ok(Box::new(remote));
         }
     };
-    Ok(Box::new(InProcess {
-        backend,
-        vocab: vocab.clone(),
-        rt,
-        calls: 0,
-    }))
+    Ok(Box::new(InProcess::new(backend, vocab.clone(), SAMPLING)?))
 }
 
 /// Builds the role's language for `db`: what generation, checking and replay share.

@@ -153,3 +153,39 @@ fn an_empty_projection_is_an_error() {
         Err(GridError::EmptyLanguage(_))
     ));
 }
+
+#[test]
+fn the_dialect_for_generated_sql_has_no_comments() {
+    let ex = examples();
+    let schema = permissive_schema(&ex);
+    let plain = dialect();
+    let bare = std::sync::Arc::new(Dialect::postgres_without_comments().expect("builds"));
+    assert_ne!(plain.fingerprint, bare.fingerprint);
+    let policy = Policy::default();
+    let reserved = |w: &str| bare.is_reserved(w);
+    let lx = grid_core::Lexicon::from_schema(&schema, &policy, &reserved).expect("lexicon");
+    let lang = grid_core::Language::build(bare.clone(), &policy, &lx).expect("language");
+    let mut s = Session::new(&lang);
+    let with_comments: Vec<&String> = ex
+        .iter()
+        .filter(|e| e.contains("--") || e.contains("/*"))
+        .collect();
+    assert!(!with_comments.is_empty(), "the examples have comments");
+    for e in &with_comments {
+        assert!(!s.complete(e.as_bytes()), "a comment was accepted: {e}");
+    }
+    // Everything else parses as before.
+    let bad: Vec<&String> = ex
+        .iter()
+        .filter(|e| !e.contains("--") && !e.contains("/*") && !s.complete(e.as_bytes()))
+        .collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+    // `--` still starts a comment, as in PostgreSQL: never two minus signs.
+    let permissive = language_for(&schema, &policy);
+    let mut p = Session::new(&permissive);
+    assert!(p.complete(b"SELECT 1 --salaries"));
+    assert!(!s.complete(b"SELECT 1 --salaries"));
+    assert!(!s.complete(b"SELECT 1--1"));
+    assert!(!s.complete(b"SELECT 1 /* x */"));
+    assert!(s.complete(b"SELECT 1 - -1"));
+}

@@ -9,6 +9,8 @@
 //! * [`client`]: the protocol client ([`EndpointClient`]) and the direct mode for stock
 //!   OpenAI-compatible servers ([`DirectClient`]: exact masked greedy from top-k
 //!   logprobs and constrained single steps);
+//! * [`model`] (feature `decode`): the decode loop's `Model` over the mocks in process
+//!   and over an [`EndpointClient`];
 //! * [`server`]: the reference endpoint ([`Server`]) with its [`backend`]s: deterministic
 //!   mocks (scripted, adversarial) and a vLLM front.
 //!
@@ -20,6 +22,8 @@ pub mod backend;
 pub mod client;
 pub mod error;
 pub mod lru;
+#[cfg(feature = "decode")]
+pub mod model;
 pub mod protocol;
 pub mod server;
 pub mod tokenset;

@@ -77,7 +77,8 @@ struct ServeArgs {
     /// The scripted mock's script (JSON: {"entries":[{"match":…,"sql":…}]}).
     #[arg(long)]
     script: Option<PathBuf>,
-    /// The model's tokenizer (directory or file).
+    /// The model's tokenizer (directory or file), or `builtin` for the mocks' built-in
+    /// vocabulary (bytes, SQL words, EOS).
     #[arg(long)]
     tokenizer: PathBuf,
     /// Use this id as EOS (e.g. <|im_end|> of a chat model).
@@ -172,7 +173,12 @@ async fn run(cli: Cli) -> Result<(), String> {
 }
 
 fn load_vocab(path: &PathBuf, eos: Option<u32>) -> Result<Vocabulary, String> {
-    let v = Vocabulary::load(path).map_err(|e| format!("tokenizer {}: {e}", path.display()))?;
+    let v = if path.as_os_str() == "builtin" {
+        grid_endpoint::backend::builtin::builtin_vocabulary()
+    } else {
+        Vocabulary::load(path)
+    };
+    let v = v.map_err(|e| format!("tokenizer {}: {e}", path.display()))?;
     match eos {
         Some(id) => v.with_eos(id).map_err(|e| format!("--eos {id}: {e}")),
         None => Ok(v),

@@ -85,6 +85,32 @@ impl Dialect {
         Dialect::load(POSTGRES_Y, POSTGRES_LEX)
     }
 
+    /// The dialect for generated statements: `postgres()` in which a comment is a
+    /// lexeme that no parser state accepts. A model could hide any text in a comment (a
+    /// forbidden name, an instruction to whoever runs the statement) that no grammar or
+    /// privilege check sees, and a statement needs none. Comments still lex as PostgreSQL
+    /// lexes them, so `1--1` is refused rather than read as `1 - -1`, which PostgreSQL
+    /// would read as `1` and a comment.
+    pub fn postgres_without_comments() -> Result<Dialect> {
+        let mut d = Dialect::postgres()?;
+        for name in ["LINE_COMMENT", "BLOCK_COMMENT"] {
+            let t = d
+                .terms
+                .names
+                .iter()
+                .position(|n| n == name)
+                .ok_or_else(|| {
+                    GridError::SpecMismatch(format!("the dialect has no {name} lexeme"))
+                })?;
+            d.terms.skip.remove(t as u16);
+        }
+        let mut h = Blake2b::<U16>::new();
+        h.update(b"grid_pg/dialect/without-comments\0");
+        h.update(d.fingerprint);
+        d.fingerprint = h.finalize().into();
+        Ok(d)
+    }
+
     pub fn load(y_src: &str, lex_src: &str) -> Result<Dialect> {
         let expanded = template::expand(y_src)?;
         let cfg = Cfg::from_yacc(&expanded)?;

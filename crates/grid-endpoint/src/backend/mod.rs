@@ -13,6 +13,7 @@ use crate::error::BackendError;
 use crate::protocol::Sampling;
 use crate::tokenset::TokenSet;
 
+pub mod builtin;
 pub mod mock;
 pub mod script;
 pub mod vllm;

@@ -1,0 +1,213 @@
+//! The decode loop's [`Model`] over this crate's endpoints (feature `decode`): the
+//! reference mocks called in process, and a `grid-endpoint/1` server reached with
+//! [`EndpointClient`]. Both sample one token per ready generation per tick, under the
+//! exact mask the loop computed; EOS travels as the mask's separate bit.
+
+use std::sync::Arc;
+
+use grid_core::decode::{Choice, Model, ModelError, ModelStep};
+use grid_vocab::Vocabulary;
+
+use crate::client::{EndpointClient, Mask as WireMask, StepInput};
+use crate::{Allowed, Backend, ClientError, EntryId, SampleContext, Sampling, TokenSet};
+
+/// How every generation samples: temperature and top-k; the seed is the generation's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SamplingPlan {
+    pub temperature: f64,
+    pub top_k: Option<u32>,
+}
+
+impl SamplingPlan {
+    fn for_seed(self, seed: u64) -> Sampling {
+        Sampling {
+            temperature: self.temperature,
+            top_k: self.top_k,
+            seed,
+        }
+    }
+}
+
+/// The token set the endpoint samples from: the mask's ids, EOS excluded (EOS is a
+/// separate bit of the step).
+fn wire_set(
+    step: &ModelStep<'_>,
+    universe: usize,
+    eos: Option<u32>,
+) -> Result<TokenSet, ModelError> {
+    TokenSet::from_ids(universe, step.mask.ids().filter(|&i| Some(i) != eos))
+        .map_err(|e| ModelError(format!("mask: {e}")))
+}
+
+fn choice(token: u32, eos: Option<u32>) -> Choice {
+    if Some(token) == eos {
+        Choice::Eos
+    } else {
+        Choice::Token(token)
+    }
+}
+
+/// A backend called in process (the mocks), one batch call per tick.
+pub struct InProcess {
+    backend: Arc<dyn Backend>,
+    vocab: Arc<Vocabulary>,
+    plan: SamplingPlan,
+    rt: tokio::runtime::Runtime,
+    calls: u64,
+}
+
+impl InProcess {
+    pub fn new(
+        backend: Arc<dyn Backend>,
+        vocab: Arc<Vocabulary>,
+        plan: SamplingPlan,
+    ) -> std::io::Result<InProcess> {
+        Ok(InProcess {
+            backend,
+            vocab,
+            plan,
+            rt: current_thread()?,
+            calls: 0,
+        })
+    }
+}
+
+fn current_thread() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+}
+
+impl Model for InProcess {
+    fn step(
+        &mut self,
+        batch: &[ModelStep<'_>],
+    ) -> Result<Vec<Result<Choice, ModelError>>, ModelError> {
+        self.calls += 1;
+        let eos = self.vocab.eos_id();
+        let mut allowed = Vec::with_capacity(batch.len());
+        for s in batch {
+            let set = wire_set(s, self.vocab.len(), eos)?;
+            allowed.push(Allowed::new(Arc::new(set), &[], eos.filter(|_| s.mask.eos)));
+        }
+        let names: Vec<String> = batch.iter().map(|s| s.generation.to_string()).collect();
+        let ctxs: Vec<SampleContext<'_>> = batch
+            .iter()
+            .zip(&allowed)
+            .zip(&names)
+            .map(|((s, a), name)| SampleContext {
+                generation: name,
+                prompt: s.prompt,
+                generated: s.generated,
+                allowed: a,
+                sampling: self.plan.for_seed(s.seed),
+            })
+            .collect();
+        let out = self.rt.block_on(self.backend.sample_batch(&ctxs));
+        Ok(out
+            .into_iter()
+            .map(|r| {
+                r.map(|s| choice(s.token, eos))
+                    .map_err(|e| ModelError(e.to_string()))
+            })
+            .collect())
+    }
+
+    fn round_trips(&self) -> u64 {
+        self.calls
+    }
+}
+
+/// A `grid-endpoint/1` server over HTTP.
+pub struct Remote {
+    client: EndpointClient,
+    vocab: Arc<Vocabulary>,
+    plan: SamplingPlan,
+    rt: tokio::runtime::Runtime,
+    /// The client error behind the last failed call, for the caller to classify.
+    last_error: Option<ClientError>,
+}
+
+impl Remote {
+    /// `client`'s masks must be over `vocab` (see [`EndpointClient::check_vocabulary`]).
+    pub fn new(
+        client: EndpointClient,
+        vocab: Arc<Vocabulary>,
+        plan: SamplingPlan,
+    ) -> std::io::Result<Remote> {
+        Ok(Remote {
+            client,
+            vocab,
+            plan,
+            rt: current_thread()?,
+            last_error: None,
+        })
+    }
+
+    /// The client error behind the last failed step, once.
+    pub fn take_error(&mut self) -> Option<ClientError> {
+        self.last_error.take()
+    }
+
+    /// Runs a future of the client on this model's runtime (e.g. the vocabulary check).
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    pub fn client(&self) -> &EndpointClient {
+        &self.client
+    }
+}
+
+impl Model for Remote {
+    fn step(
+        &mut self,
+        batch: &[ModelStep<'_>],
+    ) -> Result<Vec<Result<Choice, ModelError>>, ModelError> {
+        let eos = self.vocab.eos_id();
+        let mut masks = Vec::with_capacity(batch.len());
+        let mut histories = Vec::with_capacity(batch.len());
+        for s in batch {
+            masks.push(WireMask {
+                entry_id: EntryId(s.mask_entry_id),
+                set: Arc::new(wire_set(s, self.vocab.len(), eos)?),
+            });
+            let mut h = s.prompt.to_vec();
+            h.extend_from_slice(s.generated);
+            histories.push(h);
+        }
+        let names: Vec<String> = batch.iter().map(|s| s.generation.to_string()).collect();
+        let inputs: Vec<StepInput<'_>> = batch
+            .iter()
+            .enumerate()
+            .map(|(k, s)| StepInput {
+                id: &names[k],
+                history: &histories[k],
+                prompt_len: s.prompt.len(),
+                mask: &masks[k],
+                cd_pass: &[],
+                eos_allowed: s.mask.eos,
+                sampling: self.plan.for_seed(s.seed),
+            })
+            .collect();
+        let out = match self.rt.block_on(self.client.step(&inputs)) {
+            Ok(out) => out,
+            Err(e) => {
+                let m = ModelError(e.to_string());
+                self.last_error = Some(e);
+                return Err(m);
+            }
+        };
+        Ok(out
+            .into_iter()
+            .map(|r| {
+                r.map(|s| choice(s.token, eos))
+                    .map_err(|e| ModelError(e.to_string()))
+            })
+            .collect())
+    }
+
+    fn round_trips(&self) -> u64 {
+        self.client.stats().round_trips
+    }
+}

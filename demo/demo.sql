@@ -1,0 +1,37 @@
+-- The demo session: each role connects and asks; the model is the scripted mock behind the
+-- reference endpoint (it "wants" to write the SQL in demo/script.json, but can
+-- only pick tokens the role's mask allows).
+\set ON_ERROR_STOP off
+\pset pager off
+
+\echo '== analyst: how many employees are in each department?'
+\c - analyst
+SELECT grid.ask('How many employees are in each department?') AS sql;
+SELECT * FROM grid.run('How many employees are in each department?');
+
+\echo '== analyst: the three largest orders, with who took them'
+SELECT * FROM grid.run('Show the three largest orders and who took them');
+
+\echo '== analyst: what is the average salary? (the model tries salaries; the mask blocks it)'
+SELECT grid.ask('What is the average salary?') AS sql;
+\echo '   the steps, with how many tokens each mask allowed and blocked:'
+SELECT step, token, allowed, blocked, kind FROM grid.explain('What is the average salary?') LIMIT 8;
+
+\echo '== hr: what is the average salary?'
+\c - hr
+SELECT grid.ask('What is the average salary?') AS sql;
+SELECT * FROM grid.run('What is the average salary?');
+
+\echo '== clerk: record a new order of 250 for employee 1'
+\c - clerk
+SELECT grid.ask('Record a new order of 250 for employee 1') AS sql;
+\echo '   grid.run only runs read-only statements:'
+SELECT * FROM grid.run('Record a new order of 250 for employee 1');
+
+\echo '== auditor: every ask, who asked, and what came out'
+\c - auditor
+SELECT generation, session_user_name AS session_user, current_user_name AS role,
+       left(question, 42) AS question, final_sql, stop, steps
+  FROM grid.generations ORDER BY seal_index;
+SELECT * FROM grid.verify_audit();
+SELECT grid.audit_head() AS head_to_keep_outside_the_database;

@@ -1,0 +1,25 @@
+-- The demo database: three tables, three roles, governed by ordinary GRANTs.
+CREATE EXTENSION grid_pg;
+
+CREATE TABLE employees (id int PRIMARY KEY, name text NOT NULL, dept text NOT NULL);
+COMMENT ON TABLE employees IS 'People employed by the company';
+CREATE TABLE orders (id int PRIMARY KEY, employee_id int REFERENCES employees (id), amount numeric NOT NULL);
+COMMENT ON COLUMN orders.amount IS 'Order value in euros';
+CREATE TABLE salaries (employee_id int REFERENCES employees (id), salary numeric NOT NULL);
+
+INSERT INTO employees VALUES (1, 'Ada', 'research'), (2, 'Grace', 'research'), (3, 'Linus', 'sales');
+INSERT INTO orders VALUES (101, 3, 1200), (102, 3, 80), (103, 1, 430);
+INSERT INTO salaries VALUES (1, 9100), (2, 8700), (3, 6400);
+
+-- analyst: reads employees and orders, not salaries.
+CREATE ROLE analyst LOGIN IN ROLE grid_user;
+GRANT SELECT ON employees, orders TO analyst;
+-- hr: reads all three.
+CREATE ROLE hr LOGIN IN ROLE grid_user;
+GRANT SELECT ON employees, orders, salaries TO hr;
+-- clerk: may add orders (and must see employees to name one).
+CREATE ROLE clerk LOGIN IN ROLE grid_user;
+GRANT SELECT ON employees TO clerk;
+GRANT INSERT ON orders TO clerk;
+-- The auditor reads the audit store.
+CREATE ROLE auditor LOGIN IN ROLE grid_auditor;

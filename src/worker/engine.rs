@@ -1,0 +1,980 @@
+//! The generation engine of the worker: what `grid.ask()` runs off the main thread. It
+//! compiles a role's language from the caller's catalog snapshot, reaches the model,
+//! runs grid-core's decode loop, checks the output (one repair), and says what the
+//! audit store must record. No PostgreSQL call is made here: the step records go to the
+//! main thread as they are made, the seals and the answer once a job is done.
+//!
+//! Caches (this thread's own, so no lock):
+//! - vocabularies with their tries and spellers, per endpoint;
+//! - compiled languages with their reserve tables, per (catalog snapshot fingerprint,
+//!   base policy, vocabulary): the snapshot is taken as the caller at every ask, so any
+//!   DDL, GRANT or REVOKE changes the key before the next ask; nothing to invalidate;
+//! - the mask cache, shared by every language (namespaced by language fingerprint);
+//! - the endpoint clients, so the server's mask cache is reused across asks.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use grid_core::audit::{
+    text_digest, to_hex, AuditSink, ChainWriter, Entry, Fingerprints, Seal, SealMeta, SinkError,
+    StepKind, StepRecord, StopReason, Token,
+};
+use grid_core::cache::MaskCache;
+use grid_core::catalog::{CatalogError, CatalogSnapshot};
+use grid_core::checker;
+use grid_core::decode::{
+    fingerprints, DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, Outcome,
+};
+use grid_core::mask::Masker;
+use grid_core::prompt;
+use grid_core::reserve::{ReserveTable, Speller};
+use grid_core::trie::TokenTrie;
+use grid_core::{Dialect, Language, Policy};
+use grid_endpoint::backend::builtin::builtin_vocabulary;
+use grid_endpoint::backend::mock::{mix, AdversarialMock, ScriptedMock};
+use grid_endpoint::backend::script::Script;
+use grid_endpoint::client::ApiKey;
+use grid_endpoint::model::{InProcess, Remote, SamplingPlan};
+use grid_endpoint::{Backend, ClientConfig, ClientError, EndpointClient, HttpConfig};
+use grid_vocab::Vocabulary;
+use pgrx::PgSqlErrorCode;
+
+use super::protocol::{AskRequest, ExplainStep, Generated, Response};
+use super::transaction::Failure;
+
+/// Bytes of schema DDL the prompt may carry (the mask is never trimmed).
+const PROMPT_SCHEMA_BYTES: usize = 12_000;
+
+/// Compiled languages kept.
+const LANGUAGES_KEPT: usize = 64;
+
+/// Mask cache entries per namespace.
+const MASK_CACHE_ENTRIES: usize = 1 << 14;
+
+/// An ask handed to the engine by the main thread.
+pub struct Job {
+    /// Generation ids drawn for it: the first attempt's and the repair's.
+    pub ids: [u64; 2],
+    pub ask: AskRequest,
+    /// The worker's `grid.api_key`, read on the main thread; never logged or echoed.
+    pub api_key: Option<String>,
+    /// Set when the asking backend has gone away (cancelled, timed out, disconnected).
+    pub cancel: Arc<AtomicBool>,
+    /// The last moment the backend waits for.
+    pub deadline: Instant,
+    /// When the ask reached the worker (seconds since the Unix epoch).
+    pub started_at: f64,
+    pub reply: std::sync::mpsc::Sender<Response>,
+}
+
+/// A seal to store, with who asked and the artefacts it names.
+pub struct SealToWrite {
+    /// Chained from a genesis head here; the main thread re-anchors it to the stored head.
+    pub seal: Seal,
+    pub question: String,
+    pub final_sql: Option<String>,
+    pub artefacts: Vec<Artefact>,
+    /// When the ask reached the worker (seconds since the Unix epoch).
+    pub started_at: f64,
+}
+
+/// One artefact of a seal (`grid.artifacts`).
+pub struct Artefact {
+    pub kind: &'static str,
+    pub fingerprint: [u8; 16],
+    pub content: Option<Vec<u8>>,
+    pub content_json: Option<serde_json::Value>,
+}
+
+/// What the engine hands the main thread.
+pub enum Output {
+    /// Step records, in the order they were made.
+    Steps(Vec<StepRecord>),
+    /// A job's seals and its answer, sent once the seals are stored.
+    Finish {
+        seals: Vec<SealToWrite>,
+        /// Who asked (recorded beside the seals).
+        session_user: String,
+        response: Response,
+        reply: std::sync::mpsc::Sender<Response>,
+    },
+}
+
+/// Where [`Output`]s go (the main thread's queue).
+pub trait Outbox {
+    fn send(&self, output: Output);
+}
+
+/// Which model `grid.endpoint` names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum EndpointSpec {
+    /// `mock:scripted[:<script file>]`, in process, over the built-in vocabulary.
+    Scripted(Option<PathBuf>),
+    /// `mock:adversarial`, in process, over the built-in vocabulary.
+    Adversarial,
+    /// A `grid-endpoint/1` server.
+    Http(String),
+}
+
+impl EndpointSpec {
+    fn parse(endpoint: Option<&str>) -> Result<EndpointSpec, Failure> {
+        let e = endpoint.map(str::trim).unwrap_or("");
+        if e.is_empty() {
+            return Err(Failure::new(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "grid.endpoint is not set: set it to the URL of a grid-endpoint/1 server (e.g. \
+                 'http://127.0.0.1:8077'), or to 'mock:scripted:<script file>' or \
+                 'mock:adversarial' for the built-in mock models",
+            ));
+        }
+        if e == "mock:adversarial" {
+            return Ok(EndpointSpec::Adversarial);
+        }
+        if e == "mock:scripted" {
+            return Ok(EndpointSpec::Scripted(None));
+        }
+        if let Some(path) = e.strip_prefix("mock:scripted:") {
+            return Ok(EndpointSpec::Scripted(Some(PathBuf::from(path))));
+        }
+        if e.starts_with("http://") || e.starts_with("https://") {
+            return Ok(EndpointSpec::Http(e.to_string()));
+        }
+        Err(Failure::new(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!(
+                "grid.endpoint {e:?} is not an http(s) URL, 'mock:scripted[:<script file>]' or \
+                 'mock:adversarial'"
+            ),
+        ))
+    }
+
+    fn vocabulary_key(&self) -> String {
+        match self {
+            EndpointSpec::Scripted(_) | EndpointSpec::Adversarial => "builtin".into(),
+            EndpointSpec::Http(url) => url.clone(),
+        }
+    }
+}
+
+/// A vocabulary and what masks and reserves need of it.
+struct VocabState {
+    vocab: Arc<Vocabulary>,
+    trie: Arc<TokenTrie>,
+    speller: Speller,
+}
+
+impl VocabState {
+    fn new(vocab: Vocabulary) -> Result<VocabState, Failure> {
+        let trie = TokenTrie::shared(&vocab).map_err(|e| {
+            Failure::new(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                format!("the endpoint's vocabulary cannot be used: {e}"),
+            )
+        })?;
+        let speller = Speller::of(&vocab);
+        Ok(VocabState {
+            vocab: Arc::new(vocab),
+            trie,
+            speller,
+        })
+    }
+}
+
+/// A role's compiled language.
+struct Compiled {
+    snapshot: CatalogSnapshot,
+    base: Policy,
+    language: Language,
+    reserve: ReserveTable,
+    fingerprints: Fingerprints,
+}
+
+/// The key of a compiled language.
+type LanguageKey = ([u8; 16], String, String);
+
+/// The engine's state (see the module documentation).
+pub struct Engine {
+    dialect: Arc<Dialect>,
+    vocabularies: HashMap<String, Arc<VocabState>>,
+    languages: VecDeque<(LanguageKey, Arc<Compiled>)>,
+    cache: Arc<MaskCache>,
+    remotes: HashMap<String, Remote>,
+    /// Languages compiled so far (for tests of the cache).
+    pub compiles: u64,
+}
+
+impl Engine {
+    pub fn new() -> Result<Engine, Failure> {
+        let dialect = Dialect::postgres_without_comments().map_err(|e| {
+            Failure::new(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                format!("the SQL dialect grammar does not build: {e}"),
+            )
+        })?;
+        Ok(Engine {
+            dialect: Arc::new(dialect),
+            vocabularies: HashMap::new(),
+            languages: VecDeque::new(),
+            cache: Arc::new(MaskCache::new(MASK_CACHE_ENTRIES)),
+            remotes: HashMap::new(),
+            compiles: 0,
+        })
+    }
+
+    fn vocabulary(
+        &mut self,
+        spec: &EndpointSpec,
+        http: &HttpConfig,
+    ) -> Result<Arc<VocabState>, Failure> {
+        let key = spec.vocabulary_key();
+        if let Some(v) = self.vocabularies.get(&key) {
+            return Ok(v.clone());
+        }
+        let vocab = match spec {
+            EndpointSpec::Scripted(_) | EndpointSpec::Adversarial => {
+                builtin_vocabulary().map_err(|e| {
+                    Failure::new(
+                        PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                        format!("built-in vocabulary: {e}"),
+                    )
+                })?
+            }
+            EndpointSpec::Http(url) => {
+                let client = EndpointClient::new(
+                    url,
+                    String::new(),
+                    ClientConfig {
+                        http: http.clone(),
+                        ..ClientConfig::default()
+                    },
+                )
+                .map_err(|e| endpoint_failure(&e))?;
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| {
+                        Failure::new(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, e.to_string())
+                    })?;
+                rt.block_on(client.fetch_vocabulary())
+                    .map_err(|e| endpoint_failure(&e))?
+                    .vocabulary
+            }
+        };
+        let state = Arc::new(VocabState::new(vocab)?);
+        self.vocabularies.insert(key, state.clone());
+        Ok(state)
+    }
+
+    fn compile(&mut self, ask: &AskRequest, vocab: &VocabState) -> Result<Arc<Compiled>, Failure> {
+        let snapshot: CatalogSnapshot = serde_json::from_value(ask.snapshot.clone())
+            .map_err(CatalogError::from)
+            .and_then(|s: CatalogSnapshot| s.validate().map(|()| s))
+            .map_err(|e| {
+                Failure::new(
+                    PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                    format!("catalog snapshot: {e}"),
+                )
+            })?;
+        let base = match &ask.policy {
+            None => Policy::default(),
+            Some(p) => Policy::from_json(&p.to_string()).map_err(|e| {
+                Failure::new(
+                    PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!(
+                        "the grid.policy row of role {:?} cannot be used: {e}",
+                        ask.current_user
+                    ),
+                )
+            })?,
+        };
+        let key: LanguageKey = (
+            snapshot.fingerprint(),
+            base.canonical_json(),
+            vocab.vocab.fingerprint().to_string(),
+        );
+        if let Some(pos) = self.languages.iter().position(|(k, _)| *k == key) {
+            if let Some(hit) = self.languages.remove(pos) {
+                let compiled = hit.1.clone();
+                self.languages.push_front(hit);
+                return Ok(compiled);
+            }
+        }
+        let language = snapshot
+            .language(self.dialect.clone(), &base)
+            .map_err(|e| match e {
+                CatalogError::NothingGranted { .. } => Failure::new(
+                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                    format!("{e}: GRANT it SELECT (or INSERT, UPDATE, DELETE) on a table first"),
+                ),
+                other => Failure::new(
+                    PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                    format!("the role's language does not build: {other}"),
+                ),
+            })?;
+        let reserve = ReserveTable::build(&language, &vocab.speller);
+        let fingerprints = fingerprints(&language, vocab.vocab.fingerprint());
+        let compiled = Arc::new(Compiled {
+            snapshot,
+            base,
+            language,
+            reserve,
+            fingerprints,
+        });
+        self.compiles += 1;
+        self.languages.push_front((key, compiled.clone()));
+        self.languages.truncate(LANGUAGES_KEPT);
+        Ok(compiled)
+    }
+
+    /// The model for `spec`, with the settings of `ask`.
+    fn model(
+        &mut self,
+        spec: &EndpointSpec,
+        ask: &AskRequest,
+        api_key: Option<&str>,
+        vocab: &VocabState,
+    ) -> Result<ModelSlot, Failure> {
+        let plan = SamplingPlan {
+            temperature: ask.settings.temperature,
+            top_k: None,
+        };
+        let internal =
+            |e: std::io::Error| Failure::new(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, e.to_string());
+        let backend: Arc<dyn Backend> = match spec {
+            EndpointSpec::Adversarial => Arc::new(AdversarialMock::new(vocab.vocab.clone())),
+            EndpointSpec::Scripted(path) => {
+                let script = match path {
+                    None => Script::default(),
+                    Some(p) => {
+                        let text = std::fs::read_to_string(p).map_err(|e| {
+                            Failure::new(
+                                PgSqlErrorCode::ERRCODE_UNDEFINED_FILE,
+                                format!("the mock script {} cannot be read: {e}", p.display()),
+                            )
+                        })?;
+                        Script::parse(&text).map_err(|e| {
+                            Failure::new(
+                                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                                format!("the mock script {}: {e}", p.display()),
+                            )
+                        })?
+                    }
+                };
+                Arc::new(ScriptedMock::new(vocab.vocab.clone(), script))
+            }
+            EndpointSpec::Http(url) => {
+                let key = format!(
+                    "{url}\0{}\0{}\0{}",
+                    ask.settings.timeout_ms,
+                    ask.settings.temperature.to_bits(),
+                    api_key.map(|k| to_hex(&text_digest(k))).unwrap_or_default()
+                );
+                if !self.remotes.contains_key(&key) {
+                    let client = EndpointClient::new(
+                        url,
+                        vocab.vocab.fingerprint(),
+                        ClientConfig {
+                            http: http_config(ask, api_key),
+                            ..ClientConfig::default()
+                        },
+                    )
+                    .map_err(|e| endpoint_failure(&e))?;
+                    let remote =
+                        Remote::new(client, vocab.vocab.clone(), plan).map_err(internal)?;
+                    // A bounded map: settings that change often would otherwise pile up.
+                    if self.remotes.len() >= 16 {
+                        self.remotes.clear();
+                    }
+                    self.remotes.insert(key.clone(), remote);
+                }
+                return Ok(ModelSlot::Remote(key));
+            }
+        };
+        Ok(ModelSlot::Local(Box::new(
+            InProcess::new(backend, vocab.vocab.clone(), plan).map_err(internal)?,
+        )))
+    }
+
+    /// Serves a group of jobs that share an endpoint: one decode loop for all of them
+    /// (and one more for those that need a repair).
+    pub fn serve(&mut self, jobs: &[Job], outbox: &dyn Outbox) {
+        let Some(first) = jobs.first() else { return };
+        let http = http_config(&first.ask, first.api_key.as_deref());
+        let spec = EndpointSpec::parse(first.ask.settings.endpoint.as_deref());
+        let prepared = spec.and_then(|spec| {
+            let vocab = self.vocabulary(&spec, &http)?;
+            let model = self.model(&spec, &first.ask, first.api_key.as_deref(), &vocab)?;
+            Ok((spec, vocab, model))
+        });
+        let (spec, vocab, mut slot) = match prepared {
+            Ok(p) => p,
+            Err(f) => {
+                for job in jobs {
+                    finish_with(outbox, job, Vec::new(), error_response(&f));
+                }
+                return;
+            }
+        };
+        // Compile each job's language; those that fail are answered at once.
+        let mut work: Vec<(&Job, Arc<Compiled>)> = Vec::new();
+        for job in jobs {
+            match self.compile(&job.ask, &vocab) {
+                Ok(c) => work.push((job, c)),
+                Err(f) => finish_with(outbox, job, Vec::new(), error_response(&f)),
+            }
+        }
+        let first_try: Vec<Attempt<'_>> = work
+            .iter()
+            .map(|(job, c)| Attempt::first(job, c.clone(), &vocab))
+            .collect();
+        let mut results = self.run(&spec, &mut slot, &vocab, first_try, outbox);
+        // One repair for statements the checker refuses.
+        let repairs: Vec<Attempt<'_>> = results.iter().filter_map(|r| r.repair(&vocab)).collect();
+        let repaired = if repairs.is_empty() {
+            Vec::new()
+        } else {
+            self.run(&spec, &mut slot, &vocab, repairs, outbox)
+        };
+        for r in results.iter_mut() {
+            let again = repaired.iter().find(|x| std::ptr::eq(x.job, r.job));
+            r.finish(again, &vocab, outbox);
+        }
+    }
+
+    fn run<'j>(
+        &mut self,
+        spec: &EndpointSpec,
+        slot: &mut ModelSlot,
+        vocab: &VocabState,
+        attempts: Vec<Attempt<'j>>,
+        outbox: &dyn Outbox,
+    ) -> Vec<Attempted<'j>> {
+        let specs: Vec<GenerationSpec<'_>> = attempts
+            .iter()
+            .map(|a| GenerationSpec {
+                id: a.generation,
+                language: &a.compiled.language,
+                reserve: &a.compiled.reserve,
+                prompt: a.prompt.clone(),
+                max_tokens: a.job.ask.settings.max_tokens,
+                seed: mix(0x6772_6964, a.generation),
+                meta: SealMeta {
+                    role: Some(a.job.ask.current_user.clone()),
+                    question_digest: Some(text_digest(&a.job.ask.question)),
+                    sql_digest: None,
+                },
+            })
+            .collect();
+        let sink = ForwardSink {
+            outbox,
+            seals: Vec::new(),
+            steps: HashMap::new(),
+        };
+        let mut writer = ChainWriter::new(sink);
+        let mut decoder = Decoder::new(
+            &vocab.vocab,
+            Masker::with_cache(vocab.trie.clone(), self.cache.clone()),
+            &vocab.speller,
+            DecodeOptions {
+                masks_per_tick: None,
+                cache: true,
+            },
+        );
+        let jobs: HashMap<u64, &Job> = attempts.iter().map(|a| (a.generation, a.job)).collect();
+        let mut cancel = |generation: u64, _: usize| {
+            jobs.get(&generation)
+                .is_none_or(|j| j.cancel.load(Ordering::Relaxed) || Instant::now() > j.deadline)
+        };
+        let model: &mut dyn Model = match slot {
+            ModelSlot::Local(m) => m.as_mut(),
+            ModelSlot::Remote(key) => match self.remotes.get_mut(key.as_str()) {
+                Some(r) => r,
+                None => {
+                    let f = Failure::new(
+                        PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                        "the endpoint client was dropped",
+                    );
+                    return attempts.into_iter().map(|a| a.failed(f.clone())).collect();
+                }
+            },
+        };
+        let outcomes = decoder.run(&specs, model, &mut writer, &mut cancel);
+        let client_error = match slot {
+            ModelSlot::Remote(key) => self
+                .remotes
+                .get_mut(key.as_str())
+                .and_then(Remote::take_error),
+            ModelSlot::Local(_) => None,
+        };
+        if let Some(ClientError::VocabMismatch { .. }) = &client_error {
+            // The server changed models: fetch its vocabulary again at the next ask.
+            self.vocabularies.remove(&spec.vocabulary_key());
+            self.remotes.clear();
+        }
+        let mut sink = writer.into_sink();
+        let outcomes = match outcomes {
+            Ok(o) => o,
+            Err(e) => {
+                let f = Failure::new(
+                    PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                    format!("the audit chain refused a write: {e}"),
+                );
+                return attempts.into_iter().map(|a| a.failed(f.clone())).collect();
+            }
+        };
+        attempts
+            .into_iter()
+            .map(|a| {
+                let outcome = outcomes
+                    .iter()
+                    .find(|o| o.generation == a.generation)
+                    .cloned();
+                let seal = sink
+                    .seals
+                    .iter()
+                    .find(|s| s.generation == a.generation)
+                    .cloned();
+                let steps = sink.steps.remove(&a.generation).unwrap_or_default();
+                Attempted::new(a, outcome, seal, steps, client_error.as_ref(), vocab)
+            })
+            .collect()
+    }
+}
+
+enum ModelSlot {
+    Local(Box<dyn Model>),
+    /// A key of `Engine::remotes`.
+    Remote(String),
+}
+
+fn http_config(ask: &AskRequest, api_key: Option<&str>) -> HttpConfig {
+    let timeout = Duration::from_millis(ask.settings.timeout_ms.max(1));
+    HttpConfig {
+        connect_timeout: timeout.min(Duration::from_secs(5)),
+        request_timeout: timeout,
+        retries: 0,
+        api_key: api_key.and_then(ApiKey::new),
+        ..HttpConfig::default()
+    }
+}
+
+/// The SQLSTATE and message of an endpoint failure: each kind its own state.
+fn endpoint_failure(e: &ClientError) -> Failure {
+    use PgSqlErrorCode as C;
+    let code = match e {
+        ClientError::ConnectionRefused { .. } | ClientError::Connect { .. } => {
+            C::ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION
+        }
+        ClientError::Timeout { .. } => C::ERRCODE_SYSTEM_ERROR,
+        ClientError::ServerError { .. } | ClientError::Rejected { .. } => {
+            C::ERRCODE_EXTERNAL_ROUTINE_EXCEPTION
+        }
+        ClientError::VocabMismatch { .. } => C::ERRCODE_DATATYPE_MISMATCH,
+        ClientError::MalformedReply { .. }
+        | ClientError::ProtocolMismatch { .. }
+        | ClientError::IllegalToken { .. }
+        | ClientError::UnmappableToken { .. } => C::ERRCODE_PROTOCOL_VIOLATION,
+        ClientError::Disconnected { .. } => C::ERRCODE_CONNECTION_FAILURE,
+        ClientError::InvalidInput { .. } => C::ERRCODE_INVALID_PARAMETER_VALUE,
+        ClientError::Transport { .. } => C::ERRCODE_CONNECTION_EXCEPTION,
+    };
+    Failure::new(code, format!("model endpoint ({}): {e}", e.kind()))
+}
+
+fn error_response(f: &Failure) -> Response {
+    Response::error(f.sqlstate, f.message.clone())
+}
+
+fn finish_with(outbox: &dyn Outbox, job: &Job, seals: Vec<SealToWrite>, response: Response) {
+    outbox.send(Output::Finish {
+        seals,
+        session_user: job.ask.session_user.clone(),
+        response,
+        reply: job.reply.clone(),
+    });
+}
+
+/// The sink of the engine's chain writer: step records go to the main thread at once
+/// (so that a generation in flight is on disk up to its last step), seals are kept until
+/// the run ends (the main thread anchors them to the stored head).
+struct ForwardSink<'o> {
+    outbox: &'o dyn Outbox,
+    seals: Vec<Seal>,
+    /// Every step record, per generation (for `grid.explain()`).
+    steps: HashMap<u64, Vec<StepRecord>>,
+}
+
+impl AuditSink for ForwardSink<'_> {
+    fn append(&mut self, entry: &Entry) -> Result<(), SinkError> {
+        match entry {
+            Entry::Step(r) => {
+                self.outbox.send(Output::Steps(vec![r.clone()]));
+                self.steps.entry(r.generation).or_default().push(r.clone());
+            }
+            Entry::Seal(s) => self.seals.push(s.clone()),
+        }
+        Ok(())
+    }
+}
+
+/// One generation to run for a job.
+struct Attempt<'j> {
+    job: &'j Job,
+    generation: u64,
+    compiled: Arc<Compiled>,
+    prompt: Vec<u32>,
+    /// Set for a repair: the first attempt and why it was refused.
+    repair_of: Option<(u64, Vec<String>)>,
+}
+
+impl<'j> Attempt<'j> {
+    fn first(job: &'j Job, compiled: Arc<Compiled>, vocab: &VocabState) -> Attempt<'j> {
+        let dialect = compiled.language.dialect.clone();
+        let reserved = |w: &str| dialect.is_reserved(w);
+        let text = prompt::question_prompt(
+            &compiled.snapshot,
+            &job.ask.question,
+            PROMPT_SCHEMA_BYTES,
+            &reserved,
+        )
+        .unwrap_or_else(|_| job.ask.question.clone());
+        Attempt {
+            job,
+            generation: job.ids[0],
+            prompt: vocab.vocab.encode(&text),
+            compiled,
+            repair_of: None,
+        }
+    }
+
+    fn failed(self, f: Failure) -> Attempted<'j> {
+        Attempted {
+            job: self.job,
+            generation: self.generation,
+            compiled: self.compiled,
+            seal: None,
+            steps: Vec::new(),
+            sql: None,
+            stop: None,
+            violations: Vec::new(),
+            failure: Some(f),
+            repair_of: self.repair_of,
+        }
+    }
+}
+
+/// A generation that ran.
+struct Attempted<'j> {
+    job: &'j Job,
+    generation: u64,
+    compiled: Arc<Compiled>,
+    seal: Option<Seal>,
+    steps: Vec<StepRecord>,
+    sql: Option<String>,
+    stop: Option<StopReason>,
+    /// What the semantic checker found in `sql`.
+    violations: Vec<String>,
+    /// Why the generation gives no statement.
+    failure: Option<Failure>,
+    repair_of: Option<(u64, Vec<String>)>,
+}
+
+impl<'j> Attempted<'j> {
+    fn new(
+        a: Attempt<'j>,
+        outcome: Option<Outcome>,
+        seal: Option<Seal>,
+        steps: Vec<StepRecord>,
+        client_error: Option<&ClientError>,
+        vocab: &VocabState,
+    ) -> Attempted<'j> {
+        let _ = vocab;
+        let a_deadline = a.job.deadline;
+        let timeout_ms = a.job.ask.settings.timeout_ms;
+        let mut seal = seal;
+        let mut done = a.failed(Failure::new(
+            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            "the decode loop returned no outcome",
+        ));
+        let Some(o) = outcome else { return done };
+        let sql = String::from_utf8_lossy(&o.text).into_owned();
+        if let Some(s) = seal.as_mut() {
+            s.meta.sql_digest = Some(text_digest(&sql));
+        }
+        done.seal = seal;
+        done.steps = steps;
+        done.stop = Some(o.stop);
+        done.failure = match (o.stop, &o.error) {
+            (StopReason::Eos | StopReason::BudgetCompleted, _) => None,
+            (StopReason::Cancelled, _) if Instant::now() > a_deadline => Some(Failure::new(
+                PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+                format!(
+                    "the generation took longer than grid.timeout ({} ms) and was stopped",
+                    timeout_ms
+                ),
+            )),
+            (StopReason::Cancelled, _) => Some(Failure::new(
+                PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+                "the generation was cancelled (the asking session went away)",
+            )),
+            (_, Some(DecodeError::Model(m))) => Some(match client_error {
+                Some(e) => endpoint_failure(e),
+                None => Failure::new(
+                    PgSqlErrorCode::ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+                    format!("model endpoint: {m}"),
+                ),
+            }),
+            (
+                _,
+                Some(DecodeError::BudgetBelowReserve {
+                    max_tokens,
+                    reserve,
+                }),
+            ) => Some(Failure::new(
+                PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+                format!(
+                    "grid.max_tokens is {max_tokens}, below the {reserve} tokens of the \
+                         shortest statement this role can write: raise grid.max_tokens"
+                ),
+            )),
+            (_, e) => Some(Failure::new(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                format!(
+                    "the decode loop stopped with an error: {}",
+                    e.as_ref()
+                        .map_or("unknown".to_string(), ToString::to_string)
+                ),
+            )),
+        };
+        if done.failure.is_none() {
+            done.violations = checker::check(&sql, &done.compiled.snapshot)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+        }
+        done.sql = Some(sql);
+        done
+    }
+
+    /// The repair attempt, when the checker refused the statement of a first attempt.
+    fn repair(&self, vocab: &VocabState) -> Option<Attempt<'j>> {
+        if self.repair_of.is_some() || self.violations.is_empty() {
+            return None;
+        }
+        let sql = self.sql.as_deref()?;
+        let dialect = self.compiled.language.dialect.clone();
+        let reserved = |w: &str| dialect.is_reserved(w);
+        let found = checker::check(sql, &self.compiled.snapshot);
+        let text = prompt::repair_prompt(
+            &self.compiled.snapshot,
+            &self.job.ask.question,
+            PROMPT_SCHEMA_BYTES,
+            sql,
+            &found,
+            &reserved,
+        )
+        .ok()?;
+        Some(Attempt {
+            job: self.job,
+            generation: self.job.ids[1],
+            compiled: self.compiled.clone(),
+            prompt: vocab.vocab.encode(&text),
+            repair_of: Some((self.generation, self.violations.clone())),
+        })
+    }
+
+    fn seal_to_write(&self, vocab: &VocabState) -> Option<SealToWrite> {
+        let seal = self.seal.clone()?;
+        Some(SealToWrite {
+            seal,
+            question: self.job.ask.question.clone(),
+            final_sql: self.sql.clone(),
+            artefacts: artefacts(&self.compiled, vocab),
+            started_at: self.job.started_at,
+        })
+    }
+
+    /// Sends the job's seals and answer (`again`: its repair, if one ran).
+    fn finish(&self, again: Option<&Attempted<'_>>, vocab: &VocabState, outbox: &dyn Outbox) {
+        let mut seals: Vec<SealToWrite> = self.seal_to_write(vocab).into_iter().collect();
+        if let Some(r) = again {
+            seals.extend(r.seal_to_write(vocab));
+        }
+        let last = again.unwrap_or(self);
+        let role = &self.job.ask.current_user;
+        let response = match (&last.failure, last.sql.as_deref()) {
+            (Some(f), _) => error_response(f),
+            (None, Some(sql)) if last.violations.is_empty() => Response::Generated(Generated {
+                generation: i64::try_from(last.generation).unwrap_or(i64::MAX),
+                sql: sql.to_string(),
+                stop: last.stop.map_or("error", StopReason::name).to_string(),
+                repaired_from: again.map(|_| i64::try_from(self.generation).unwrap_or(i64::MAX)),
+                repair_reasons: if again.is_some() {
+                    self.violations.clone()
+                } else {
+                    Vec::new()
+                },
+                steps: explain(&last.steps, vocab),
+                head: String::new(),
+            }),
+            (None, Some(sql)) => Response::error(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "the model's statement is not allowed for role {role:?} and was not returned \
+                     (after one repair): {}; statement: {sql}",
+                    last.violations.join("; ")
+                ),
+            ),
+            (None, None) => Response::error(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                "the generation produced no statement",
+            ),
+        };
+        finish_with(outbox, self.job, seals, response);
+    }
+}
+
+/// The artefacts a replay of a generation needs, content-addressed by the seal's
+/// fingerprints.
+fn artefacts(c: &Compiled, vocab: &VocabState) -> Vec<Artefact> {
+    let f = &c.fingerprints;
+    vec![
+        Artefact {
+            kind: "grammar",
+            fingerprint: f.grammar,
+            content: None,
+            content_json: Some(serde_json::json!({
+                "dialect": "postgres",
+                "dialect_fingerprint": to_hex(&c.language.dialect.fingerprint),
+                "policy": serde_json::from_str::<serde_json::Value>(&c.language.policy.canonical_json()).unwrap_or_default(),
+                "grid_pg": env!("CARGO_PKG_VERSION"),
+            })),
+        },
+        Artefact {
+            kind: "lexicons",
+            fingerprint: f.lexicons,
+            content: None,
+            content_json: Some(serde_json::json!({
+                "snapshot": serde_json::to_value(&c.snapshot).unwrap_or_default(),
+                "base_policy": serde_json::from_str::<serde_json::Value>(&c.base.canonical_json()).unwrap_or_default(),
+            })),
+        },
+        Artefact {
+            kind: "policy",
+            fingerprint: f.policy,
+            content: None,
+            content_json: serde_json::from_str(&c.language.policy.canonical_json()).ok(),
+        },
+        Artefact {
+            kind: "vocabulary",
+            fingerprint: f.vocabulary,
+            content: Some(vocab.vocab.to_served_json().into_bytes()),
+            content_json: None,
+        },
+    ]
+}
+
+/// The steps of a generation as `grid.explain()` shows them.
+fn explain(steps: &[StepRecord], vocab: &VocabState) -> Vec<ExplainStep> {
+    let n = u32::try_from(vocab.vocab.len()).unwrap_or(u32::MAX);
+    steps
+        .iter()
+        .map(|r| ExplainStep {
+            step: r.step,
+            token: match r.token {
+                Token::Id(id) => {
+                    Some(String::from_utf8_lossy(vocab.vocab.token_bytes(id)).into_owned())
+                }
+                Token::Eos => None,
+            },
+            allowed: n.saturating_sub(r.blocked_count),
+            blocked: r.blocked_count,
+            kind: match r.kind {
+                StepKind::Sampled => "sampled",
+                StepKind::Forced => "forced",
+                StepKind::Eos => "eos",
+                StepKind::BudgetCompleted => "budget_completed",
+            }
+            .to_string(),
+        })
+        .collect()
+}
+
+/// The engine's thread: takes jobs, groups those that share an endpoint and its
+/// settings into one decode loop, and serves them; a panic fails the jobs of its group
+/// (with an error each) and the engine starts afresh.
+pub fn run_engine(jobs: std::sync::mpsc::Receiver<Job>, outbox: Arc<dyn Outbox + Send + Sync>) {
+    let mut engine: Option<Engine> = None;
+    while let Ok(first) = jobs.recv() {
+        let mut pending = vec![first];
+        while let Ok(more) = jobs.try_recv() {
+            pending.push(more);
+        }
+        let mut groups: Vec<Vec<Job>> = Vec::new();
+        for job in pending {
+            let key = group_key(&job);
+            match groups
+                .iter_mut()
+                .find(|g| g.first().map(group_key).as_ref() == Some(&key))
+            {
+                Some(g) => g.push(job),
+                None => groups.push(vec![job]),
+            }
+        }
+        for group in groups {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let e = match engine.as_mut() {
+                    Some(e) => e,
+                    None => match Engine::new() {
+                        Ok(e) => engine.insert(e),
+                        Err(f) => {
+                            for job in &group {
+                                finish_with(outbox.as_ref(), job, Vec::new(), error_response(&f));
+                            }
+                            return;
+                        }
+                    },
+                };
+                e.serve(&group, outbox.as_ref());
+            }));
+            if let Err(panic) = outcome {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown".into());
+                engine = None;
+                for job in &group {
+                    finish_with(
+                        outbox.as_ref(),
+                        job,
+                        Vec::new(),
+                        Response::error(
+                            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                            format!("the generation failed inside the worker (panic: {what}); the worker goes on"),
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Jobs with equal keys share one decode loop (same model, same sampling).
+fn group_key(job: &Job) -> String {
+    let s = &job.ask.settings;
+    format!(
+        "{:?}\0{}\0{}\0{}\0{}",
+        s.endpoint,
+        s.temperature.to_bits(),
+        s.timeout_ms,
+        s.model.as_deref().unwrap_or(""),
+        job.api_key
+            .as_deref()
+            .map(|k| to_hex(&text_digest(k)))
+            .unwrap_or_default()
+    )
+}
