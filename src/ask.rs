@@ -59,7 +59,7 @@ pub fn check_question(question: &str) -> Result<(), QuestionError> {
 
 /// Sends `question` to the worker as the caller and returns the generated statement, or
 /// raises the worker's error. `what` names the SQL function for messages.
-pub fn generate(what: &str, question: &str) -> crate::worker::protocol::Generated {
+pub fn generate(what: &str, question: &str, explain: bool) -> crate::worker::protocol::Generated {
     use crate::guc;
     use crate::worker::protocol::{AskRequest, AskSettings, Request, Response};
     use crate::worker::{raise, request, require_store_database, unexpected};
@@ -116,6 +116,7 @@ pub fn generate(what: &str, question: &str) -> crate::worker::protocol::Generate
         current_user: text(1),
         database: text(2),
         policy,
+        explain,
         settings,
     });
     match request(what, &ask, wait) {
@@ -200,7 +201,7 @@ mod grid {
                 format!("grid.run: max_rows must be at least 1 (got {max_rows})")
             );
         }
-        let g = super::generate("grid.run", question);
+        let g = super::generate("grid.run", question, false);
         let verb = g
             .sql
             .split_whitespace()
@@ -237,13 +238,15 @@ mod grid {
     /// could only mislead its own caller.
     #[pg_extern(security_invoker, volatile)]
     fn ask(question: &str) -> String {
-        super::generate("grid.ask", question).sql
+        super::generate("grid.ask", question, false).sql
     }
 
     /// `grid.explain(question)`: generates like `grid.ask()` and returns one row per
     /// decoding step: the token, how many tokens the mask allowed and blocked, and whether
     /// the token was sampled, forced (the only legal one), the end of the statement, or
-    /// written by budget completion. Audited like any ask. Not pinned, like `grid.ask()`.
+    /// written by budget completion. Audited like any ask. A statement the checker
+    /// refuses still shows its steps, with the refusal as a NOTICE. Not pinned, like
+    /// `grid.ask()`.
     #[allow(clippy::type_complexity)]
     #[pg_extern(security_invoker, volatile)]
     fn explain(
@@ -258,7 +261,10 @@ mod grid {
             name!(kind, String),
         ),
     > {
-        let g = super::generate("grid.explain", question);
+        let g = super::generate("grid.explain", question, true);
+        if let Some(why) = &g.refused {
+            pgrx::notice!("grid.explain: {why}");
+        }
         TableIterator::new(g.steps.into_iter().map(|s| {
             (
                 i32::try_from(s.step).unwrap_or(i32::MAX),
@@ -393,6 +399,13 @@ mod tests {
         );
         // The model tries salaries, which the analyst may not read: blocked.
         blocked("show the salaries");
+        // Whatever came of it, explain shows its steps (and never the table).
+        let steps: Option<String> = select_one(
+            "SELECT string_agg(coalesce(token, ''), '' ORDER BY step) FROM grid.explain('show the salaries')",
+        );
+        let steps = steps.unwrap_or_default();
+        assert!(steps.starts_with("SELECT"), "{steps}");
+        assert!(!names_salaries(&steps), "{steps}");
         run("RESET ROLE");
         run("GRANT SELECT ON public.grid_t_salaries TO grid_t_analyst");
         run("SET ROLE grid_t_analyst");

@@ -819,15 +819,30 @@ impl<'j> Attempted<'j> {
                 },
                 steps: explain(&last.steps, vocab),
                 head: String::new(),
+                refused: None,
             }),
-            (None, Some(sql)) => Response::error(
-                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                format!(
+            (None, Some(sql)) => {
+                let why = format!(
                     "the model's statement is not allowed for role {role:?} and was not returned \
                      (after one repair): {}; statement: {sql}",
                     last.violations.join("; ")
-                ),
-            ),
+                );
+                if self.job.ask.explain {
+                    Response::Generated(Generated {
+                        generation: i64::try_from(last.generation).unwrap_or(i64::MAX),
+                        sql: String::new(),
+                        stop: last.stop.map_or("error", StopReason::name).to_string(),
+                        repaired_from: again
+                            .map(|_| i64::try_from(self.generation).unwrap_or(i64::MAX)),
+                        repair_reasons: self.violations.clone(),
+                        steps: explain(&last.steps, vocab),
+                        head: String::new(),
+                        refused: Some(why),
+                    })
+                } else {
+                    Response::error(PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE, why)
+                }
+            }
             (None, None) => Response::error(
                 PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
                 "the generation produced no statement",

@@ -45,6 +45,10 @@ pub struct AskRequest {
     /// The caller's row of `grid.policy` (bans, verbs, DML targets), if it has one.
     #[serde(default)]
     pub policy: Option<serde_json::Value>,
+    /// For `grid.explain()`: a statement the checker refuses is answered with its steps
+    /// (and the refusal) rather than an error.
+    #[serde(default)]
+    pub explain: bool,
     pub settings: AskSettings,
 }
 
@@ -127,6 +131,9 @@ pub struct Generated {
     pub steps: Vec<ExplainStep>,
     /// The seal chain's head after the generation (`<seals>:<hash>`).
     pub head: String,
+    /// Why the statement is not returned (explain only; `sql` is then not to be run).
+    #[serde(default)]
+    pub refused: Option<String>,
 }
 
 /// One decoding step as `grid.explain()` shows it.

@@ -129,9 +129,16 @@ struct Step {
 }
 
 /// Per-session memo of stack costs (node ids belong to one session's arena).
+///
+/// Invariant: `stacks` holds only final costs. A cost computed while a cycle was cut at
+/// a node still being computed (in `active`) depends on where the search entered the
+/// cycle, so it is returned but not stored; only the node that entered the cycle stores
+/// its cost, which no cut path can lower (a path through a node twice is never cheaper).
 #[derive(Debug, Default)]
 pub struct ReserveMemo {
     stacks: FxHashMap<u32, Step>,
+    /// Nodes whose cost is being computed, with their depth in the search.
+    active: FxHashMap<u32, usize>,
 }
 
 /// The per-language, per-vocabulary cost tables.
@@ -236,18 +243,33 @@ impl ReserveTable {
     }
 
     fn stack_step(&self, session: &mut Session<'_>, memo: &mut ReserveMemo, node: u32) -> Step {
-        if let Some(s) = memo.stacks.get(&node) {
-            return *s;
-        }
+        self.stack_step_at(session, memo, node, 0).0
+    }
+
+    /// The cost of `node` and the smallest depth of an active node the search cut a
+    /// cycle at (`usize::MAX` when none): see [`ReserveMemo`].
+    fn stack_step_at(
+        &self,
+        session: &mut Session<'_>,
+        memo: &mut ReserveMemo,
+        node: u32,
+        depth: usize,
+    ) -> (Step, usize) {
         let unreachable = Step {
             cost: UNREACHABLE,
             prod: u32::MAX,
             dot: 0,
             next: NIL,
         };
-        // Guards against revisiting a node while its cost is being computed (a chain of
-        // unit reductions at one depth); such a path is never the cheapest.
-        memo.stacks.insert(node, unreachable);
+        if let Some(s) = memo.stacks.get(&node) {
+            return (*s, usize::MAX);
+        }
+        // A chain of unit reductions back to a node being computed: never the cheapest.
+        if let Some(&d) = memo.active.get(&node) {
+            return (unreachable, d);
+        }
+        memo.active.insert(node, depth);
+        let mut low = usize::MAX;
         let table = session.lang.table.clone();
         let state = session.stacks.state(node) as usize;
         let mut best = unreachable;
@@ -275,7 +297,9 @@ impl ReserveTable {
                     continue;
                 };
                 let next = session.stacks.push_state(anc, g);
-                (next, self.stack_step(session, memo, next).cost)
+                let (step, cut) = self.stack_step_at(session, memo, next, depth + 1);
+                low = low.min(cut);
+                (next, step.cost)
             };
             let cost = beta.saturating_add(rest);
             if cost < best.cost {
@@ -287,8 +311,13 @@ impl ReserveTable {
                 };
             }
         }
-        memo.stacks.insert(node, best);
-        best
+        memo.active.remove(&node);
+        if low >= depth {
+            memo.stacks.insert(node, best);
+            (best, usize::MAX)
+        } else {
+            (best, low)
+        }
     }
 
     /// The ways to finish the lexeme in progress, each with the stack it leaves and its

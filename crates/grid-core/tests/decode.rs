@@ -525,3 +525,35 @@ fn forced_spans_record_every_token() {
     assert_eq!(forced, 4);
     b.replay(&log);
 }
+
+/// The decode loop keeps one reserve memo per generation for its whole life: the reserve
+/// at every step must be the one a fresh memo gives (a cost cut short at a cycle while
+/// an earlier step was computed must not be remembered as final).
+#[test]
+fn a_memo_kept_across_steps_gives_the_fresh_reserve() {
+    let b = Bench::new(&Policy::default());
+    let statements = [
+        "SELECT name FROM orders JOIN employees ON orders.employee_id = employees.id",
+        "SELECT T2.name, T1.total FROM orders AS T1 JOIN employees AS T2 ON T1.employee_id = T2.id ORDER BY T1.total DESC LIMIT 3",
+        "SELECT salary, count(*) FROM employees GROUP BY salary HAVING count(*) > 1",
+        "SELECT name FROM employees WHERE id IN (SELECT employee_id FROM orders) UNION SELECT name FROM employees",
+        "INSERT INTO orders (id, employee_id, total) VALUES (1, 2, 3)",
+    ];
+    let mut compared = 0;
+    for text in statements {
+        let mut s = Session::new(&b.lang);
+        let mut cfg = s.start();
+        let mut kept = ReserveMemo::default();
+        for (i, byte) in text.bytes().enumerate() {
+            s.feed(&mut cfg, &[byte])
+                .unwrap_or_else(|e| panic!("{:?}: {e:?}", &text[..=i]));
+            let with_kept = b.table.reserve(&mut s, &mut kept, &cfg, &b.speller);
+            let fresh = b
+                .table
+                .reserve(&mut s, &mut ReserveMemo::default(), &cfg, &b.speller);
+            assert_eq!(with_kept, fresh, "{:?}", &text[..=i]);
+            compared += 1;
+        }
+    }
+    assert!(compared > 300);
+}

@@ -155,7 +155,7 @@ fn an_empty_projection_is_an_error() {
 }
 
 #[test]
-fn the_dialect_for_generated_sql_has_no_comments() {
+fn the_dialect_for_generated_sql_has_no_comments_and_ascii_identifiers() {
     let ex = examples();
     let schema = permissive_schema(&ex);
     let plain = dialect();
@@ -188,4 +188,9 @@ fn the_dialect_for_generated_sql_has_no_comments() {
     assert!(!s.complete(b"SELECT 1--1"));
     assert!(!s.complete(b"SELECT 1 /* x */"));
     assert!(s.complete(b"SELECT 1 - -1"));
+    // Unquoted identifiers are ASCII: PostgreSQL's scanner takes any byte >= 0x80.
+    assert!(p.complete("SELECT 1 AS naïve".as_bytes()));
+    assert!(!s.complete("SELECT 1 AS naïve".as_bytes()));
+    assert!(!s.complete(b"SELECT 1 AS n\xff"));
+    assert!(s.complete("SELECT 1 AS \"naïve\"".as_bytes()));
 }

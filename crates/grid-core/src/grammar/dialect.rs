@@ -19,6 +19,10 @@ use crate::termset::TermSet;
 
 /// An unquoted identifier as PostgreSQL scans it (its bytes ≥ 0x80 are letters).
 pub const UNQUOTED_IDENT: &str = r"[A-Za-z_\x80-\xFF][A-Za-z0-9_$\x80-\xFF]*";
+/// An unquoted identifier of generated SQL: ASCII only. A model given PostgreSQL's
+/// scanner could spell any bytes ≥ 0x80 into a free identifier (an alias), invalid UTF-8
+/// included, which the server would refuse; names outside ASCII can still be quoted.
+pub const ASCII_IDENT: &str = r"[A-Za-z_][A-Za-z0-9_$]*";
 /// A double-quoted identifier, `""` standing for `"`.
 pub const QUOTED_IDENT: &str = r#""(?:[^"]|"")+""#;
 
@@ -92,7 +96,7 @@ impl Dialect {
     /// lexes them, so `1--1` is refused rather than read as `1 - -1`, which PostgreSQL
     /// would read as `1` and a comment.
     pub fn postgres_without_comments() -> Result<Dialect> {
-        let mut d = Dialect::postgres()?;
+        let mut d = Dialect::load_with(POSTGRES_Y, POSTGRES_LEX, ASCII_IDENT)?;
         for name in ["LINE_COMMENT", "BLOCK_COMMENT"] {
             let t = d
                 .terms
@@ -112,6 +116,11 @@ impl Dialect {
     }
 
     pub fn load(y_src: &str, lex_src: &str) -> Result<Dialect> {
+        Dialect::load_with(y_src, lex_src, UNQUOTED_IDENT)
+    }
+
+    /// [`Dialect::load`] with `unquoted_ident` as the shape of an unquoted identifier.
+    pub fn load_with(y_src: &str, lex_src: &str, unquoted_ident: &str) -> Result<Dialect> {
         let expanded = template::expand(y_src)?;
         let cfg = Cfg::from_yacc(&expanded)?;
         let useless = cfg.useless_symbols()?;
@@ -127,7 +136,7 @@ impl Dialect {
                 None => continue,
                 Some(TermKind::Keyword { word }) => format!("(?i:{word})"),
                 Some(TermKind::Token { regex }) | Some(TermKind::Skip { regex }) => regex.clone(),
-                Some(TermKind::Ident(_)) => format!("(?:{UNQUOTED_IDENT}|{QUOTED_IDENT})"),
+                Some(TermKind::Ident(_)) => format!("(?:{unquoted_ident}|{QUOTED_IDENT})"),
             };
             patterns.push((id as u16, re));
         }
@@ -137,6 +146,10 @@ impl Dialect {
         h.update(expanded.as_bytes());
         h.update([0]);
         h.update(lex_src.as_bytes());
+        if unquoted_ident != UNQUOTED_IDENT {
+            h.update([0]);
+            h.update(unquoted_ident.as_bytes());
+        }
         Ok(Dialect {
             spec,
             cfg,
