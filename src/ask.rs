@@ -105,6 +105,7 @@ pub fn generate(what: &str, question: &str, explain: bool) -> crate::worker::pro
         temperature: guc::temperature(),
         timeout_ms: u64::try_from(guc::timeout().as_millis()).unwrap_or(u64::MAX),
         audit: guc::audit().name().to_string(),
+        fault: guc::debug_fault(),
     };
     // grid.timeout bounds the whole generation in the worker; the margin lets the
     // worker's own answer (a timeout error, with its audit rows stored) arrive first.
@@ -639,6 +640,43 @@ mod tests {
         run("RESET grid.endpoint");
         let m = assert_refused("SELECT grid.ask('list the employees')", "55000");
         assert!(m.contains("grid.endpoint is not set"), "{m}");
+    }
+
+    #[pg_test]
+    fn a_panic_in_the_worker_is_an_error_and_the_worker_goes_on() {
+        fixture();
+        run("SET grid.debug_fault = 'panic'");
+        let m = assert_refused("SELECT grid.ask('list the employees')", "XX000");
+        assert!(
+            m.contains("panic") && m.contains("the worker goes on"),
+            "{m}"
+        );
+        run("RESET grid.debug_fault");
+        run("SET ROLE grid_t_analyst");
+        assert_eq!(
+            ask("list the employees"),
+            "SELECT name FROM grid_t_employees"
+        );
+        run("RESET ROLE");
+    }
+
+    #[pg_test]
+    fn with_grid_audit_off_nothing_is_stored() {
+        fixture();
+        run("SET grid.audit = 'off'");
+        let before = select_one::<i64>("SELECT last_value FROM grid.generation_seq").unwrap_or(0);
+        run("SET ROLE grid_t_analyst");
+        assert_eq!(
+            ask("list the employees, unrecorded"),
+            "SELECT name FROM grid_t_employees"
+        );
+        run("RESET ROLE");
+        run("RESET grid.audit");
+        let stored: Option<i64> = select_one(&format!(
+            "SELECT count(*) FROM grid.generations WHERE generation > {before} \
+             AND question = 'list the employees, unrecorded'"
+        ));
+        assert_eq!(stored, Some(0));
     }
 
     #[pg_test]

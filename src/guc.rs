@@ -51,6 +51,7 @@ static MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(512);
 static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.0);
 static WORKER_THREADS: GucSetting<i32> = GucSetting::<i32>::new(0);
 static AUDIT: GucSetting<AuditLevel> = GucSetting::<AuditLevel>::new(AuditLevel::Full);
+static DEBUG_FAULT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static DATABASE: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"postgres"));
 
@@ -127,6 +128,14 @@ pub fn register() {
         GucContext::Sighup,
         GucFlags::default(),
     );
+    GucRegistry::define_string_guc(
+        c"grid.debug_fault",
+        c"For fault-injection tests only: 'panic' makes the worker's generation engine panic on the next ask.",
+        c"Superuser-only. The panic must become an ERROR for the asks it hits, and the worker must go on serving.",
+        &DEBUG_FAULT,
+        GucContext::Suset,
+        GucFlags::NO_SHOW_ALL,
+    );
     GucRegistry::define_enum_guc(
         c"grid.audit",
         c"What the audit store records: full (every step and the seal) or off.",
@@ -155,6 +164,11 @@ fn string(setting: &GucSetting<Option<CString>>) -> Option<String> {
         .get()
         .and_then(|s| CStr::to_str(&s).ok().map(str::to_owned))
         .filter(|s| !s.is_empty())
+}
+
+/// `grid.debug_fault`, or `None` when unset or empty.
+pub fn debug_fault() -> Option<String> {
+    string(&DEBUG_FAULT)
 }
 
 /// `grid.endpoint`, or `None` when unset or empty.

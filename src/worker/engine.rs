@@ -94,13 +94,16 @@ pub enum Output {
     /// Step records, in the order they were made.
     Steps(Vec<StepRecord>),
     /// A job's seals and its answer, sent once the seals are stored.
-    Finish {
-        seals: Vec<SealToWrite>,
-        /// Who asked (recorded beside the seals).
-        session_user: String,
-        response: Response,
-        reply: std::sync::mpsc::Sender<Response>,
-    },
+    Finish(Box<Finish>),
+}
+
+/// A finished job.
+pub struct Finish {
+    pub seals: Vec<SealToWrite>,
+    /// Who asked (recorded beside the seals).
+    pub session_user: String,
+    pub response: Response,
+    pub reply: std::sync::mpsc::Sender<Response>,
 }
 
 /// Where [`Output`]s go (the main thread's queue).
@@ -402,6 +405,12 @@ impl Engine {
     /// (and one more for those that need a repair).
     pub fn serve(&mut self, jobs: &[Job], outbox: &dyn Outbox) {
         let Some(first) = jobs.first() else { return };
+        if jobs
+            .iter()
+            .any(|j| j.ask.settings.fault.as_deref() == Some("panic"))
+        {
+            panic!("grid.debug_fault = 'panic'");
+        }
         let http = http_config(&first.ask, first.api_key.as_deref());
         let spec = EndpointSpec::parse(first.ask.settings.endpoint.as_deref());
         let prepared = spec.and_then(|spec| {
@@ -472,6 +481,11 @@ impl Engine {
             outbox,
             seals: Vec::new(),
             steps: HashMap::new(),
+            unrecorded: attempts
+                .iter()
+                .filter(|a| a.job.ask.settings.audit == "off")
+                .map(|a| a.generation)
+                .collect(),
         };
         let mut writer = ChainWriter::new(sink);
         let mut decoder = Decoder::new(
@@ -589,12 +603,12 @@ fn error_response(f: &Failure) -> Response {
 }
 
 fn finish_with(outbox: &dyn Outbox, job: &Job, seals: Vec<SealToWrite>, response: Response) {
-    outbox.send(Output::Finish {
+    outbox.send(Output::Finish(Box::new(Finish {
         seals,
         session_user: job.ask.session_user.clone(),
         response,
         reply: job.reply.clone(),
-    });
+    })));
 }
 
 /// The sink of the engine's chain writer: step records go to the main thread at once
@@ -605,13 +619,17 @@ struct ForwardSink<'o> {
     seals: Vec<Seal>,
     /// Every step record, per generation (for `grid.explain()`).
     steps: HashMap<u64, Vec<StepRecord>>,
+    /// Generations asked with `grid.audit = off`: nothing of theirs is stored.
+    unrecorded: std::collections::HashSet<u64>,
 }
 
 impl AuditSink for ForwardSink<'_> {
     fn append(&mut self, entry: &Entry) -> Result<(), SinkError> {
         match entry {
             Entry::Step(r) => {
-                self.outbox.send(Output::Steps(vec![r.clone()]));
+                if !self.unrecorded.contains(&r.generation) {
+                    self.outbox.send(Output::Steps(vec![r.clone()]));
+                }
                 self.steps.entry(r.generation).or_default().push(r.clone());
             }
             Entry::Seal(s) => self.seals.push(s.clone()),
@@ -787,6 +805,9 @@ impl<'j> Attempted<'j> {
     }
 
     fn seal_to_write(&self, vocab: &VocabState) -> Option<SealToWrite> {
+        if self.job.ask.settings.audit == "off" {
+            return None;
+        }
         let seal = self.seal.clone()?;
         Some(SealToWrite {
             seal,

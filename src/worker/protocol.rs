@@ -63,6 +63,9 @@ pub struct AskSettings {
     pub timeout_ms: u64,
     /// `full` or `off`.
     pub audit: String,
+    /// `grid.debug_fault` (fault-injection tests).
+    #[serde(default)]
+    pub fault: Option<String>,
 }
 
 /// A generation of given sampled tokens, as `grid.audit_append_synthetic()` asks for it.

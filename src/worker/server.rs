@@ -45,7 +45,7 @@ struct Job {
 
 /// What the main thread is given to do: a backend's request, or the engine's output.
 enum Work {
-    Request(Job),
+    Request(Box<Job>),
     Engine(Output),
 }
 
@@ -111,7 +111,7 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                     reply,
                     cancel: cancel.clone(),
                 };
-                if !main.send(Work::Request(job)) {
+                if !main.send(Work::Request(Box::new(job))) {
                     return;
                 }
                 let response = loop {
@@ -327,13 +327,14 @@ impl Worker {
                 self.connect();
                 self.steps.append(&mut records);
             }
-            Work::Engine(Output::Finish {
-                seals,
-                session_user,
-                response,
-                reply,
-            }) => {
+            Work::Engine(Output::Finish(f)) => {
                 self.connect();
+                let engine::Finish {
+                    seals,
+                    session_user,
+                    response,
+                    reply,
+                } = *f;
                 let r = self.finish(seals, &session_user, response);
                 let _ = reply.send(r);
             }
