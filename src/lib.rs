@@ -29,6 +29,7 @@ use pgrx::prelude::*;
 mod ask;
 mod audit;
 mod catalog;
+mod endpoint_faults;
 mod guc;
 mod policy;
 mod worker;

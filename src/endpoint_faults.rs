@@ -1,0 +1,177 @@
+//! Endpoint faults seen through `grid.ask()`: each gives its own SQLSTATE, and the audit
+//! records the failed generation with its stop reason (issue 7, arm 1). The endpoint is
+//! a raw HTTP server on loopback, in a thread of the test's backend: it serves the
+//! built-in vocabulary like the reference endpoint, and answers every step request with
+//! the fault under test.
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pgrx::pg_schema]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::time::{Duration, Instant};
+
+    use crate::testing::{run, select_one, worker_ready};
+    use grid_endpoint::backend::builtin::builtin_vocabulary;
+    use grid_endpoint::PROTOCOL;
+    use pgrx::prelude::*;
+
+    /// What the fake endpoint does with a step request.
+    #[derive(Clone, Copy, Debug)]
+    enum Fault {
+        /// Reads it and never answers.
+        Hang,
+        /// HTTP 500.
+        ServerError,
+        /// 200 with a body that is not JSON.
+        Malformed,
+        /// 200 announcing more body than it sends, then closes.
+        Truncated,
+        /// The request-level vocabulary mismatch of the protocol (HTTP 409).
+        WrongFingerprint,
+        /// Closes the connection without a word.
+        Disconnect,
+    }
+
+    fn vocabulary_body() -> String {
+        let vocab = builtin_vocabulary().expect("builtin vocabulary");
+        let mut doc: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&vocab.to_served_json()).expect("served json");
+        doc.insert("protocol".into(), PROTOCOL.into());
+        doc.insert("model".into(), "fault-injector".into());
+        doc.insert("fingerprint".into(), vocab.fingerprint().into());
+        doc.insert("vocab_size".into(), vocab.len().into());
+        doc.insert("mask_cache_capacity".into(), 64.into());
+        doc.insert("max_batch".into(), 64.into());
+        serde_json::Value::Object(doc).to_string()
+    }
+
+    fn respond(stream: &mut TcpStream, status: &str, body: &str) {
+        let _ = write!(
+            stream,
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+    }
+
+    /// Reads one request (head and the body its content-length announces).
+    fn read_request(stream: &mut TcpStream) -> String {
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 8192];
+        while let Ok(n) = stream.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            let text = String::from_utf8_lossy(&buf).to_string();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let len = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())
+                            .flatten()
+                    })
+                    .unwrap_or(0);
+                if buf.len() >= end + 4 + len {
+                    return text[..end].to_string();
+                }
+            }
+        }
+        String::from_utf8_lossy(&buf).to_string()
+    }
+
+    /// Starts the fake endpoint; returns its URL.
+    fn spawn(fault: Fault) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let vocabulary = vocabulary_body();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let vocabulary = vocabulary.clone();
+                std::thread::spawn(move || {
+                    let head = read_request(&mut stream);
+                    if head.starts_with("GET /v1/vocabulary") {
+                        return respond(&mut stream, "200 OK", &vocabulary);
+                    }
+                    match fault {
+                        Fault::Hang => std::thread::sleep(Duration::from_secs(120)),
+                        Fault::ServerError => respond(
+                            &mut stream,
+                            "500 Internal Server Error",
+                            r#"{"error":{"code":"internal","message":"injected failure"}}"#,
+                        ),
+                        Fault::Malformed => respond(&mut stream, "200 OK", "this is not json"),
+                        Fault::Truncated => {
+                            let _ = stream.write_all(
+                                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 400\r\nconnection: close\r\n\r\n{\"results\":[",
+                            );
+                        }
+                        Fault::WrongFingerprint => respond(
+                            &mut stream,
+                            "409 Conflict",
+                            r#"{"error":{"code":"vocab_mismatch","message":"this endpoint serves another vocabulary","server_fingerprint":"00000000000000000000000000000000"}}"#,
+                        ),
+                        Fault::Disconnect => {}
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    /// Asks under `fault`; returns the SQLSTATE, the message, the seconds it took and
+    /// the stop reason the audit recorded for the question.
+    fn ask_under(fault: Fault, question: &str) -> (String, String, f64, Option<String>) {
+        let url = spawn(fault);
+        run(&format!("SET grid.endpoint = '{url}'"));
+        let started = Instant::now();
+        let outcome = crate::testing::refusal(&format!("SELECT grid.ask('{question}')"))
+            .unwrap_or_else(|| panic!("{fault:?}: the ask succeeded"));
+        let seconds = started.elapsed().as_secs_f64();
+        let (state, message) = outcome.split_once(": ").unwrap_or(("", ""));
+        let stop: Option<String> = select_one(&format!(
+            "SELECT (SELECT stop FROM grid.generations WHERE question = '{question}' ORDER BY seal_index DESC LIMIT 1)"
+        ));
+        (state.to_string(), message.to_string(), seconds, stop)
+    }
+
+    #[pg_test]
+    fn each_endpoint_fault_has_its_own_sqlstate_and_an_audited_stop() {
+        worker_ready();
+        run("CREATE TABLE public.grid_t_f (id int, label text)");
+        run("SET search_path = public");
+        run("SET grid.timeout = '1s'");
+        run("SET grid.max_tokens = 24");
+        let tag = std::process::id();
+        let mut seen = Vec::new();
+        for (fault, state, words) in [
+            (Fault::Hang, "58000", "timed out"),
+            (Fault::ServerError, "38000", "HTTP 500"),
+            (Fault::Malformed, "08P01", "malformed"),
+            (Fault::Truncated, "08006", "closed"),
+            (Fault::WrongFingerprint, "42804", "fingerprint"),
+            (Fault::Disconnect, "08006", "closed"),
+        ] {
+            let question = format!("fault {fault:?} {tag}");
+            let (got, message, seconds, stop) = ask_under(fault, &question);
+            pgrx::log!("endpoint fault {fault:?}: {got} after {seconds:.3} s: {message}");
+            assert_eq!(got, state, "{fault:?}: {message}");
+            assert!(message.contains(words), "{fault:?}: {message}");
+            assert!(message.contains("model endpoint"), "{fault:?}: {message}");
+            // The generation that met the fault is sealed with its stop reason.
+            assert_eq!(stop.as_deref(), Some("error"), "{fault:?}");
+            seen.push(got);
+        }
+        // Refused connections: no server at all.
+        run("SET grid.endpoint = 'http://127.0.0.1:9'");
+        let m = crate::testing::assert_refused("SELECT grid.ask('fault refused')", "08001");
+        assert!(m.contains("refused"), "{m}");
+        let ok: Option<bool> = select_one("SELECT ok FROM grid.verify_audit()");
+        assert_eq!(ok, Some(true));
+        assert_eq!(seen.len(), 6);
+    }
+}
