@@ -4,7 +4,7 @@
 -- function (GRANT EXECUTE ON FUNCTION grid.ask(text) TO analyst, ...). The
 -- auditors' role gets what it exists for.
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA grid FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION grid.verify_audit(text), grid.audit_head() TO grid_auditor;
+GRANT EXECUTE ON FUNCTION grid.verify_audit(text), grid.audit_head(), grid.replay(bigint) TO grid_auditor;
 
 -- The users' role (cluster-wide, like grid_auditor): what a role needs to ask.
 -- GRANT grid_user TO analyst; is all a DBA does, besides the table GRANTs that

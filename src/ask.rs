@@ -643,6 +643,39 @@ mod tests {
     }
 
     #[pg_test]
+    fn a_generation_replays_from_its_artefacts_and_an_edit_is_found() {
+        fixture();
+        run("SET ROLE grid_t_analyst");
+        assert_eq!(
+            ask("list the employees, to replay"),
+            "SELECT name FROM grid_t_employees"
+        );
+        run("RESET ROLE");
+        let g: Option<i64> = select_one(
+            "SELECT max(generation) FROM grid.generations WHERE question = 'list the employees, to replay'",
+        );
+        let g = g.expect("the generation is stored");
+        // Even after the grants changed: the replay uses the archived snapshot.
+        run("REVOKE SELECT ON public.grid_t_employees FROM grid_t_analyst");
+        let (ok, steps): (Option<bool>, Option<i64>) =
+            Spi::get_two(&format!("SELECT ok, steps FROM grid.replay({g})")).expect("replay");
+        assert_eq!(ok, Some(true));
+        assert!(steps.unwrap_or(0) > 3, "{steps:?}");
+        // A superuser's edit with the triggers off: the replay names the step.
+        run("SET session_replication_role = replica");
+        run(&format!(
+            "UPDATE grid.audit_log SET blocked_count = blocked_count + 1 WHERE generation = {g} AND step = 2"
+        ));
+        run("RESET session_replication_role");
+        let (ok, bad): (Option<bool>, Option<i32>) =
+            Spi::get_two(&format!("SELECT ok, first_bad_step FROM grid.replay({g})"))
+                .expect("replay");
+        assert_eq!((ok, bad), (Some(false), Some(2)));
+        let reason: Option<String> = select_one("SELECT reason FROM grid.replay(-1)");
+        assert!(reason.unwrap_or_default().contains("no generation -1"));
+    }
+
+    #[pg_test]
     fn a_panic_in_the_worker_is_an_error_and_the_worker_goes_on() {
         fixture();
         run("SET grid.debug_fault = 'panic'");

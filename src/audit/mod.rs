@@ -13,6 +13,7 @@
 //! of given tokens through the same `ChainWriter` and sink.
 
 mod artifacts;
+mod replay;
 mod rows;
 mod sink;
 mod verify;
@@ -379,6 +380,32 @@ mod grid {
             Some(f) => (false, outcome.checked, f.generation, f.step, Some(f.reason)),
         };
         TableIterator::once(row)
+    }
+
+    /// `grid.replay(generation)`: recomputes every mask of `generation` from the archived
+    /// artefacts (the role's catalog snapshot and policy, the vocabulary, this version's
+    /// dialect) and compares each step with what the log committed to: configuration
+    /// hash, mask entry id, blocked count, and that the token was allowed. `ok` false
+    /// names the first differing step, or why the generation cannot be replayed.
+    /// SECURITY INVOKER: the caller reads the tables (the `grid_auditor` role may).
+    #[allow(clippy::type_complexity)]
+    #[pg_extern(security_invoker, stable)]
+    #[search_path(pg_catalog, pg_temp)]
+    fn replay(
+        generation: i64,
+    ) -> TableIterator<
+        'static,
+        (
+            name!(ok, bool),
+            name!(steps, i64),
+            name!(first_bad_step, Option<i32>),
+            name!(reason, Option<String>),
+        ),
+    > {
+        match super::replay::replay(generation) {
+            Ok(r) => TableIterator::once((r.ok, r.steps, r.first_bad_step, r.reason)),
+            Err(e) => error!("grid.replay: {e}"),
+        }
     }
 
     /// `grid.audit_head()`: the head of the seal chain, `<seals>:<hash>`, to keep outside

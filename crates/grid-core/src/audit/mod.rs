@@ -35,8 +35,8 @@ pub use hash::{
 pub use jsonl::{read_jsonl, write_jsonl, JsonlError, JsonlReader, JsonlSink, LineError};
 pub use record::{StepKind, StepRecord, Token, STEP_ENCODING_LEN};
 pub use replay::{
-    replay, Difference, MaskCommit, Recompute, RecomputeError, ReplayError, ReplaySummary,
-    StepContext,
+    replay, replay_generation, Difference, MaskCommit, Recompute, RecomputeError, ReplayError,
+    ReplaySummary, StepContext,
 };
 pub use rules::{StepRule, StopRule};
 pub use seal::{DecodeMode, Fingerprints, Head, HeadParseError, Mode, Seal, SealMeta, StopReason};

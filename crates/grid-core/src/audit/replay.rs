@@ -45,6 +45,67 @@ pub struct MaskCommit {
 /// Why the recompute function could not answer (missing artefact, …).
 pub type RecomputeError = Box<dyn std::error::Error + Send + Sync>;
 
+/// Replays one sealed generation whose chain was verified elsewhere: `records` are its
+/// step records in step order, `seal` its seal. Returns the steps replayed.
+pub fn replay_generation<'r>(
+    records: impl IntoIterator<Item = &'r StepRecord>,
+    seal: &Seal,
+    recompute: &mut Recompute<'_>,
+) -> Result<u64, ReplayError> {
+    let mut prefix: Vec<Token> = Vec::new();
+    let mut steps = 0u64;
+    for r in records {
+        let ctx = StepContext {
+            generation: r.generation,
+            step: r.step,
+            seal,
+            prefix: &prefix,
+            token: r.token,
+            kind: r.kind,
+        };
+        let got = recompute(&ctx).map_err(|source| ReplayError::Recompute {
+            generation: r.generation,
+            step: r.step,
+            source,
+        })?;
+        let difference = if got.config_hash != r.config_hash {
+            Some(Difference::ConfigHash {
+                recorded: r.config_hash,
+                recomputed: got.config_hash,
+            })
+        } else if got.mask_entry_id != r.mask_entry_id {
+            Some(Difference::MaskEntryId {
+                recorded: r.mask_entry_id,
+                recomputed: got.mask_entry_id,
+            })
+        } else if got.blocked_count != r.blocked_count {
+            Some(Difference::BlockedCount {
+                recorded: r.blocked_count,
+                recomputed: got.blocked_count,
+            })
+        } else {
+            None
+        };
+        if let Some(difference) = difference {
+            return Err(ReplayError::Mismatch {
+                generation: r.generation,
+                step: r.step,
+                difference,
+            });
+        }
+        if !got.token_allowed {
+            return Err(ReplayError::TokenNotAllowed {
+                generation: r.generation,
+                step: r.step,
+                token: r.token,
+            });
+        }
+        prefix.push(r.token);
+        steps += 1;
+    }
+    Ok(steps)
+}
+
 /// The recompute callback: called for every step of every sealed generation, generations
 /// in seal order, steps in order, the first call of a generation with `step == 0`.
 pub type Recompute<'f> = dyn FnMut(&StepContext<'_>) -> Result<MaskCommit, RecomputeError> + 'f;
@@ -152,58 +213,9 @@ pub fn replay(
         }
     }
     let (mut generations, mut steps) = (0u64, 0u64);
-    let mut prefix: Vec<Token> = Vec::new();
     for seal in seals {
-        prefix.clear();
-        for r in records.get(&seal.generation).map_or(&[][..], Vec::as_slice) {
-            let ctx = StepContext {
-                generation: r.generation,
-                step: r.step,
-                seal,
-                prefix: &prefix,
-                token: r.token,
-                kind: r.kind,
-            };
-            let got = recompute(&ctx).map_err(|source| ReplayError::Recompute {
-                generation: r.generation,
-                step: r.step,
-                source,
-            })?;
-            let difference = if got.config_hash != r.config_hash {
-                Some(Difference::ConfigHash {
-                    recorded: r.config_hash,
-                    recomputed: got.config_hash,
-                })
-            } else if got.mask_entry_id != r.mask_entry_id {
-                Some(Difference::MaskEntryId {
-                    recorded: r.mask_entry_id,
-                    recomputed: got.mask_entry_id,
-                })
-            } else if got.blocked_count != r.blocked_count {
-                Some(Difference::BlockedCount {
-                    recorded: r.blocked_count,
-                    recomputed: got.blocked_count,
-                })
-            } else {
-                None
-            };
-            if let Some(difference) = difference {
-                return Err(ReplayError::Mismatch {
-                    generation: r.generation,
-                    step: r.step,
-                    difference,
-                });
-            }
-            if !got.token_allowed {
-                return Err(ReplayError::TokenNotAllowed {
-                    generation: r.generation,
-                    step: r.step,
-                    token: r.token,
-                });
-            }
-            prefix.push(r.token);
-            steps += 1;
-        }
+        let mine = records.get(&seal.generation).into_iter().flatten().copied();
+        steps += replay_generation(mine, seal, recompute)?;
         generations += 1;
     }
     Ok(ReplaySummary {

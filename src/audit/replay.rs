@@ -1,0 +1,190 @@
+//! `grid.replay(generation)`: recomputes one generation's masks from the archived
+//! artefacts (the catalog snapshot and policy the role had, the vocabulary, the dialect)
+//! and compares every step with what the log committed to. It answers "was the model
+//! really allowed to say this?" long after the schema or the grants have changed.
+
+use std::sync::Arc;
+
+use grid_core::audit::{replay_generation, to_hex, StepRecord};
+use grid_core::catalog::CatalogSnapshot;
+use grid_core::decode::Recomputer;
+use grid_core::trie::TokenTrie;
+use grid_core::{Dialect, Policy};
+use grid_vocab::Vocabulary;
+use pgrx::prelude::*;
+
+use super::rows::{self, SealRow, SEAL_COLUMNS, STEP_COLUMNS};
+use super::sink::StoreError;
+
+/// How a replay ended.
+pub struct Replayed {
+    pub ok: bool,
+    pub steps: i64,
+    pub first_bad_step: Option<i32>,
+    pub reason: Option<String>,
+}
+
+impl Replayed {
+    fn refused(reason: impl Into<String>) -> Replayed {
+        Replayed {
+            ok: false,
+            steps: 0,
+            first_bad_step: None,
+            reason: Some(reason.into()),
+        }
+    }
+}
+
+/// The generation's seal and steps as stored.
+fn read(generation: i64) -> Result<(Option<SealRow>, Vec<StepRecord>), String> {
+    Spi::connect(|client| {
+        let seal = client
+            .select(
+                &format!("SELECT {SEAL_COLUMNS} FROM grid.generations WHERE generation = $1"),
+                None,
+                &[generation.into()],
+            )
+            .map_err(|e| e.to_string())?
+            .next()
+            .map(|row| rows::seal_from_row(&row).map_err(|e| e.to_string()))
+            .transpose()?;
+        let mut steps = Vec::new();
+        for row in client
+            .select(
+                &format!(
+                    "SELECT {STEP_COLUMNS} FROM grid.audit_log WHERE generation = $1 ORDER BY step"
+                ),
+                None,
+                &[generation.into()],
+            )
+            .map_err(|e| e.to_string())?
+        {
+            steps.push(rows::step_from_row(&row).map_err(|e| e.to_string())?);
+        }
+        Ok((seal, steps))
+    })
+}
+
+/// An artefact's stored content: its bytes and its document, either may be absent.
+type Content = (Option<Vec<u8>>, Option<serde_json::Value>);
+
+fn artefact(kind: &str, fingerprint: &[u8; 16]) -> Result<Option<Content>, StoreError> {
+    Spi::connect(|client| {
+        let table = client.select(
+            "SELECT content, content_json FROM grid.artifacts WHERE kind = $1 AND fingerprint = $2",
+            None,
+            &[kind.into(), fingerprint.to_vec().into()],
+        )?;
+        if table.is_empty() {
+            return Ok(None);
+        }
+        let row = table.first();
+        Ok(Some((
+            row.get::<Vec<u8>>(1)?,
+            row.get::<pgrx::JsonB>(2)?.map(|j| j.0),
+        )))
+    })
+}
+
+/// Replays `generation`.
+pub fn replay(generation: i64) -> Result<Replayed, StoreError> {
+    let (seal, steps) = match read(generation) {
+        Ok(r) => r,
+        Err(e) => return Ok(Replayed::refused(format!("unreadable rows: {e}"))),
+    };
+    let Some(seal) = seal else {
+        let why = if steps.is_empty() {
+            format!("no generation {generation} in the audit store")
+        } else {
+            format!("generation {generation} has no seal (in flight, or interrupted)")
+        };
+        return Ok(Replayed::refused(why));
+    };
+    let seal = seal.seal;
+    let f = seal.fingerprints;
+    let missing = |kind: &str, fp: &[u8; 16]| {
+        Replayed::refused(format!(
+            "the {kind} artefact {} is not in grid.artifacts",
+            to_hex(fp)
+        ))
+    };
+    let Some((_, Some(grammar))) = artefact("grammar", &f.grammar)? else {
+        return Ok(missing("grammar", &f.grammar));
+    };
+    let Some((_, Some(lexicons))) = artefact("lexicons", &f.lexicons)? else {
+        return Ok(missing("lexicons", &f.lexicons));
+    };
+    let Some((Some(vocabulary), _)) = artefact("vocabulary", &f.vocabulary)? else {
+        return Ok(missing("vocabulary", &f.vocabulary));
+    };
+    // The dialect is the extension's own; a log written by another grammar version
+    // cannot be replayed by this one, and says so.
+    let dialect = match Dialect::postgres_without_comments() {
+        Ok(d) => d,
+        Err(e) => {
+            return Ok(Replayed::refused(format!(
+                "the dialect does not build: {e}"
+            )))
+        }
+    };
+    let sealed_dialect = grammar["dialect_fingerprint"].as_str().unwrap_or_default();
+    if sealed_dialect != to_hex(&dialect.fingerprint) {
+        return Ok(Replayed::refused(format!(
+            "the generation was written with dialect {sealed_dialect}, this version of grid_pg has {}",
+            to_hex(&dialect.fingerprint)
+        )));
+    }
+    let snapshot: CatalogSnapshot = match serde_json::from_value(lexicons["snapshot"].clone()) {
+        Ok(s) => s,
+        Err(e) => return Ok(Replayed::refused(format!("lexicons artefact: {e}"))),
+    };
+    let base: Policy = match Policy::from_json(&lexicons["base_policy"].to_string()) {
+        Ok(p) => p,
+        Err(e) => return Ok(Replayed::refused(format!("lexicons artefact: {e}"))),
+    };
+    let language = match snapshot.language(Arc::new(dialect), &base) {
+        Ok(l) => l,
+        Err(e) => {
+            return Ok(Replayed::refused(format!(
+                "the language does not build: {e}"
+            )))
+        }
+    };
+    let vocab = match std::str::from_utf8(&vocabulary)
+        .map_err(|e| e.to_string())
+        .and_then(|t| Vocabulary::from_served_json(t).map_err(|e| e.to_string()))
+    {
+        Ok(v) => v,
+        Err(e) => return Ok(Replayed::refused(format!("vocabulary artefact: {e}"))),
+    };
+    let trie = match TokenTrie::shared(&vocab) {
+        Ok(t) => t,
+        Err(e) => return Ok(Replayed::refused(format!("vocabulary artefact: {e}"))),
+    };
+    let mut rc = Recomputer::new(trie, &vocab);
+    let replayed = replay_generation(&steps, &seal, &mut |ctx| rc.recompute(&language, ctx));
+    Ok(match replayed {
+        Ok(n) => Replayed {
+            ok: true,
+            steps: i64::try_from(n).unwrap_or(i64::MAX),
+            first_bad_step: None,
+            reason: None,
+        },
+        Err(e) => {
+            let step = match &e {
+                grid_core::audit::ReplayError::Mismatch { step, .. }
+                | grid_core::audit::ReplayError::TokenNotAllowed { step, .. }
+                | grid_core::audit::ReplayError::Recompute { step, .. } => {
+                    i32::try_from(*step).ok()
+                }
+                _ => None,
+            };
+            Replayed {
+                ok: false,
+                steps: i64::from(step.unwrap_or(0)),
+                first_bad_step: step,
+                reason: Some(e.to_string()),
+            }
+        }
+    })
+}
