@@ -67,6 +67,8 @@ pub struct Job {
     pub deadline: Instant,
     /// When the ask reached the worker (seconds since the Unix epoch).
     pub started_at: f64,
+    /// `grid.worker_threads` as the worker read it (0: one per CPU).
+    pub threads: usize,
     pub reply: std::sync::mpsc::Sender<Response>,
 }
 
@@ -107,7 +109,7 @@ pub struct Finish {
 }
 
 /// Where [`Output`]s go (the main thread's queue).
-pub trait Outbox {
+pub trait Outbox: Send + Sync {
     fn send(&self, output: Output);
 }
 
@@ -205,6 +207,8 @@ pub struct Engine {
     languages: VecDeque<(LanguageKey, Arc<Compiled>)>,
     cache: Arc<MaskCache>,
     remotes: HashMap<String, Remote>,
+    /// The pool of cold mask walks, and the `grid.worker_threads` it was built for.
+    pool: Option<(usize, rayon::ThreadPool)>,
     /// Languages compiled so far (for tests of the cache).
     pub compiles: u64,
 }
@@ -223,6 +227,7 @@ impl Engine {
             languages: VecDeque::new(),
             cache: Arc::new(MaskCache::new(MASK_CACHE_ENTRIES)),
             remotes: HashMap::new(),
+            pool: None,
             compiles: 0,
         })
     }
@@ -404,6 +409,27 @@ impl Engine {
     /// Serves a group of jobs that share an endpoint: one decode loop for all of them
     /// (and one more for those that need a repair).
     pub fn serve(&mut self, jobs: &[Job], outbox: &dyn Outbox) {
+        let Some(first) = jobs.first() else { return };
+        let threads = first.threads;
+        if self.pool.as_ref().is_none_or(|(n, _)| *n != threads) {
+            // A reload that changes grid.worker_threads takes effect here.
+            self.pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("grid-mask-{i}"))
+                .build()
+                .ok()
+                .map(|p| (threads, p));
+        }
+        match self.pool.take() {
+            Some((n, pool)) => {
+                pool.install(|| self.serve_in_pool(jobs, outbox));
+                self.pool = Some((n, pool));
+            }
+            None => self.serve_in_pool(jobs, outbox),
+        }
+    }
+
+    fn serve_in_pool(&mut self, jobs: &[Job], outbox: &dyn Outbox) {
         let Some(first) = jobs.first() else { return };
         if jobs
             .iter()

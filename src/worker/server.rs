@@ -233,6 +233,7 @@ impl Worker {
             api_key: crate::guc::api_key(),
             cancel: job.cancel.clone(),
             deadline: Instant::now() + wait,
+            threads: crate::guc::worker_threads(),
             started_at: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
