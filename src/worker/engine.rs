@@ -209,8 +209,6 @@ pub struct Engine {
     remotes: HashMap<String, Remote>,
     /// The pool of cold mask walks, and the `grid.worker_threads` it was built for.
     pool: Option<(usize, rayon::ThreadPool)>,
-    /// Languages compiled so far (for tests of the cache).
-    pub compiles: u64,
 }
 
 impl Engine {
@@ -228,7 +226,6 @@ impl Engine {
             cache: Arc::new(MaskCache::new(MASK_CACHE_ENTRIES)),
             remotes: HashMap::new(),
             pool: None,
-            compiles: 0,
         })
     }
 
@@ -331,7 +328,6 @@ impl Engine {
             reserve,
             fingerprints,
         });
-        self.compiles += 1;
         self.languages.push_front((key, compiled.clone()));
         self.languages.truncate(LANGUAGES_KEPT);
         Ok(compiled)
@@ -578,7 +574,7 @@ impl Engine {
                     .find(|s| s.generation == a.generation)
                     .cloned();
                 let steps = sink.steps.remove(&a.generation).unwrap_or_default();
-                Attempted::new(a, outcome, seal, steps, client_error.as_ref(), vocab)
+                Attempted::new(a, outcome, seal, steps, client_error.as_ref())
             })
             .collect()
     }
@@ -733,9 +729,7 @@ impl<'j> Attempted<'j> {
         seal: Option<Seal>,
         steps: Vec<StepRecord>,
         client_error: Option<&ClientError>,
-        vocab: &VocabState,
     ) -> Attempted<'j> {
-        let _ = vocab;
         let a_deadline = a.job.deadline;
         let timeout_ms = a.job.ask.settings.timeout_ms;
         let mut seal = seal;
