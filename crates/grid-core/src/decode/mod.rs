@@ -377,16 +377,25 @@ impl<'v> Decoder<'v> {
         Ok(Plan::Sample)
     }
 
-    /// The configuration after `token`, if the recognizer takes it and the reserve after
-    /// it still fits the budget left after it.
-    fn fits(&self, g: &mut Live<'_>, token: u32) -> Option<Config> {
+    /// The configuration after `token`, when the reserve after it still fits the budget
+    /// left after it. A token of the mask that the recognizer refuses is an error, never
+    /// a reason to complete: the mask and the recognizer disagree.
+    fn fits(&self, g: &mut Live<'_>, token: u32) -> Result<Option<Config>, DecodeError> {
         let mut next = g.cfg.clone();
-        g.session
+        if g.session
             .feed(&mut next, self.vocab.token_bytes(token))
-            .ok()?;
+            .is_err()
+        {
+            return Err(DecodeError::Refused {
+                step: g.tokens.len() as u32,
+                token,
+            });
+        }
         let r = self.reserve_of(g, &next);
-        let left = Self::budget_left(g).checked_sub(1)?;
-        (r != UNREACHABLE && r <= left).then_some(next)
+        let Some(left) = Self::budget_left(g).checked_sub(1) else {
+            return Ok(None);
+        };
+        Ok((r != UNREACHABLE && r <= left).then_some(next))
     }
 
     fn record<S: AuditSink>(
@@ -432,9 +441,13 @@ impl<'v> Decoder<'v> {
             } else {
                 singleton_mask(self.n_ids(), self.n_special(), t)
             };
-            let Some(next) = self.fits(g, t) else {
-                g.mask = Some(mask);
-                return self.complete(g, audit, mode);
+            let next = match self.fits(g, t) {
+                Ok(Some(next)) => next,
+                Ok(None) => {
+                    g.mask = Some(mask);
+                    return self.complete(g, audit, mode);
+                }
+                Err(e) => return self.stop(g, audit, mode, StopReason::Error, Some(e)),
             };
             let entry = mask_entry_id(&mask);
             self.record(g, audit, &mask, entry, Token::Id(t), StepKind::Forced)?;
@@ -480,14 +493,15 @@ impl<'v> Decoder<'v> {
                     return self.stop(g, audit, mode, StopReason::Error, Some(e));
                 }
                 match self.fits(g, t) {
-                    Some(next) => {
+                    Ok(Some(next)) => {
                         self.record(g, audit, &mask, entry, Token::Id(t), StepKind::Sampled)?;
                         self.advance(g, t, next);
                         Ok(())
                     }
                     // The sample would leave less budget than its reserve: it is dropped
                     // and the completion is written from here.
-                    None => self.complete(g, audit, mode),
+                    Ok(None) => self.complete(g, audit, mode),
+                    Err(e) => self.stop(g, audit, mode, StopReason::Error, Some(e)),
                 }
             }
         }
