@@ -40,6 +40,12 @@ extension_sql_file!(
     requires = ["bootstrap"]
 );
 
+/// The seal's `role`: who asked, as `["<session_user>","<current_user>"]` (JSON), so that
+/// both names in the row are bound to the seal's hash (a `SET ROLE` changes the second).
+pub fn sealed_role(session_user: &str, current_user: &str) -> String {
+    serde_json::json!([session_user, current_user]).to_string()
+}
+
 /// The stored head, as text `<seals>:<64 hex digits>`.
 pub fn head_text() -> Result<String, StoreError> {
     Ok(sink::stored_head()?.to_string())
@@ -164,6 +170,7 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
         .unwrap_or(0);
     let sink = TableSink::new(Asked {
         session_user: g.session_user.clone(),
+        current_user: Some(g.current_user.clone()),
         question: g.question.clone(),
         final_sql: g.final_sql.clone(),
     })?;
@@ -242,7 +249,7 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
                 cache: false,
             },
             meta: SealMeta {
-                role: Some(g.current_user.clone()),
+                role: Some(sealed_role(&g.session_user, &g.current_user)),
                 question_digest: g.question.as_deref().map(text_digest),
                 sql_digest: g.final_sql.as_deref().map(text_digest),
             },
@@ -267,6 +274,7 @@ pub fn draw_generation_ids() -> Result<[u64; 2], StoreError> {
 pub fn store_steps(steps: &[grid_core::audit::StepRecord]) -> Result<(), StoreError> {
     let sink = TableSink::new(Asked {
         session_user: String::new(),
+        current_user: None,
         question: None,
         final_sql: None,
     })?;
@@ -311,6 +319,7 @@ pub fn store_seals(
         let sink = TableSink::started_at(
             Asked {
                 session_user: session_user.to_string(),
+                current_user: Some(s.current_user.clone()),
                 question: Some(s.question.clone()),
                 final_sql: s.final_sql.clone(),
             },

@@ -43,7 +43,8 @@ pub const STEP_COLUMNS: &str =
 /// Columns of `grid.generations` read by [`seal_from_row`], in ordinal order.
 pub const SEAL_COLUMNS: &str = "entry, generation, seal_index, stop, steps, last_step_hash, \
      grammar_fp, lexicons_fp, policy_fp, vocabulary_fp, decode_mode, mask_cache, \
-     current_user_name, question_digest, sql_digest, prev_seal_hash, hash, question, final_sql";
+     current_user_name, question_digest, sql_digest, prev_seal_hash, hash, question, final_sql, \
+     session_user_name";
 
 /// A seal as read back, with the texts its digests commit to.
 #[derive(Debug)]
@@ -184,7 +185,10 @@ pub fn seal_from_row(row: &SpiHeapTupleData<'_>) -> Result<SealRow, RowError> {
             cache: required(row, 12, "mask_cache")?,
         },
         meta: SealMeta {
-            role: get(row, 13, "current_user_name")?,
+            role: get::<String>(row, 13, "current_user_name")?.map(|current| {
+                let session: Option<String> = get(row, 20, "session_user_name").ok().flatten();
+                super::sealed_role(session.as_deref().unwrap_or(""), &current)
+            }),
             question_digest: optional_bytes(row, 14, "question_digest")?,
             sql_digest: optional_bytes(row, 15, "sql_digest")?,
         },

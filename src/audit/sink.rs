@@ -26,6 +26,7 @@ pub enum StoreError {
 #[derive(Debug, Clone)]
 pub struct Asked {
     pub session_user: String,
+    pub current_user: Option<String>,
     pub question: Option<String>,
     pub final_sql: Option<String>,
 }
@@ -142,7 +143,7 @@ impl TableSink {
                 let args: Vec<DatumWithOid> = vec![
                     id_column(s.generation, "generation")?.into(),
                     self.asked.session_user.as_str().into(),
-                    s.meta.role.as_deref().into(),
+                    self.asked.current_user.as_deref().into(),
                     self.asked.question.as_deref().into(),
                     s.meta.question_digest.map(|d| d.to_vec()).into(),
                     self.asked.final_sql.as_deref().into(),

@@ -206,6 +206,31 @@ mod tests {
     }
 
     #[pg_test]
+    fn who_asked_is_bound_to_the_seal() {
+        let g = append("who asked", "SELECT 1", vec![1, 2], "eos");
+        assert!(verify(None).0);
+        for (column, value) in [
+            ("session_user_name", "someone_else"),
+            ("current_user_name", "someone_else"),
+        ] {
+            let before: Option<String> = select_one(&format!(
+                "SELECT {column} FROM grid.generations WHERE generation = {g}"
+            ));
+            tamper(&format!(
+                "UPDATE grid.generations SET {column} = '{value}' WHERE generation = {g}"
+            ));
+            let (ok, _, generation, step, _) = verify(None);
+            assert!(!ok, "{column}");
+            assert_eq!((generation, step), (Some(g), None), "{column}");
+            tamper(&format!(
+                "UPDATE grid.generations SET {column} = '{}' WHERE generation = {g}",
+                before.unwrap_or_default()
+            ));
+            assert!(verify(None).0, "{column} restored");
+        }
+    }
+
+    #[pg_test]
     fn an_unsealed_generation_is_incomplete_not_tampering() {
         let g1 = append("q1", "SELECT 1", vec![1], "eos");
         let open: Option<i64> =

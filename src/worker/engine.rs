@@ -77,6 +77,8 @@ pub struct SealToWrite {
     /// Chained from a genesis head here; the main thread re-anchors it to the stored head.
     pub seal: Seal,
     pub question: String,
+    /// `current_user` of the ask (the seal's role binds it with `session_user`).
+    pub current_user: String,
     pub final_sql: Option<String>,
     pub artefacts: Vec<Artefact>,
     /// When the ask reached the worker (seconds since the Unix epoch).
@@ -493,7 +495,10 @@ impl Engine {
                 max_tokens: a.job.ask.settings.max_tokens,
                 seed: mix(0x6772_6964, a.generation),
                 meta: SealMeta {
-                    role: Some(a.job.ask.current_user.clone()),
+                    role: Some(crate::audit::sealed_role(
+                        &a.job.ask.session_user,
+                        &a.job.ask.current_user,
+                    )),
                     question_digest: Some(text_digest(&a.job.ask.question)),
                     sql_digest: None,
                 },
@@ -832,6 +837,7 @@ impl<'j> Attempted<'j> {
         Some(SealToWrite {
             seal,
             question: self.job.ask.question.clone(),
+            current_user: self.job.ask.current_user.clone(),
             final_sql: self.sql.clone(),
             artefacts: artefacts(&self.compiled, vocab),
             started_at: self.job.started_at,
