@@ -47,6 +47,20 @@ fn choice(token: u32, eos: Option<u32>) -> Choice {
     }
 }
 
+/// Per-generation samples (or failures) as the loop's choices.
+fn choices<T, E: std::fmt::Display>(
+    out: Vec<Result<T, E>>,
+    token: impl Fn(&T) -> u32,
+    eos: Option<u32>,
+) -> Vec<Result<Choice, ModelError>> {
+    out.into_iter()
+        .map(|r| {
+            r.map(|s| choice(token(&s), eos))
+                .map_err(|e| ModelError(e.to_string()))
+        })
+        .collect()
+}
+
 /// A backend called in process (the mocks), one batch call per tick.
 pub struct InProcess {
     backend: Arc<dyn Backend>,
@@ -104,13 +118,7 @@ impl Model for InProcess {
             })
             .collect();
         let out = self.rt.block_on(self.backend.sample_batch(&ctxs));
-        Ok(out
-            .into_iter()
-            .map(|r| {
-                r.map(|s| choice(s.token, eos))
-                    .map_err(|e| ModelError(e.to_string()))
-            })
-            .collect())
+        Ok(choices(out, |s| s.token, eos))
     }
 
     fn round_trips(&self) -> u64 {
@@ -198,13 +206,7 @@ impl Model for Remote {
                 return Err(m);
             }
         };
-        Ok(out
-            .into_iter()
-            .map(|r| {
-                r.map(|s| choice(s.token, eos))
-                    .map_err(|e| ModelError(e.to_string()))
-            })
-            .collect())
+        Ok(choices(out, |s| s.token, eos))
     }
 
     fn round_trips(&self) -> u64 {
