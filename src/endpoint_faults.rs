@@ -166,10 +166,23 @@ mod tests {
             assert_eq!(stop.as_deref(), Some("error"), "{fault:?}");
             seen.push(got);
         }
-        // Refused connections: no server at all.
+        // Refused connections: no server at all. The ask fails before its generation
+        // begins (no vocabulary), and is sealed all the same.
         run("SET grid.endpoint = 'http://127.0.0.1:9'");
-        let m = crate::testing::assert_refused("SELECT grid.ask('fault refused')", "08001");
+        let question = format!("fault refused {tag}");
+        let m = crate::testing::assert_refused(&format!("SELECT grid.ask('{question}')"), "08001");
         assert!(m.contains("refused"), "{m}");
+        let (stop, steps): (Option<String>, Option<i32>) = Spi::get_two(&format!(
+            "SELECT stop, steps FROM grid.generations WHERE question = '{question}'"
+        ))
+        .expect("the refused ask is audited");
+        assert_eq!((stop.as_deref(), steps), (Some("error"), Some(0)));
+        let why: Option<String> = select_one(&format!(
+            "SELECT a.content_json ->> 'reason' FROM grid.generations g
+               JOIN grid.artifacts a ON a.kind = 'vocabulary' AND a.fingerprint = g.vocabulary_fp
+              WHERE g.question = '{question}'"
+        ));
+        assert!(why.unwrap_or_default().contains("refused"));
         let ok: Option<bool> = select_one("SELECT ok FROM grid.verify_audit()");
         assert_eq!(ok, Some(true));
         assert_eq!(seen.len(), 6);

@@ -101,6 +101,18 @@ pub fn replay(generation: i64) -> Result<Replayed, StoreError> {
         return Ok(Replayed::refused(why));
     };
     let seal = seal.seal;
+    if steps.is_empty() && seal.steps == 0 {
+        // An ask that failed before its first step: nothing to recompute.
+        return Ok(Replayed {
+            ok: true,
+            steps: 0,
+            first_bad_step: None,
+            reason: Some(format!(
+                "generation {generation} has no steps (stop {})",
+                seal.stop.name()
+            )),
+        });
+    }
     let f = seal.fingerprints;
     let missing = |kind: &str, fp: &[u8; 16]| {
         Replayed::refused(format!(

@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use grid_core::audit::{
-    text_digest, to_hex, AuditSink, ChainWriter, Entry, Fingerprints, Seal, SealMeta, SinkError,
-    StepKind, StepRecord, StopReason, Token,
+    text_digest, to_hex, AuditSink, ChainWriter, DecodeMode, Entry, Fingerprints, Mode, Seal,
+    SealInput, SealMeta, SinkError, StepKind, StepRecord, StopReason, Token,
 };
 use grid_core::cache::MaskCache;
 use grid_core::catalog::{CatalogError, CatalogSnapshot};
@@ -446,7 +446,8 @@ impl Engine {
             Ok(p) => p,
             Err(f) => {
                 for job in jobs {
-                    finish_with(outbox, job, Vec::new(), error_response(&f));
+                    let seal = unreached(job, &f, &self.dialect);
+                    finish_with(outbox, job, seal.into_iter().collect(), error_response(&f));
                 }
                 return;
             }
@@ -456,7 +457,10 @@ impl Engine {
         for job in jobs {
             match self.compile(&job.ask, &vocab) {
                 Ok(c) => work.push((job, c)),
-                Err(f) => finish_with(outbox, job, Vec::new(), error_response(&f)),
+                Err(f) => {
+                    let seal = unreached(job, &f, &self.dialect);
+                    finish_with(outbox, job, seal.into_iter().collect(), error_response(&f));
+                }
             }
         }
         let first_try: Vec<Attempt<'_>> = work
@@ -897,6 +901,102 @@ impl<'j> Attempted<'j> {
         };
         finish_with(outbox, self.job, seals, response);
     }
+}
+
+/// The seal of an ask that failed before its generation could begin (the endpoint or
+/// the role's language could not be reached): no step, stop `error`, and artefacts that
+/// say what was asked and why it went no further, so that every ask is in the log. Its
+/// fingerprints address those artefacts: the dialect, the caller's snapshot and policy
+/// as sent, and the failure in place of a vocabulary.
+fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<SealToWrite> {
+    if job.ask.settings.audit == "off" {
+        return None;
+    }
+    let b16 = |parts: &[&[u8]]| -> [u8; 16] {
+        let d = text_digest(
+            &parts
+                .iter()
+                .map(|p| to_hex(p))
+                .collect::<Vec<_>>()
+                .join(":"),
+        );
+        let mut fp = [0u8; 16];
+        fp.copy_from_slice(&d[..16]);
+        fp
+    };
+    let grammar = serde_json::json!({
+        "dialect": "postgres",
+        "dialect_fingerprint": to_hex(&dialect.fingerprint),
+        "grid_pg": env!("CARGO_PKG_VERSION"),
+    });
+    let lexicons = serde_json::json!({
+        "snapshot": job.ask.snapshot,
+        "base_policy": job.ask.policy,
+    });
+    let policy = job.ask.policy.clone().unwrap_or(serde_json::Value::Null);
+    let unavailable = serde_json::json!({
+        "unavailable": job.ask.settings.endpoint,
+        "sqlstate": super::protocol::sqlstate_text(failure.sqlstate),
+        "reason": failure.message,
+    });
+    let artefact = |kind: &'static str, doc: serde_json::Value| Artefact {
+        kind,
+        fingerprint: b16(&[
+            b"grid_pg/unreached/v1",
+            kind.as_bytes(),
+            doc.to_string().as_bytes(),
+        ]),
+        content: None,
+        content_json: Some(doc),
+    };
+    let artefacts = vec![
+        artefact("grammar", grammar),
+        artefact("lexicons", lexicons),
+        artefact("policy", policy),
+        artefact("vocabulary", unavailable),
+    ];
+    let fingerprints = Fingerprints {
+        grammar: artefacts[0].fingerprint,
+        lexicons: artefacts[1].fingerprint,
+        policy: artefacts[2].fingerprint,
+        vocabulary: artefacts[3].fingerprint,
+    };
+    let mut writer = ChainWriter::new(Vec::<Entry>::new());
+    let id = job.ids[0];
+    writer.begin(id).ok()?;
+    writer
+        .seal(
+            id,
+            SealInput {
+                stop: StopReason::Error,
+                fingerprints,
+                mode: Mode {
+                    decode: DecodeMode::Mode1,
+                    cache: false,
+                },
+                meta: SealMeta {
+                    role: Some(crate::audit::sealed_role(
+                        &job.ask.session_user,
+                        &job.ask.current_user,
+                    )),
+                    question_digest: Some(text_digest(&job.ask.question)),
+                    sql_digest: None,
+                },
+            },
+        )
+        .ok()?;
+    let seal = writer.into_sink().into_iter().find_map(|e| match e {
+        Entry::Seal(s) => Some(s),
+        Entry::Step(_) => None,
+    })?;
+    Some(SealToWrite {
+        seal,
+        question: job.ask.question.clone(),
+        current_user: job.ask.current_user.clone(),
+        final_sql: None,
+        artefacts,
+        started_at: job.started_at,
+    })
 }
 
 /// The artefacts a replay of a generation needs, content-addressed by the seal's
