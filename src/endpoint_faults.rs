@@ -123,6 +123,25 @@ mod tests {
         url
     }
 
+    /// One ask through the in-process scripted mock with time to spare: the role's
+    /// language is compiled and cached (the fake endpoints serve the same built-in
+    /// vocabulary), so the asks under test measure the endpoint, not a cold compile.
+    fn warm_up(table: &str) {
+        let script = std::env::temp_dir().join(format!("grid_t_warm_{}.json", std::process::id()));
+        std::fs::write(
+            &script,
+            format!(r#"{{"entries":[{{"match":"warm","sql":"SELECT id FROM {table}"}}]}}"#),
+        )
+        .expect("script");
+        run(&format!(
+            "SET grid.endpoint = 'mock:scripted:{}'",
+            script.display()
+        ));
+        run("SET grid.timeout = '120s'");
+        let sql: Option<String> = select_one("SELECT grid.ask('warm up')");
+        assert_eq!(sql, Some(format!("SELECT id FROM {table}")));
+    }
+
     /// Asks under `fault`; returns the SQLSTATE, the message, the seconds it took and
     /// the stop reason the audit recorded for the question.
     fn ask_under(fault: Fault, question: &str) -> (String, String, f64, Option<String>) {
@@ -144,12 +163,13 @@ mod tests {
         worker_ready();
         run("CREATE TABLE public.grid_t_f (id int, label text)");
         run("SET search_path = public");
-        run("SET grid.timeout = '1s'");
         run("SET grid.max_tokens = 24");
+        warm_up("grid_t_f");
+        run("SET grid.timeout = '1s'");
         let tag = std::process::id();
         let mut seen = Vec::new();
         for (fault, state, words) in [
-            (Fault::Hang, "58000", "timed out"),
+            (Fault::Hang, "58000", "(timeout)"),
             (Fault::ServerError, "38000", "HTTP 500"),
             (Fault::Malformed, "08P01", "malformed"),
             (Fault::Truncated, "08006", "closed"),
@@ -186,5 +206,46 @@ mod tests {
         let ok: Option<bool> = select_one("SELECT ok FROM grid.verify_audit()");
         assert_eq!(ok, Some(true));
         assert_eq!(seen.len(), 6);
+    }
+
+    #[pg_test]
+    fn a_cancelled_ask_does_not_hold_the_worker_on_a_hung_endpoint() {
+        worker_ready();
+        run("CREATE TABLE public.grid_t_g (id int)");
+        run("SET search_path = public");
+        warm_up("grid_t_g");
+        let hung = spawn(Fault::Hang);
+        run(&format!("SET grid.endpoint = '{hung}'"));
+        run("SET grid.timeout = '60s'");
+        // What pg_cancel_backend does, 1 s into the ask (the worker is then waiting for
+        // the hung endpoint).
+        let pid = std::process::id().to_string();
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1000));
+            std::process::Command::new("sh")
+                .args(["-c", &format!("kill -INT {pid}")])
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false)
+        });
+        let m =
+            crate::testing::refusal("SELECT grid.ask('hung, then cancelled')").unwrap_or_default();
+        assert!(killer.join().unwrap_or(false), "kill -INT failed");
+        assert!(m.starts_with("57014: "), "{m}");
+        // The next ask, with a short budget of time, is served: the worker abandoned the
+        // hung request once nobody waited for it.
+        let script = std::env::temp_dir().join(format!("grid_t_g_{}.json", std::process::id()));
+        std::fs::write(
+            &script,
+            r#"{"entries":[{"match":"ids","sql":"SELECT id FROM grid_t_g"}]}"#,
+        )
+        .expect("script");
+        run(&format!(
+            "SET grid.endpoint = 'mock:scripted:{}'",
+            script.display()
+        ));
+        run("SET grid.timeout = '5s'");
+        let sql: Option<String> = select_one("SELECT grid.ask('the ids')");
+        assert_eq!(sql.as_deref(), Some("SELECT id FROM grid_t_g"));
     }
 }

@@ -533,10 +533,21 @@ impl Engine {
             jobs.get(&generation)
                 .is_none_or(|j| j.cancel.load(Ordering::Relaxed) || Instant::now() > j.deadline)
         };
+        let waiting: Vec<(Arc<AtomicBool>, Instant)> = attempts
+            .iter()
+            .map(|a| (a.job.cancel.clone(), a.job.deadline))
+            .collect();
         let model: &mut dyn Model = match slot {
             ModelSlot::Local(m) => m.as_mut(),
             ModelSlot::Remote(key) => match self.remotes.get_mut(key.as_str()) {
-                Some(r) => r,
+                Some(r) => {
+                    r.set_abort(Some(Arc::new(move || {
+                        waiting
+                            .iter()
+                            .all(|(c, d)| c.load(Ordering::Relaxed) || Instant::now() > *d)
+                    })));
+                    r
+                }
                 None => {
                     let f = Failure::new(
                         PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
@@ -740,6 +751,7 @@ impl<'j> Attempted<'j> {
         client_error: Option<&ClientError>,
     ) -> Attempted<'j> {
         let a_deadline = a.job.deadline;
+        let a_gone = a.job.cancel.load(Ordering::Relaxed);
         let timeout_ms = a.job.ask.settings.timeout_ms;
         let mut seal = seal;
         let mut done = a.failed(Failure::new(
@@ -756,17 +768,28 @@ impl<'j> Attempted<'j> {
         done.stop = Some(o.stop);
         done.failure = match (o.stop, &o.error) {
             (StopReason::Eos | StopReason::BudgetCompleted, _) => None,
-            (StopReason::Cancelled, _) if Instant::now() > a_deadline => Some(Failure::new(
-                PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
-                format!(
-                    "the generation took longer than grid.timeout ({} ms) and was stopped",
-                    timeout_ms
-                ),
-            )),
-            (StopReason::Cancelled, _) => Some(Failure::new(
-                PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
-                "the generation was cancelled (the asking session went away)",
-            )),
+            (_, Some(DecodeError::Model(_))) if !a_gone && Instant::now() > a_deadline => {
+                Some(Failure::new(
+                    PgSqlErrorCode::ERRCODE_SYSTEM_ERROR,
+                    format!(
+                        "model endpoint (timeout): no answer within grid.timeout ({timeout_ms} ms)"
+                    ),
+                ))
+            }
+            (StopReason::Cancelled, _) if Instant::now() > a_deadline => {
+                Some(Failure::new(
+                    PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+                    format!(
+                        "the generation took longer than grid.timeout ({timeout_ms} ms) and was stopped"
+                    ),
+                ))
+            }
+            (StopReason::Cancelled, _) | (_, Some(DecodeError::Model(_))) if a_gone => {
+                Some(Failure::new(
+                    PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+                    "the generation was cancelled (the asking session went away)",
+                ))
+            }
             (_, Some(DecodeError::Model(m))) => Some(match client_error {
                 Some(e) => endpoint_failure(e),
                 None => Failure::new(
@@ -1069,7 +1092,8 @@ fn explain(steps: &[StepRecord], vocab: &VocabState) -> Vec<ExplainStep> {
 /// settings into one decode loop, and serves them; a panic fails the jobs of its group
 /// (with an error each) and the engine starts afresh.
 pub fn run_engine(jobs: std::sync::mpsc::Receiver<Job>, outbox: Arc<dyn Outbox + Send + Sync>) {
-    let mut engine: Option<Engine> = None;
+    // Built before the first ask (the dialect's tables take a moment), not during it.
+    let mut engine: Option<Engine> = Engine::new().ok();
     while let Ok(first) = jobs.recv() {
         let mut pending = vec![first];
         while let Ok(more) = jobs.try_recv() {

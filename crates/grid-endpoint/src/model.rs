@@ -134,7 +134,13 @@ pub struct Remote {
     rt: tokio::runtime::Runtime,
     /// The client error behind the last failed call, for the caller to classify.
     last_error: Option<ClientError>,
+    /// Asked every 50 ms while a request is out: `true` abandons it (everyone waiting
+    /// for the batch has gone), so a hung endpoint does not hold the loop.
+    abort: Option<Abort>,
 }
+
+/// See [`Remote::set_abort`].
+pub type Abort = Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl Remote {
     /// `client`'s masks must be over `vocab` (see [`EndpointClient::check_vocabulary`]).
@@ -149,7 +155,13 @@ impl Remote {
             plan,
             rt: current_thread()?,
             last_error: None,
+            abort: None,
         })
+    }
+
+    /// Sets (or clears) the check that abandons a request in flight.
+    pub fn set_abort(&mut self, abort: Option<Abort>) {
+        self.abort = abort;
     }
 
     /// The client error behind the last failed step, once.
@@ -198,7 +210,26 @@ impl Model for Remote {
                 sampling: self.plan.for_seed(s.seed),
             })
             .collect();
-        let out = match self.rt.block_on(self.client.step(&inputs)) {
+        let step = self.client.step(&inputs);
+        let outcome = match self.abort.clone() {
+            None => Some(self.rt.block_on(step)),
+            Some(abort) => self.rt.block_on(async {
+                tokio::select! {
+                    r = step => Some(r),
+                    () = async {
+                        while !abort() {
+                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        }
+                    } => None,
+                }
+            }),
+        };
+        let Some(outcome) = outcome else {
+            return Err(ModelError(
+                "the request was abandoned: every session waiting for it has gone".into(),
+            ));
+        };
+        let out = match outcome {
             Ok(out) => out,
             Err(e) => {
                 let m = ModelError(e.to_string());
