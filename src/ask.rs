@@ -324,7 +324,8 @@ mod tests {
     const SCRIPT: &str = r#"{"entries": [
         {"match": "list the employees", "sql": "SELECT name FROM grid_t_employees"},
         {"match": "salar", "sql": "SELECT salary FROM grid_t_salaries"},
-        {"match": "add an order", "sql": "INSERT INTO grid_t_orders (id, amount) VALUES (7, 10)"}
+        {"match": "add an order", "sql": "INSERT INTO grid_t_orders (id, amount) VALUES (7, 10)"},
+        {"match": "who took orders", "sql": "SELECT T2.name FROM grid_t_orders AS T1 JOIN grid_t_employees AS T2 ON T1.employee_id = T2.id"}
     ]}"#;
 
     /// Three tables, an analyst who may read two of them, a clerk who may add orders,
@@ -673,6 +674,30 @@ mod tests {
         assert_eq!((ok, bad), (Some(false), Some(2)));
         let reason: Option<String> = select_one("SELECT reason FROM grid.replay(-1)");
         assert!(reason.unwrap_or_default().contains("no generation -1"));
+    }
+
+    #[pg_test]
+    fn a_grid_policy_row_narrows_what_the_role_may_write() {
+        fixture();
+        // Room for a join spelled mostly byte by byte in the built-in vocabulary.
+        run("SET grid.max_tokens = 200");
+        run("SET ROLE grid_t_analyst");
+        let joined = ask("who took orders");
+        assert!(joined.contains(" JOIN "), "{joined}");
+        run("RESET ROLE");
+        run(r#"INSERT INTO grid.policy (role_name, policy)
+               VALUES ('grid_t_analyst', '{"verbs": ["select"], "ban": ["joins"]}')"#);
+        run("SET ROLE grid_t_analyst");
+        let answer: Option<String> =
+            select_one("SELECT public.grid_t_try_ask('who took orders, no joins')");
+        run("RESET ROLE");
+        let answer = answer.unwrap_or_default();
+        // The mask has no JOIN for this role now: whatever the model wrote instead, it
+        // joins nothing (or the checker refused it).
+        assert!(
+            !answer.to_ascii_uppercase().contains("JOIN") || answer.starts_with("42501"),
+            "{answer}"
+        );
     }
 
     #[pg_test]
