@@ -152,7 +152,7 @@ fn run_read_only(sql: &str, max_rows: i32) -> serde_json::Value {
          FROM (SELECT * FROM ({sql}) AS q LIMIT {max_rows}) AS r"
     );
     // SAFETY: a backend's main thread inside a transaction; the subtransaction is ended
-    // below, or by the top-level abort when an ERROR passes through.
+    // by `end` below, on success and on error alike.
     let (context, owner) = unsafe {
         let context = pg_sys::CurrentMemoryContext;
         let owner = pg_sys::CurrentResourceOwner;
@@ -164,17 +164,26 @@ fn run_read_only(sql: &str, max_rows: i32) -> serde_json::Value {
     if armed {
         unsafe { timeout::enable_timeout_after(timeout::STATEMENT_TIMEOUT, RUN_TIMEOUT_MS) };
     }
-    let rows = Spi::run("SET LOCAL transaction_read_only = on")
-        .and_then(|()| Spi::get_one::<pgrx::JsonB>(&query));
-    if armed {
-        unsafe { timeout::disable_timeout(timeout::STATEMENT_TIMEOUT, false) };
-    }
-    // SAFETY: the subtransaction begun above, still current.
-    unsafe {
+    // Disarms our timeout and rolls the subtransaction back (its SET LOCAL with it), so
+    // that a caller who catches an error goes on in the state it was in.
+    let end = move || unsafe {
+        if armed {
+            timeout::disable_timeout(timeout::STATEMENT_TIMEOUT, false);
+        }
         pg_sys::RollbackAndReleaseCurrentSubTransaction();
         pg_sys::MemoryContextSwitchTo(context);
         pg_sys::CurrentResourceOwner = owner;
-    }
+    };
+    let rows = pgrx::PgTryBuilder::new(|| {
+        Spi::run("SET LOCAL transaction_read_only = on")
+            .and_then(|()| Spi::get_one::<pgrx::JsonB>(&query))
+    })
+    .catch_others(|e| {
+        end();
+        e.rethrow()
+    })
+    .execute();
+    end();
     match rows {
         Ok(v) => v.map(|j| j.0).unwrap_or_default(),
         Err(e) => crate::worker::raise(
@@ -325,6 +334,7 @@ mod tests {
         {"match": "list the employees", "sql": "SELECT name FROM grid_t_employees"},
         {"match": "salar", "sql": "SELECT salary FROM grid_t_salaries"},
         {"match": "add an order", "sql": "INSERT INTO grid_t_orders (id, amount) VALUES (7, 10)"},
+        {"match": "divide by zero", "sql": "SELECT id / 0 FROM grid_t_employees"},
         {"match": "who took orders", "sql": "SELECT T2.name FROM grid_t_orders AS T1 JOIN grid_t_employees AS T2 ON T1.employee_id = T2.id"}
     ]}"#;
 
@@ -467,6 +477,15 @@ mod tests {
         // grid.run leaves the session as it was: still read-write.
         let ro: Option<String> = select_one("SELECT current_setting('transaction_read_only')");
         assert_eq!(ro.as_deref(), Some("off"));
+        // A statement that fails as it runs: its error, and the session as it was, also
+        // when the caller catches the error.
+        assert_refused("SELECT * FROM grid.run('divide by zero')", "22012");
+        run("DO $$ BEGIN PERFORM * FROM grid.run('divide by zero');
+             EXCEPTION WHEN division_by_zero THEN NULL; END $$");
+        let ro: Option<String> = select_one("SELECT current_setting('transaction_read_only')");
+        assert_eq!(ro.as_deref(), Some("off"));
+        let again: Option<i64> = select_one("SELECT count(*) FROM grid.run('list the employees')");
+        assert_eq!(again, Some(2));
         run("RESET ROLE");
         // The clerk may add orders: grid.ask gives the INSERT, grid.run does not run it.
         run("SET ROLE grid_t_clerk");
