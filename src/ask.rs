@@ -757,6 +757,23 @@ mod tests {
     }
 
     #[pg_test]
+    fn grid_model_must_name_the_model_the_endpoint_serves() {
+        fixture();
+        run("SET grid.model = 'some-other-model'");
+        run("SET ROLE grid_t_analyst");
+        let m = assert_refused("SELECT grid.ask('list the employees')", "22023");
+        run("RESET ROLE");
+        assert!(m.contains("mock-scripted"), "{m}");
+        run("SET grid.model = 'mock-scripted'");
+        run("SET ROLE grid_t_analyst");
+        assert_eq!(
+            ask("list the employees"),
+            "SELECT name FROM grid_t_employees"
+        );
+        run("RESET ROLE");
+    }
+
+    #[pg_test]
     fn a_role_without_grid_user_cannot_ask() {
         fixture();
         run("CREATE ROLE grid_t_outsider NOLOGIN");

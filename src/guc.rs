@@ -71,8 +71,8 @@ pub fn register() {
     );
     GucRegistry::define_string_guc(
         c"grid.model",
-        c"Name of the model the endpoint serves.",
-        c"Sent with every request; empty lets the endpoint choose its default model.",
+        c"Name of the model the endpoint must serve.",
+        c"Checked against the model the endpoint names in its vocabulary reply; an ask against another model fails. Empty accepts whatever it serves.",
         &MODEL,
         GucContext::Suset,
         GucFlags::default(),

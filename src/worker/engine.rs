@@ -171,10 +171,12 @@ struct VocabState {
     vocab: Arc<Vocabulary>,
     trie: Arc<TokenTrie>,
     speller: Speller,
+    /// The model the endpoint says it serves.
+    model: String,
 }
 
 impl VocabState {
-    fn new(vocab: Vocabulary) -> Result<VocabState, Failure> {
+    fn new(vocab: Vocabulary, model: String) -> Result<VocabState, Failure> {
         let trie = TokenTrie::shared(&vocab).map_err(|e| {
             Failure::new(
                 PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
@@ -186,6 +188,7 @@ impl VocabState {
             vocab: Arc::new(vocab),
             trie,
             speller,
+            model,
         })
     }
 }
@@ -240,14 +243,20 @@ impl Engine {
         if let Some(v) = self.vocabularies.get(&key) {
             return Ok(v.clone());
         }
-        let vocab = match spec {
+        let (vocab, model) = match spec {
             EndpointSpec::Scripted(_) | EndpointSpec::Adversarial => {
-                builtin_vocabulary().map_err(|e| {
+                let v = builtin_vocabulary().map_err(|e| {
                     Failure::new(
                         PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
                         format!("built-in vocabulary: {e}"),
                     )
-                })?
+                })?;
+                let model = if matches!(spec, EndpointSpec::Adversarial) {
+                    "mock-adversarial"
+                } else {
+                    "mock-scripted"
+                };
+                (v, model.to_string())
             }
             EndpointSpec::Http(url) => {
                 let client = EndpointClient::new(
@@ -265,12 +274,13 @@ impl Engine {
                     .map_err(|e| {
                         Failure::new(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, e.to_string())
                     })?;
-                rt.block_on(client.fetch_vocabulary())
-                    .map_err(|e| endpoint_failure(&e))?
-                    .vocabulary
+                let served = rt
+                    .block_on(client.fetch_vocabulary())
+                    .map_err(|e| endpoint_failure(&e))?;
+                (served.vocabulary, served.header.model)
             }
         };
-        let state = Arc::new(VocabState::new(vocab)?);
+        let state = Arc::new(VocabState::new(vocab, model)?);
         self.vocabularies.insert(key, state.clone());
         Ok(state)
     }
@@ -439,6 +449,18 @@ impl Engine {
         let spec = EndpointSpec::parse(first.ask.settings.endpoint.as_deref());
         let prepared = spec.and_then(|spec| {
             let vocab = self.vocabulary(&spec, &http)?;
+            if let Some(wanted) = first.ask.settings.model.as_deref() {
+                if wanted != vocab.model {
+                    return Err(Failure::new(
+                        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                        format!(
+                            "grid.model is {wanted:?}, but the endpoint serves {:?}: point \
+                             grid.endpoint at an endpoint of that model, or reset grid.model",
+                            vocab.model
+                        ),
+                    ));
+                }
+            }
             let model = self.model(&spec, &first.ask, first.api_key.as_deref(), &vocab)?;
             Ok((spec, vocab, model))
         });
