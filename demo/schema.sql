@@ -1,5 +1,5 @@
 -- The demo database: three tables, three roles, governed by ordinary GRANTs.
-CREATE EXTENSION grid_pg;
+CREATE EXTENSION IF NOT EXISTS grid_pg;
 
 CREATE TABLE employees (id int PRIMARY KEY, name text NOT NULL, dept text NOT NULL);
 COMMENT ON TABLE employees IS 'People employed by the company';

@@ -21,7 +21,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$GRID_ROOT"
 
-PG_BIN=/usr/lib/postgresql/15/bin
+# shellcheck source=scripts/cluster.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh"
 PORT=${GRID_DEMO_PORT:-54329}
 ENDPOINT_PORT=${GRID_DEMO_ENDPOINT_PORT:-8077}
 
@@ -37,19 +38,7 @@ endpoint_bin="$GRID_ROOT/target/debug/grid-endpoint"
 
 say "demo: start a throwaway cluster and the endpoint"
 dir=$(mktemp -d /tmp/grid-demo.XXXXXX)
-chmod 755 "$dir"
-chown postgres: "$dir" 2>/dev/null || true
-pg() { if [ "$(id -u)" -eq 0 ]; then sudo -u postgres "$@"; else "$@"; fi; }
-pg "$PG_BIN/initdb" -D "$dir/data" --auth=trust -U postgres >"$dir/initdb.log" 2>&1 \
-    || { cat "$dir/initdb.log"; die "initdb failed"; }
-cat >>"$dir/data/postgresql.conf" <<CONF
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$dir'
-shared_preload_libraries = 'grid_pg'
-grid.database = 'grid_demo'
-CONF
-pg "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w start >/dev/null
+cluster_start "$dir" "$PORT" grid_demo
 tokenizer=${GRID_DEMO_TOKENIZER:-builtin}
 "$endpoint_bin" serve --backend mock --mock scripted --script demo/script.json \
     --tokenizer "$tokenizer" --listen "127.0.0.1:$ENDPOINT_PORT" >"$dir/endpoint.log" 2>&1 &
@@ -60,8 +49,7 @@ for _ in $(seq 50); do
 done
 note "cluster in $dir (port $PORT), endpoint http://127.0.0.1:$ENDPOINT_PORT (scripted mock, tokenizer $tokenizer)"
 
-psql_as() { pg psql -X -h "$dir" -p "$PORT" -U "$1" -d "${2:-grid_demo}" -v ON_ERROR_STOP=1 "${@:3}"; }
-pg "$PG_BIN/createdb" -h "$dir" -p "$PORT" -U postgres grid_demo
+psql_as() { cluster_psql "$dir" "$PORT" "$1" "$2" "${@:3}"; }
 psql_as postgres grid_demo -q -f - <demo/schema.sql
 psql_as postgres grid_demo -q -c "ALTER DATABASE grid_demo SET grid.endpoint = 'http://127.0.0.1:$ENDPOINT_PORT'"
 

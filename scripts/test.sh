@@ -7,6 +7,8 @@
 #   engine tests     cargo test on those crates, optimised (profile ci: heavy tests)
 #   spider parse     scripts/spider-parse.sh, when ../shared/data is beside the repo
 #   pgrx tests       the #[pg_test]s of src/ in a throwaway PostgreSQL 15
+#   fault suite      tests/faults/run.sh: endpoint faults, cancellation, load, tamper,
+#                    security and kill -9 arms on a throwaway cluster, CI counts
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -78,4 +80,6 @@ step "clippy pg" cargo clippy -p grid_pg "${PG_FEATURES[@]}" --all-targets -- -D
 step "engine tests" cargo test "${ENGINE[@]}" --profile ci
 step "spider parse" spider_parse
 step "pgrx tests" pgrx_tests
+# After the pgrx tests, which installed the extension it runs.
+step "fault suite" bash tests/faults/run.sh
 current=""

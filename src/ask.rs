@@ -94,7 +94,7 @@ pub fn generate(what: &str, question: &str, explain: bool) -> crate::worker::pro
     // The caller's own row (row security shows each role its own).
     let policy = one::<pgrx::JsonB>(
         what,
-        "SELECT (SELECT policy FROM grid.policy WHERE role_name = current_user)",
+        "SELECT (SELECT policy FROM grid.policy WHERE role_name OPERATOR(pg_catalog.=) current_user)",
     )
     .map(|j| j.0);
     let text = |i: usize| who[i].as_str().unwrap_or_default().to_string();

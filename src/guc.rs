@@ -46,6 +46,7 @@ impl AuditLevel {
 static ENDPOINT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static MODEL: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static API_KEY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static API_KEY_FILE: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 static MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(512);
 static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.0);
@@ -85,6 +86,14 @@ pub fn register() {
         GucContext::Suset,
         // NO_SHOW_ALL includes NOT_IN_SAMPLE.
         GucFlags::SUPERUSER_ONLY | GucFlags::NO_SHOW_ALL,
+    );
+    GucRegistry::define_string_guc(
+        c"grid.api_key_file",
+        c"File holding the secret sent to the model endpoint (used when grid.api_key is empty).",
+        c"Read by the mask worker at each ask. Unlike grid.api_key, changing it never puts the key in the server log (PostgreSQL logs a changed parameter's value at reload).",
+        &API_KEY_FILE,
+        GucContext::Sighup,
+        GucFlags::SUPERUSER_ONLY,
     );
     GucRegistry::define_int_guc(
         c"grid.timeout",
@@ -183,7 +192,15 @@ pub fn model() -> Option<String> {
 
 /// `grid.api_key`, or `None` when unset or empty. Never put it in a message.
 pub fn api_key() -> Option<String> {
-    string(&API_KEY)
+    string(&API_KEY).or_else(|| {
+        let path = string(&API_KEY_FILE)?;
+        // An unreadable file is no key: the endpoint then refuses with 401, which says
+        // what is wrong without this function saying anything about the file's content.
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+    })
 }
 
 /// `grid.timeout`.

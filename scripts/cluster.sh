@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Throwaway PostgreSQL 15 clusters with the mask worker preloaded, for the demo and the
+# fault suite. Source it, then:
+#
+#   cluster_start DIR PORT DB     initdb in DIR/data (as postgres), grid_pg preloaded with
+#                                 grid.database = DB, socket in DIR, database DB created
+#                                 with the extension installed
+#   cluster_psql DIR PORT USER DB [psql args...]
+#   cluster_stop DIR              stop it (fast)
+#
+# Needs the extension installed (cargo pgrx install) and sudo when run as root.
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+
+as_postgres() { if [ "$(id -u)" -eq 0 ]; then sudo -u postgres "$@"; else "$@"; fi; }
+
+cluster_start() {
+    local dir=$1 port=$2 db=$3
+    mkdir -p "$dir"
+    chmod 755 "$dir"
+    chown postgres: "$dir" 2>/dev/null || true
+    as_postgres "$PG_BIN/initdb" -D "$dir/data" --auth=trust -U postgres >"$dir/initdb.log" 2>&1 \
+        || { cat "$dir/initdb.log"; return 1; }
+    cat >>"$dir/data/postgresql.conf" <<CONF
+port = $port
+listen_addresses = ''
+unix_socket_directories = '$dir'
+shared_preload_libraries = 'grid_pg'
+grid.database = '$db'
+max_connections = 100
+CONF
+    as_postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w start >/dev/null
+    as_postgres "$PG_BIN/createdb" -h "$dir" -p "$port" -U postgres "$db"
+    as_postgres psql -X -q -h "$dir" -p "$port" -U postgres -d "$db" -c "CREATE EXTENSION grid_pg"
+}
+
+cluster_psql() {
+    local dir=$1 port=$2 user=$3 db=$4
+    shift 4
+    as_postgres psql -X -h "$dir" -p "$port" -U "$user" -d "$db" -v ON_ERROR_STOP=1 "$@"
+}
+
+cluster_stop() {
+    as_postgres "$PG_BIN/pg_ctl" -D "$1/data" stop -m fast >/dev/null 2>&1 || true
+}
