@@ -9,6 +9,8 @@
 #   pgrx tests       the #[pg_test]s of src/ in a throwaway PostgreSQL 15
 #   fault suite      tests/faults/run.sh: endpoint faults, cancellation, load, tamper,
 #                    security and kill -9 arms on a throwaway cluster, CI counts
+#   fuzz             the fuzz crate (fuzz/, its own workspace): fmt, clippy, its seeds
+#                    as unit tests, then fuzz/run.sh for 30 s per cargo-fuzz target
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -73,6 +75,11 @@ pgrx_tests() {
     fi
 }
 
+fuzz_checks() {
+    (cd fuzz && cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo test --lib)
+    bash fuzz/run.sh --seconds 30
+}
+
 step "setup" bash scripts/setup.sh
 step "fmt" cargo fmt --all --check
 step "clippy engine" cargo clippy "${ENGINE[@]}" --all-targets -- -D warnings
@@ -82,4 +89,5 @@ step "spider parse" spider_parse
 step "pgrx tests" pgrx_tests
 # After the pgrx tests, which installed the extension it runs.
 step "fault suite" bash tests/faults/run.sh
+step "fuzz" fuzz_checks
 current=""

@@ -200,33 +200,7 @@ impl EndpointClient {
     /// (the declared fingerprint must be the served bytes' fingerprint).
     pub async fn fetch_vocabulary(&self) -> Result<ServedVocabulary, ClientError> {
         let reply = self.http.get(VOCABULARY_PATH).await?;
-        let header: VocabularyHeader = serde_json::from_slice(&reply.body)
-            .map_err(|e| ClientError::malformed(format!("vocabulary reply: {e}")))?;
-        if header.protocol != PROTOCOL {
-            return Err(ClientError::ProtocolMismatch {
-                expected: PROTOCOL.into(),
-                got: header.protocol,
-            });
-        }
-        let text = std::str::from_utf8(&reply.body)
-            .map_err(|e| ClientError::malformed(format!("vocabulary reply: {e}")))?;
-        let vocabulary = Vocabulary::from_served_json(text)
-            .map_err(|e| ClientError::malformed(format!("vocabulary reply: {e}")))?;
-        if vocabulary.fingerprint() != header.fingerprint {
-            return Err(ClientError::malformed(format!(
-                "declared fingerprint {} is not the served tokens' fingerprint {}",
-                header.fingerprint,
-                vocabulary.fingerprint()
-            )));
-        }
-        if vocabulary.len() != header.vocab_size {
-            return Err(ClientError::malformed(format!(
-                "declared vocab_size {} but {} tokens served",
-                header.vocab_size,
-                vocabulary.len()
-            )));
-        }
-        Ok(ServedVocabulary { header, vocabulary })
+        parse_vocabulary_reply(&reply.body)
     }
 
     /// Fetches the endpoint's vocabulary and checks that it is the client's
@@ -348,7 +322,10 @@ impl EndpointClient {
                 });
             }
         };
-        let parsed = parse_step_reply(&reply.body, pending);
+        let ids: Vec<&str> = pending.iter().map(|p| p.input.id).collect();
+        // Every mask of one client is over the same vocabulary.
+        let universe = pending.first().map_or(0, |p| p.input.mask.set.universe());
+        let parsed = parse_step_reply(&reply.body, &ids, universe);
         let response = match parsed {
             Ok(r) => r,
             Err(e) => {
@@ -454,7 +431,48 @@ fn wire_step(p: &Pending<'_>) -> GenerationStep {
     }
 }
 
-fn parse_step_reply(body: &[u8], pending: &[Pending<'_>]) -> Result<StepResponse, ClientError> {
+/// Parses a `GET /v1/vocabulary` reply body and checks it for consistency: the protocol,
+/// the declared fingerprint against the served bytes' own, the declared size against the
+/// number of tokens served.
+pub fn parse_vocabulary_reply(body: &[u8]) -> Result<ServedVocabulary, ClientError> {
+    let header: VocabularyHeader = serde_json::from_slice(body)
+        .map_err(|e| ClientError::malformed(format!("vocabulary reply: {e}")))?;
+    if header.protocol != PROTOCOL {
+        return Err(ClientError::ProtocolMismatch {
+            expected: PROTOCOL.into(),
+            got: header.protocol,
+        });
+    }
+    let text = std::str::from_utf8(body)
+        .map_err(|e| ClientError::malformed(format!("vocabulary reply: {e}")))?;
+    let vocabulary = Vocabulary::from_served_json(text)
+        .map_err(|e| ClientError::malformed(format!("vocabulary reply: {e}")))?;
+    if vocabulary.fingerprint() != header.fingerprint {
+        return Err(ClientError::malformed(format!(
+            "declared fingerprint {} is not the served tokens' fingerprint {}",
+            header.fingerprint,
+            vocabulary.fingerprint()
+        )));
+    }
+    if vocabulary.len() != header.vocab_size {
+        return Err(ClientError::malformed(format!(
+            "declared vocab_size {} but {} tokens served",
+            header.vocab_size,
+            vocabulary.len()
+        )));
+    }
+    Ok(ServedVocabulary { header, vocabulary })
+}
+
+/// Parses a `POST /v1/step` reply body for a request that named the generations `ids`, in
+/// order, over a vocabulary of `universe` ids: the protocol, one result per generation in
+/// request order, and every sampled token inside the vocabulary. Whether the token is in
+/// the step's mask is the decode loop's check, not the parser's.
+pub fn parse_step_reply(
+    body: &[u8],
+    ids: &[&str],
+    universe: usize,
+) -> Result<StepResponse, ClientError> {
     let response: StepResponse = serde_json::from_slice(body)
         .map_err(|e| ClientError::malformed(format!("step reply: {e}")))?;
     if response.protocol != PROTOCOL {
@@ -463,22 +481,22 @@ fn parse_step_reply(body: &[u8], pending: &[Pending<'_>]) -> Result<StepResponse
             got: response.protocol,
         });
     }
-    if response.results.len() != pending.len() {
+    if response.results.len() != ids.len() {
         return Err(ClientError::malformed(format!(
             "step reply has {} results for {} generations",
             response.results.len(),
-            pending.len()
+            ids.len()
         )));
     }
-    for (p, r) in pending.iter().zip(&response.results) {
-        if r.id != p.input.id {
+    for (&id, r) in ids.iter().zip(&response.results) {
+        if r.id != id {
             return Err(ClientError::malformed(format!(
                 "step reply result {:?} where {:?} was expected",
-                r.id, p.input.id
+                r.id, id
             )));
         }
         if let Outcome::Ok { token, .. } = r.outcome {
-            if token as usize >= p.input.mask.set.universe() {
+            if token as usize >= universe {
                 return Err(ClientError::malformed(format!(
                     "generation {:?}: token {token} is out of the vocabulary",
                     r.id

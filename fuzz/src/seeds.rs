@@ -1,0 +1,98 @@
+//! The seed corpus (`fuzz/seeds/<target>/`), written by
+//! `cargo test --lib -- --ignored write_seeds` from the fuzz directory: valid inputs of
+//! each target, so that the fuzzer starts past the parsers' first refusals.
+
+use std::fs;
+use std::path::Path;
+
+use grid_vocab::Vocabulary;
+
+use crate::fixtures::VOCAB;
+
+fn vocabulary_reply(v: &Vocabulary) -> Vec<u8> {
+    let mut reply: serde_json::Value =
+        serde_json::from_str(&v.to_served_json()).expect("served JSON");
+    let obj = reply.as_object_mut().expect("an object");
+    obj.insert("protocol".into(), "grid-endpoint/1".into());
+    obj.insert("model".into(), "mock".into());
+    obj.insert("fingerprint".into(), v.fingerprint().into());
+    obj.insert("vocab_size".into(), v.len().into());
+    obj.insert("mask_cache_capacity".into(), 64.into());
+    obj.insert("max_batch".into(), 32.into());
+    serde_json::to_vec(&reply).expect("JSON")
+}
+
+fn with(prefix: &[u8], body: &[u8]) -> Vec<u8> {
+    let mut v = prefix.to_vec();
+    v.extend_from_slice(body);
+    v
+}
+
+/// `(target, seed)` pairs.
+pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
+    let mut out = Vec::new();
+    for (i, sql) in [
+        "SELECT name FROM employees WHERE id = 1;",
+        "SELECT T1.name, count(*) FROM employees AS T1 JOIN orders AS T2 ON T1.id = T2.employee_id GROUP BY T1.name ORDER BY count(*) DESC LIMIT 3",
+        "SELECT \"Rating_(millions)\" FROM employees /* c */ -- x\n",
+        "WITH x AS (SELECT name FROM employees) SELECT name FROM x UNION SELECT 'it''s'",
+        "INSERT INTO orders VALUES (1, 2.5e3, 3)",
+        "SELECT email FROM customers WHERE name LIKE 'a%' AND id IN (SELECT customer FROM orders)",
+        "SELECT 1e",
+        "SELECT (1 + (2 * 3)) :: text, 'a' || 'b' FROM orders",
+    ]
+    .iter()
+    .enumerate()
+    {
+        out.push(("lexer_parser", with(&[i as u8 % 3], sql.as_bytes())));
+    }
+    for role in 0..3u8 {
+        out.push(("mask_oracle", vec![role; 1]));
+        out.push(("mask_oracle", (0..24u8).map(|i| role + i * 7).collect()));
+        out.push(("mask_oracle", [role, 0, 0x81, 3, 0x90, 5, 9].to_vec()));
+    }
+    out.push(("audit_verify", vec![]));
+    out.push(("audit_verify", vec![0, 3, 100, b'1']));
+    out.push(("audit_verify", vec![2, 4, 0]));
+    out.push(("audit_verify", vec![3, 2, 9, 4, 1, 7]));
+    out.push(("audit_verify", vec![6, 15, 0]));
+    out.push(("audit_verify", vec![5, 1, 40, b' ', b'x', b'"']));
+    out.push((
+        "audit_verify",
+        with(&[0xff], b"{\"type\":\"step\"}\nnot json\n"),
+    ));
+    let step_reply = br#"{"protocol":"grid-endpoint/1","results":[{"id":"g1","status":"ok","token":5,"logprob":-0.25}]}"#;
+    out.push(("endpoint_reply", with(&[0], step_reply)));
+    let three = br#"{"protocol":"grid-endpoint/1","results":[{"id":"g1","status":"ok","token":300,"logprob":null},{"id":"g2","status":"need","mask":true,"history":false},{"id":"g3","status":"error","code":"empty_mask","message":"nothing to sample"}]}"#;
+    out.push(("endpoint_reply", with(&[6], three)));
+    out.push(("endpoint_reply", with(&[1], &vocabulary_reply(&VOCAB))));
+    let completion = br#"{"choices":[{"text":" SELECT name","finish_reason":"stop","logprobs":{"tokens":[" SELECT"," name"],"token_logprobs":[-0.1,null],"top_logprobs":[{" SELECT":-0.1,"SELECT":-2.5},null]}}]}"#;
+    out.push(("endpoint_reply", with(&[2], completion)));
+    out
+}
+
+#[test]
+#[ignore = "writes fuzz/seeds; run by hand when the targets' input formats change"]
+fn write_seeds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds");
+    for (n, (target, seed)) in seeds().into_iter().enumerate() {
+        let dir = root.join(target);
+        fs::create_dir_all(&dir).expect("seed directory");
+        fs::write(dir.join(format!("seed-{n:02}")), seed).expect("seed file");
+    }
+}
+
+/// Every seed runs through its target without a failure (the targets' properties hold on
+/// valid input): `cargo test --lib` on the stable toolchain, no libFuzzer needed.
+#[test]
+fn seeds_pass_their_targets() {
+    for (target, seed) in seeds() {
+        match target {
+            "lexer_parser" => crate::lexer_parser::run(&seed),
+            "mask_oracle" => crate::mask_oracle::run(&seed),
+            "audit_verify" => crate::audit_verify::run(&seed),
+            "endpoint_reply" => crate::endpoint_reply::run(&seed),
+            other => panic!("unknown target {other}"),
+        }
+    }
+}
