@@ -155,7 +155,7 @@ impl GridEngine {
 }
 
 /// The one place where `--cache` reaches the engine.
-fn grid_masker(trie: Arc<TokenTrie>, cache: CacheMode) -> Masker {
+pub(crate) fn grid_masker(trie: Arc<TokenTrie>, cache: CacheMode) -> Masker {
     match cache {
         CacheMode::On => Masker::with_cache(trie, Arc::new(MaskCache::new(64))),
         CacheMode::Off => Masker::new(trie),

@@ -6,8 +6,9 @@
 //! stays `d`-deep while the input grows. Each step masks the current configuration (timed)
 //! and feeds the next token, which must be admitted.
 //!
-//! Repetition 0 warms the caches and is dropped; the series is the per-position minimum
-//! over the later repetitions (the least disturbed sample on a shared host). Reported per
+//! Repetition 0 warms the caches (the mask cache too, with `--cache on`, the default) and is
+//! dropped; the series is the per-position minimum over the later repetitions (the least
+//! disturbed sample on a shared host). Reported per
 //! depth: the least squares slope of step time against position with its 95% confidence
 //! interval, and R² of cumulative cost against position (1 when the cost is linear, that
 //! is, when a step costs the same everywhere). The last line is JSON.
@@ -18,14 +19,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
-use grid_core::mask::Masker;
 use grid_core::schema::{Schema, Table};
 use grid_core::trie::TokenTrie;
 use grid_core::{Dialect, Language, Lexicon, Policy, Session};
 use grid_vocab::Vocabulary;
 use serde_json::json;
 
-use crate::bench::{vocab_label, BenchError};
+use crate::bench::{grid_masker, vocab_label, BenchError, CacheMode};
 use crate::bench_stats::fit_by_position;
 
 #[derive(Args)]
@@ -45,6 +45,9 @@ pub struct BenchRArgs {
     /// Label of the vocabulary in the output (default: the tokenizer's file or directory name).
     #[arg(long)]
     vocab_label: Option<String>,
+    /// The mask cache, as in `grid bench`.
+    #[arg(long, value_enum, default_value_t = CacheMode::On)]
+    cache: CacheMode,
 }
 
 /// The text of a depth-`depth` stream with at least `items` list items.
@@ -89,7 +92,7 @@ pub fn run(a: &BenchRArgs) -> Result<(), BenchError> {
     let policy = Policy::default();
     let lexicon = Lexicon::from_schema(&schema, &policy, &|w| dialect.is_reserved(w))?;
     let lang = Language::build(dialect.clone(), &policy, &lexicon)?;
-    let mut masker = Masker::new(TokenTrie::shared(&vocab)?);
+    let mut masker = grid_masker(TokenTrie::shared(&vocab)?, a.cache);
     let n = a.n as usize;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
