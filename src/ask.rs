@@ -378,6 +378,16 @@ mod tests {
         select_one::<String>(&format!("SELECT grid.ask($q${question}$q$)")).unwrap_or_default()
     }
 
+    /// The fixture's first question, as the analyst, answers as it always does.
+    fn the_analyst_asks_as_usual() {
+        run("SET ROLE grid_t_analyst");
+        assert_eq!(
+            ask("list the employees"),
+            "SELECT name FROM grid_t_employees"
+        );
+        run("RESET ROLE");
+    }
+
     fn names_salaries(sql: &str) -> bool {
         sql.to_ascii_lowercase().contains("grid_t_salaries")
     }
@@ -729,12 +739,7 @@ mod tests {
             "{m}"
         );
         run("RESET grid.debug_fault");
-        run("SET ROLE grid_t_analyst");
-        assert_eq!(
-            ask("list the employees"),
-            "SELECT name FROM grid_t_employees"
-        );
-        run("RESET ROLE");
+        the_analyst_asks_as_usual();
     }
 
     #[pg_test]
@@ -765,12 +770,7 @@ mod tests {
         run("RESET ROLE");
         assert!(m.contains("mock-scripted"), "{m}");
         run("SET grid.model = 'mock-scripted'");
-        run("SET ROLE grid_t_analyst");
-        assert_eq!(
-            ask("list the employees"),
-            "SELECT name FROM grid_t_employees"
-        );
-        run("RESET ROLE");
+        the_analyst_asks_as_usual();
     }
 
     #[pg_test]

@@ -2,33 +2,18 @@
 
 use std::sync::{Arc, LazyLock};
 
-use grid_core::schema::{Column, Schema, Table};
+use grid_core::schema::{Schema, Table};
 use grid_core::{Dialect, Language, Lexicon, Policy};
 use grid_vocab::Vocabulary;
-
-fn table(name: &str, cols: &[&str]) -> Table {
-    Table {
-        name: name.into(),
-        columns: cols
-            .iter()
-            .map(|c| Column {
-                name: c.to_string(),
-                ty: "text".into(),
-            })
-            .collect(),
-        primary_key: vec![],
-        foreign_keys: vec![],
-    }
-}
 
 /// `employees` is a prefix of `employees_public`; a quoted column needs quoting.
 fn hr_schema() -> Schema {
     Schema {
         db_id: "hr".into(),
         tables: vec![
-            table("employees", &["id", "name", "salary", "Rating_(millions)"]),
-            table("employees_public", &["id", "name"]),
-            table("orders", &["id", "total", "employee_id"]),
+            Table::with_columns("employees", &["id", "name", "salary", "Rating_(millions)"]),
+            Table::with_columns("employees_public", &["id", "name"]),
+            Table::with_columns("orders", &["id", "total", "employee_id"]),
         ],
     }
 }
@@ -38,8 +23,8 @@ fn shop_schema() -> Schema {
     Schema {
         db_id: "shop".into(),
         tables: vec![
-            table("orders", &["id", "total", "customer"]),
-            table("customers", &["id", "name", "email"]),
+            Table::with_columns("orders", &["id", "total", "customer"]),
+            Table::with_columns("customers", &["id", "name", "email"]),
         ],
     }
 }

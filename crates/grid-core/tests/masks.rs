@@ -12,7 +12,7 @@ use common::{gold, spider_or_skip, Langs, Rng};
 use grid_core::grammar::spec::LexiconKind;
 use grid_core::mask::{Mask, Masker};
 use grid_core::oracle::oracle_mask;
-use grid_core::schema::{Column, Schema, Table};
+use grid_core::schema::{Schema, Table};
 use grid_core::trie::TokenTrie;
 use grid_core::{Config, Dialect, Language, Lexicon, Policy, Session, TermSet};
 use grid_vocab::Vocabulary;
@@ -30,31 +30,16 @@ fn mini_dialect() -> Arc<Dialect> {
     )
 }
 
-fn table(name: &str, cols: &[&str]) -> Table {
-    Table {
-        name: name.into(),
-        columns: cols
-            .iter()
-            .map(|c| Column {
-                name: c.to_string(),
-                ty: "text".into(),
-            })
-            .collect(),
-        primary_key: vec![],
-        foreign_keys: vec![],
-    }
-}
-
 /// `employees` is a prefix of `employees_public`; `salaries` exists but the role may not see
 /// it (a relation, so no CTE may borrow its name, but not in the table lexicon).
 fn hr_schema() -> Schema {
     Schema {
         db_id: "hr".into(),
         tables: vec![
-            table("employees", &["id", "name", "salary", "Rating_(millions)"]),
-            table("employees_public", &["id", "name"]),
-            table("orders", &["id", "total", "employee_id"]),
-            table("salaries", &["id", "amount"]),
+            Table::with_columns("employees", &["id", "name", "salary", "Rating_(millions)"]),
+            Table::with_columns("employees_public", &["id", "name"]),
+            Table::with_columns("orders", &["id", "total", "employee_id"]),
+            Table::with_columns("salaries", &["id", "amount"]),
         ],
     }
 }
