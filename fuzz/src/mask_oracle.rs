@@ -60,7 +60,7 @@ fn assert_same(a: &Mask, b: &Mask, what: &str, at: &str, classes: bool) {
     if classes {
         assert_eq!((a.ci, a.cd), (b.ci, b.cd), "{what} at {at:?}: CI/CD split");
         let ids =
-            |m: &Mask| -> Vec<Vec<u32>> { m.cd_classes.iter().map(|c| c.ids.clone()).collect() };
+            |m: &Mask| -> Vec<Vec<u32>> { m.cd_classes.iter().map(|c| c.ids.to_vec()).collect() };
         assert_eq!(ids(a), ids(b), "{what} at {at:?}: CD classes");
     }
 }

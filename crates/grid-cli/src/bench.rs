@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use grid_core::cache::MaskCache;
-use grid_core::mask::Masker;
+use grid_core::mask::{Mask, Masker};
 use grid_core::schema::load_spider;
 use grid_core::trie::{TokenTrie, TrieError};
 use grid_core::{Dialect, GridError, Lexicon, Policy, Schema, Session};
@@ -180,9 +180,11 @@ impl Engine for GridEngine {
         }
         let mut session = Session::new(&lang);
         let mut cfg = session.start();
+        // One mask for the whole statement, as the hot path uses it (`mask_into`).
+        let mut m = Mask::empty(self.vocab.len(), 0);
         for step in 0..=ids.len() {
             let t = Instant::now();
-            let m = self.masker.mask(&mut session, &cfg);
+            self.masker.mask_into(&mut session, &cfg, &mut m);
             times.push(t.elapsed().as_nanos() as u64);
             let Some(&id) = ids.get(step) else {
                 return Ok(if m.eos {

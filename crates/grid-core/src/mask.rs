@@ -80,6 +80,20 @@ impl Mask {
         }
     }
 
+    /// Makes `self` [`Mask::empty`] again, keeping its buffers.
+    fn reset(&mut self, n_ids: usize, n_special: usize) {
+        self.bits.clear();
+        self.bits.resize(n_ids.div_ceil(32), 0);
+        self.allowed = 0;
+        self.blocked = (n_ids - n_special) as u32;
+        self.eos = false;
+        self.forced = None;
+        self.ci = 0;
+        self.cd = 0;
+        self.cd_classes.clear();
+        self.visited = 0;
+    }
+
     #[inline]
     pub fn contains(&self, id: u32) -> bool {
         self.bits
@@ -190,8 +204,8 @@ impl TrailKey {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CdClass {
     pub key: CdKey,
-    /// Alias-expanded ids, ascending.
-    pub ids: Vec<u32>,
+    /// Alias-expanded ids, ascending. Shared with the cache entry the class came from.
+    pub ids: Arc<[u32]>,
 }
 
 /// Computes masks over one token trie; owns the walk's scratch space so that repeated
@@ -208,6 +222,10 @@ pub struct Masker {
     log_len: Vec<usize>,
     /// Subtree ends of the nodes on the current path, root excluded.
     ends: Vec<usize>,
+    /// The masks of a forced run's later steps, and the run itself, kept between calls so
+    /// that a warm step allocates nothing.
+    run_mask: Option<Mask>,
+    run: Vec<u32>,
 }
 
 /// The first allowed id of a walk and the configuration after it, kept for forced runs.
@@ -222,6 +240,8 @@ impl Masker {
             log: Vec::new(),
             log_len: Vec::new(),
             ends: Vec::new(),
+            run_mask: None,
+            run: Vec::new(),
         }
     }
 
@@ -250,52 +270,77 @@ impl Masker {
 
     /// `M(κ)` at `cfg`, with its forced run when it is a singleton.
     pub fn mask(&mut self, session: &mut Session<'_>, cfg: &Config) -> Mask {
-        let (mut m, mut first) = self.walk(session, cfg);
-        if m.singleton().is_none() {
-            return m;
+        let mut m = self.empty_mask();
+        self.mask_into(session, cfg, &mut m);
+        m
+    }
+
+    /// [`Masker::mask`] into `out`, reusing its buffers (and the masker's): with the cache,
+    /// a hit allocates nothing once the buffers have grown to their working size. `out` is
+    /// any mask, of any vocabulary; it is overwritten.
+    pub fn mask_into(&mut self, session: &mut Session<'_>, cfg: &Config, out: &mut Mask) {
+        let mut run = match out.forced.take() {
+            Some(run) => run,
+            None => std::mem::take(&mut self.run),
+        };
+        run.clear();
+        let mut first = self.walk_into(session, cfg, out);
+        if out.singleton().is_none() {
+            self.run = run;
+            return;
         }
-        let mut run = Vec::new();
+        let mut next = self.run_mask.take().unwrap_or_else(|| self.empty_mask());
         while let Some((id, after)) = first.take() {
             run.push(id);
             if run.len() == FORCED_MAX {
                 break;
             }
-            let (next, f) = self.walk(session, &after);
+            let f = self.walk_into(session, &after, &mut next);
             if next.singleton().is_some() {
                 first = f;
             }
         }
-        m.forced = Some(run);
-        m
+        self.run_mask = Some(next);
+        out.forced = Some(run);
     }
 
     /// `M(κ)` without the forced run.
     pub fn mask_once(&mut self, session: &mut Session<'_>, cfg: &Config) -> Mask {
-        self.walk(session, cfg).0
+        let mut m = self.empty_mask();
+        self.walk_into(session, cfg, &mut m);
+        m
     }
 
-    fn walk(&mut self, session: &mut Session<'_>, cfg: &Config) -> (Mask, First) {
+    fn empty_mask(&self) -> Mask {
+        Mask::empty(self.trie.n_ids(), self.trie.special_ids().len())
+    }
+
+    fn walk_into(&mut self, session: &mut Session<'_>, cfg: &Config, m: &mut Mask) -> First {
         if self.cache.is_some() {
-            return self.cached(session, cfg);
+            return self.cached(session, cfg, m);
         }
-        self.walk_live(session, cfg)
+        let (fresh, first) = self.walk_live(session, cfg);
+        *m = fresh;
+        first
     }
 
     /// The mask from the cache entry of `cfg`'s key (built and published on a miss) and the
     /// live verdicts of its CD classes.
-    fn cached(&mut self, session: &mut Session<'_>, cfg: &Config) -> (Mask, First) {
+    fn cached(&mut self, session: &mut Session<'_>, cfg: &Config, m: &mut Mask) -> First {
         let trie = &*self.trie;
-        let mut m = Mask::empty(trie.n_ids(), trie.special_ids().len());
+        m.reset(trie.n_ids(), trie.special_ids().len());
         let eos = session.finish(cfg).is_ok();
         if !session.is_viable(cfg) {
             m.eos = eos;
             if let (true, Some(e)) = (eos, trie.eos_id()) {
                 m.set(e);
             }
-            return (m, None);
+            return None;
         }
         let Some(state) = self.cache.as_mut() else {
-            return self.walk_live(session, cfg);
+            let (fresh, first) = self.walk_live(session, cfg);
+            *m = fresh;
+            return first;
         };
         let lang = session.lang;
         let scope = *state
@@ -366,23 +411,18 @@ impl Masker {
             first_node.get_or_insert(class.rep_node);
             m.cd_classes.push(CdClass {
                 key: class.key.clone(),
-                ids: class.ids.to_vec(),
+                ids: class.ids.clone(),
             });
         }
         m.allowed = m.ci + m.cd;
         m.blocked -= m.allowed;
-        if m.singleton().is_none() {
-            return (m, None);
-        }
+        m.singleton()?;
         // Exactly one token: the forced run continues from the configuration after it.
-        let node = entry.ci_first.or(first_node);
-        let first = node.and_then(|n| {
-            let id = trie.token(n as usize)?;
-            let mut after = cfg.clone();
-            session.feed(&mut after, &trie.spelling(n as usize)).ok()?;
-            Some((id, after))
-        });
-        (m, first)
+        let n = entry.ci_first.or(first_node)?;
+        let id = trie.token(n as usize)?;
+        let mut after = cfg.clone();
+        session.feed(&mut after, &trie.spelling(n as usize)).ok()?;
+        Some((id, after))
     }
 
     fn walk_live(&mut self, session: &mut Session<'_>, cfg: &Config) -> (Mask, First) {
@@ -390,6 +430,7 @@ impl Masker {
         let mut out = Out {
             m: Mask::empty(trie.n_ids(), trie.special_ids().len()),
             classes: FxHashMap::default(),
+            staged: Vec::new(),
             first: None,
         };
         out.m.eos = session.finish(cfg).is_ok();
@@ -535,8 +576,11 @@ fn cd_verdict(
 /// A walk's result under construction.
 struct Out {
     m: Mask,
-    /// Index in `m.cd_classes` of each class key seen.
+    /// Index in `staged` of each class key seen.
     classes: FxHashMap<CdKey, usize>,
+    /// The CD classes in order of first appearance, ids in walk order; `finish` sorts them
+    /// into `m.cd_classes`.
+    staged: Vec<(CdKey, Vec<u32>)>,
     first: First,
 }
 
@@ -565,23 +609,28 @@ impl Out {
         let c = match self.classes.get(&key) {
             Some(&c) => c,
             None => {
-                let c = m.cd_classes.len();
+                let c = self.staged.len();
                 self.classes.insert(key.clone(), c);
-                m.cd_classes.push(CdClass {
-                    key,
-                    ids: Vec::new(),
-                });
+                self.staged.push((key, Vec::new()));
                 c
             }
         };
-        m.cd_classes[c].ids.extend(ids.iter());
+        self.staged[c].1.extend(ids.iter());
     }
 
     fn finish(mut self) -> (Mask, First) {
         self.m.blocked -= self.m.allowed;
-        for c in &mut self.m.cd_classes {
-            c.ids.sort_unstable();
-        }
+        self.m.cd_classes = self
+            .staged
+            .into_iter()
+            .map(|(key, mut ids)| {
+                ids.sort_unstable();
+                CdClass {
+                    key,
+                    ids: ids.into(),
+                }
+            })
+            .collect();
         (self.m, self.first)
     }
 }

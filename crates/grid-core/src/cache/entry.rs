@@ -1,5 +1,7 @@
 //! Cache entries: the stack-independent part of a mask, immutable and content-addressed.
 
+use std::sync::Arc;
+
 use blake2::digest::consts::U16;
 use blake2::{Blake2b, Digest};
 use rustc_hash::FxHashMap;
@@ -43,8 +45,8 @@ pub struct Entry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CdCandidates {
     pub key: CdKey,
-    /// Alias-expanded ids, ascending.
-    pub ids: Box<[u32]>,
+    /// Alias-expanded ids, ascending. Shared: a hit hands the mask this list, not a copy.
+    pub ids: Arc<[u32]>,
     /// The class's first token in trie order: its node and its spelling, fed when the
     /// verdict needs the full viability check.
     pub rep_node: u32,

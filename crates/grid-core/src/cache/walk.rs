@@ -104,7 +104,7 @@ pub fn build(
     let mut ci_bits = vec![0u32; trie.n_ids().div_ceil(32)];
     let mut ci_count = 0;
     let mut ci_first = None;
-    let mut classes: Vec<CdCandidates> = Vec::new();
+    let mut classes: Vec<PartClass> = Vec::new();
     let mut index: FxHashMap<CdKey, usize> = FxHashMap::default();
     let mut visited = 0;
     for p in std::iter::once(root).chain(parts) {
@@ -114,34 +114,28 @@ pub fn build(
         }
         ci_count += p.ci.len() as u32;
         ci_first = ci_first.or(p.ci_first);
-        for PartClass {
-            key: k,
-            ids,
-            rep_node,
-            rep,
-        } in p.classes
-        {
-            match index.get(&k) {
-                Some(&c) => {
-                    let mut all = std::mem::take(&mut classes[c].ids).into_vec();
-                    all.extend(ids);
-                    classes[c].ids = all.into();
-                }
+        for class in p.classes {
+            match index.get(&class.key) {
+                Some(&c) => classes[c].ids.extend(class.ids),
                 None => {
-                    index.insert(k.clone(), classes.len());
-                    classes.push(CdCandidates {
-                        key: k,
-                        ids: ids.into(),
-                        rep_node,
-                        rep,
-                    });
+                    index.insert(class.key.clone(), classes.len());
+                    classes.push(class);
                 }
             }
         }
     }
-    for c in &mut classes {
-        c.ids.sort_unstable();
-    }
+    let classes: Vec<CdCandidates> = classes
+        .into_iter()
+        .map(|mut c| {
+            c.ids.sort_unstable();
+            CdCandidates {
+                key: c.key,
+                ids: c.ids.into(),
+                rep_node: c.rep_node,
+                rep: c.rep,
+            }
+        })
+        .collect();
     let entry = Entry::new(key, ci_bits.into(), ci_count, ci_first, classes.into());
     (entry, visited)
 }
