@@ -376,7 +376,8 @@ impl Masker {
                     offset: cfg.offset,
                     allowed,
                 };
-                let (e, visited) = walk::build(trie, &key, start, state.cache.parallel);
+                let (e, visited) =
+                    walk::build(trie, &key, start, state.cache.parallel, Some(ns.tails()));
                 m.visited = visited;
                 match ns.publish(key, e) {
                     Ok(e) => e,

@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 
 use common::{gold, spider_or_skip, Langs, Rng};
 use grid_core::cache::key::scope_of;
-use grid_core::cache::walk::{self, WalkStart};
+use grid_core::cache::walk::{self, TailMemo, WalkStart};
 use grid_core::cache::{CacheError, CacheKey, GenericKey, MaskCache, Position};
 use grid_core::mask::{Mask, Masker};
 use grid_core::schema::{Schema, Table};
@@ -306,7 +306,7 @@ fn racing_publishes_of_one_payload_agree_and_a_second_payload_trips() {
             .map(|i| {
                 let (ns, key, barrier, trie) = (&ns, &key, &barrier, &trie);
                 sc.spawn(move || {
-                    let (entry, _) = walk::build(trie, key, start, i % 2 == 0);
+                    let (entry, _) = walk::build(trie, key, start, i % 2 == 0, None);
                     barrier.wait();
                     ns.publish(key.clone(), entry).expect("same payload").id
                 })
@@ -324,8 +324,8 @@ fn racing_publishes_of_one_payload_agree_and_a_second_payload_trips() {
         offset: other_cfg.offset,
         allowed: s.allowed(&other_cfg),
     };
-    let (wrong, _) = walk::build(&trie, &other_key, other_start, false);
-    let (right, _) = walk::build(&trie, &key, start, false);
+    let (wrong, _) = walk::build(&trie, &other_key, other_start, false, None);
+    let (right, _) = walk::build(&trie, &key, start, false, None);
     assert_ne!(wrong.ci_bits, right.ci_bits, "the payloads differ");
     let forged = grid_core::cache::Entry::new(
         &key,
@@ -394,13 +394,59 @@ fn parallel_miss_walks_equal_serial_ones() {
                 offset: cfg.offset,
                 allowed,
             };
-            let (p, pv) = walk::build(&trie, &key, start, true);
-            let (q, qv) = walk::build(&trie, &key, start, false);
+            let (p, pv) = walk::build(&trie, &key, start, true, None);
+            let (q, qv) = walk::build(&trie, &key, start, false, None);
             assert_eq!((p, pv), (q, qv), "{text:?}");
             compared += 1;
         }
     }
     assert!(compared > 40);
+}
+
+#[test]
+fn walks_through_the_tail_memo_equal_plain_walks() {
+    let vocab = synthetic_vocab();
+    let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
+    let lang = language(common::dialect(), &hr_schema(), &Policy::default());
+    let mut s = Session::new(&lang);
+    // Every tail goes through the memo, and one memo serves every key: later keys reuse
+    // tails that earlier keys' walks kept.
+    let memo = TailMemo::with_min_nodes(1);
+    let mut compared = 0;
+    for text in STATEMENTS {
+        let mut cfg = s.start();
+        for &b in text.as_bytes() {
+            if s.feed(&mut cfg, &[b]).is_err() {
+                break;
+            }
+            let allowed = s.allowed(&cfg);
+            let key = CacheKey::of(
+                &lang,
+                scope_of(&lang, trie.fingerprint()),
+                &cfg.scan,
+                allowed,
+            );
+            let start = WalkStart {
+                lang: &lang,
+                scan: &cfg.scan,
+                offset: cfg.offset,
+                allowed,
+            };
+            let (plain, _) = walk::build(&trie, &key, start, false, None);
+            let (memo_serial, _) = walk::build(&trie, &key, start, false, Some(&memo));
+            let (memo_parallel, _) = walk::build(&trie, &key, start, true, Some(&memo));
+            assert_eq!(memo_serial, plain, "{text:?} at {:?}", cfg.scan.rem);
+            assert_eq!(memo_parallel, plain, "{text:?} at {:?}", cfg.scan.rem);
+            compared += 1;
+        }
+    }
+    assert!(compared > 200, "{compared}");
+    assert!(
+        memo.len() > 10 && memo.hits() > 100,
+        "{} tails, {} hits",
+        memo.len(),
+        memo.hits()
+    );
 }
 
 // ---------------------------------------------------------------------------------------

@@ -15,6 +15,9 @@ use crate::termset::TermSet;
 /// so ids of different layouts never collide.
 pub const ENCODING_TAG: &[u8] = b"grid-mask-entry/1";
 
+/// Bytes buffered before they are fed to the hash.
+const HASH_CHUNK: usize = 1 << 14;
+
 /// `BLAKE2b-128(key ‖ encoding tag ‖ payload)`.
 pub type EntryId = [u8; 16];
 
@@ -83,18 +86,29 @@ impl Entry {
             emissions: emissions.into(),
             class_emission,
         };
-        let mut bytes = Vec::new();
+        // The payload is streamed into the hash through a small buffer: an entry's id lists
+        // run to hundreds of kilobytes on large vocabularies.
+        let mut h = Blake2b::<U16>::new();
+        let mut bytes = Vec::with_capacity(HASH_CHUNK);
         key.encode(&mut bytes);
         bytes.extend_from_slice(ENCODING_TAG);
-        e.encode_payload(&mut bytes);
-        e.id = Blake2b::<U16>::digest(&bytes).into();
+        e.encode_payload(&mut bytes, &mut |b| {
+            if b.len() >= HASH_CHUNK {
+                h.update(&b[..]);
+                b.clear();
+            }
+        });
+        h.update(&bytes);
+        e.id = h.finalize().into();
         e
     }
 
-    fn encode_payload(&self, out: &mut Vec<u8>) {
+    /// Writes the payload into `out`, calling `flush` on it between pieces.
+    fn encode_payload(&self, out: &mut Vec<u8>, flush: &mut impl FnMut(&mut Vec<u8>)) {
         out.extend_from_slice(&(self.ci_bits.len() as u32).to_le_bytes());
         for w in self.ci_bits.iter() {
             out.extend_from_slice(&w.to_le_bytes());
+            flush(out);
         }
         out.extend_from_slice(&self.ci_count.to_le_bytes());
         out.extend_from_slice(&self.ci_first.map_or(u32::MAX, |n| n).to_le_bytes());
@@ -120,9 +134,62 @@ impl Entry {
             out.extend_from_slice(&(c.ids.len() as u32).to_le_bytes());
             for id in c.ids.iter() {
                 out.extend_from_slice(&id.to_le_bytes());
+                flush(out);
             }
             out.extend_from_slice(&c.rep_node.to_le_bytes());
             put_bytes(out, &c.rep);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::key::{GenericKey, KeyBody, Remainder};
+    use crate::mask::TrailKey;
+
+    #[test]
+    fn the_streamed_id_is_the_hash_of_the_whole_encoding() {
+        let key = CacheKey::Generic(GenericKey(KeyBody {
+            scope: [7; 16],
+            remainder: Remainder::Raw(b"emplo".as_slice().into()),
+            allowed: TermSet::singleton(3),
+        }));
+        // Id lists long enough that the encoding spans many hash chunks.
+        let classes: Box<[CdCandidates]> = (0..40u32)
+            .map(|c| CdCandidates {
+                key: CdKey {
+                    emitted: [TermSet::singleton(c as u16 % 5)].into_iter().collect(),
+                    trail: TrailKey {
+                        idle: c % 2 == 0,
+                        q: c,
+                        w: c * 3,
+                        cutback: (c % 3 == 0)
+                            .then(|| (TermSet::singleton(1), true, b"x".as_slice().into())),
+                    },
+                },
+                ids: (0..2_000).map(|i| 100_000 + c * 2_000 + i).collect(),
+                rep_node: c,
+                rep: b"ab".as_slice().into(),
+            })
+            .collect();
+        let ci_bits: Box<[u32]> = (0..5_000u32)
+            .map(|w| w.wrapping_mul(2_654_435_761))
+            .collect();
+        let e = Entry::new(&key, ci_bits.clone(), 77, Some(4), classes.clone());
+        let mut whole = Vec::new();
+        key.encode(&mut whole);
+        whole.extend_from_slice(ENCODING_TAG);
+        e.encode_payload(&mut whole, &mut |_| {});
+        assert!(whole.len() > 10 * HASH_CHUNK, "{}", whole.len());
+        let expected: EntryId = Blake2b::<U16>::digest(&whole).into();
+        assert_eq!(e.id, expected);
+        // And the id reads the payload: one id moved changes it.
+        let mut other = classes.to_vec();
+        let mut ids = other[39].ids.to_vec();
+        ids[1_999] += 1;
+        other[39].ids = ids.into();
+        let f = Entry::new(&key, ci_bits, 77, Some(4), other.into());
+        assert_ne!(e.id, f.id);
     }
 }

@@ -25,6 +25,7 @@ use thiserror::Error;
 
 pub use entry::{CdCandidates, Entry, EntryId};
 pub use key::{CacheKey, GenericKey, IdentKey, KeyBody, Position, Remainder, Scope};
+pub use walk::TailMemo;
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum CacheError {
@@ -47,6 +48,8 @@ pub struct Namespace {
     pub generation: u64,
     retired: AtomicBool,
     entries: RwLock<FxHashMap<CacheKey, Arc<Entry>>>,
+    /// The miss walks' shared parts below lexeme hand-overs.
+    tails: TailMemo,
 }
 
 impl Namespace {
@@ -56,7 +59,13 @@ impl Namespace {
             generation,
             retired: AtomicBool::new(false),
             entries: RwLock::default(),
+            tails: TailMemo::default(),
         }
+    }
+
+    /// The memo of walk tails that misses in this namespace share.
+    pub fn tails(&self) -> &TailMemo {
+        &self.tails
     }
 
     pub fn is_retired(&self) -> bool {

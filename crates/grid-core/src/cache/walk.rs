@@ -10,6 +10,19 @@
 //!
 //! The root's subtrees are independent, so they may be walked in parallel (rayon); the parts
 //! are merged in trie order, which makes the entry bit-identical to a serial walk.
+//!
+//! Once a lexeme has been handed over on the path to a node, the walk below it reads neither
+//! `A` nor the key's remainder: only the scanner prunes, and each token's class is the
+//! path's emissions plus what the scan state at the node leads to (the state in its normal
+//! form: the scan reads nothing else of the lexeme in progress). So that part, a [`Tail`],
+//! is memoised per namespace ([`TailMemo`]) by node and scan state, and shared between keys.
+//! It is most of a miss's work: after a pending word, a token starting with ` ` hands the
+//! word over at depth 1, and the space-led half of the vocabulary below it is the same walk
+//! for every key that ends in a word.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -19,9 +32,17 @@ use super::entry::{CdCandidates, Entry};
 use super::key::CacheKey;
 use crate::language::Language;
 use crate::mask::{CdKey, TrailKey};
-use crate::recognizer::{scan_byte, Scan};
+use crate::recognizer::{is_word_byte, scan_byte, Scan};
 use crate::termset::TermSet;
 use crate::trie::TokenTrie;
+
+/// Below this many descendants a node's tail is walked in place rather than memoised: the
+/// lookup and merge would cost about as much as the walk.
+const TAIL_MIN_NODES: usize = 64;
+
+/// The most token ids a namespace's tails hold together; past it, tails are still used but
+/// no more are kept.
+const TAIL_MEMO_MAX_IDS: usize = 1 << 22;
 
 /// What a walk needs besides the trie: the language, the start state and `A`.
 #[derive(Clone, Copy)]
@@ -32,8 +53,8 @@ pub struct WalkStart<'a> {
     pub allowed: TermSet,
 }
 
-/// The result of walking one subtree.
-#[derive(Default)]
+/// The result of walking some nodes.
+#[derive(Debug, Default)]
 struct Part {
     ci: Vec<u32>,
     ci_first: Option<u32>,
@@ -42,7 +63,9 @@ struct Part {
     visited: u32,
 }
 
-/// A CD class as one subtree saw it: ids in walk order, first token.
+/// A CD class as one part saw it: ids in walk order, first token and its spelling (in a
+/// [`Tail`], the spelling below the tail's node).
+#[derive(Debug)]
 struct PartClass {
     key: CdKey,
     ids: Vec<u32>,
@@ -61,49 +84,201 @@ impl Part {
             self.ci.extend(ids.iter());
             return;
         };
-        let c = match self.index.get(&key) {
+        let c = self.class(key, node as u32, spelling);
+        self.classes[c].ids.extend(ids.iter());
+    }
+
+    /// The index of the class `key`, opened with first token `node` if it is new.
+    fn class(&mut self, key: CdKey, node: u32, spelling: &[u8]) -> usize {
+        match self.index.get(&key) {
             Some(&c) => c,
             None => {
                 self.index.insert(key.clone(), self.classes.len());
                 self.classes.push(PartClass {
                     key,
                     ids: Vec::new(),
-                    rep_node: node as u32,
+                    rep_node: node,
                     rep: spelling.into(),
                 });
                 self.classes.len() - 1
             }
-        };
-        self.classes[c].ids.extend(ids.iter());
+        }
+    }
+
+    /// Files the tokens of `tail` as the walk would have at its node: `emitted` lexemes
+    /// handed over on the path to it, `path` its spelling.
+    fn merge_tail(&mut self, lang: &Language, tail: &Tail, emitted: &[TermSet], path: &[u8]) {
+        let skip = lang.terms().skip;
+        for class in &tail.0.classes {
+            let t = &class.key.trail;
+            // The CI case (b): exactly one lexeme handed over, and what follows can only be,
+            // or still become, an ignored one.
+            if emitted.len() == 1
+                && class.key.emitted.is_empty()
+                && (t.idle || lang.live(t.q, t.w).intersects(&skip))
+            {
+                self.ci_first.get_or_insert(class.rep_node);
+                self.ci.extend_from_slice(&class.ids);
+                continue;
+            }
+            let key = CdKey {
+                emitted: emitted.iter().chain(&class.key.emitted).copied().collect(),
+                trail: t.clone(),
+            };
+            let c = match self.index.get(&key) {
+                Some(&c) => c,
+                None => {
+                    let mut rep: SmallVec<[u8; 16]> = path.into();
+                    rep.extend_from_slice(&class.rep);
+                    self.class(key, class.rep_node, &rep)
+                }
+            };
+            self.classes[c].ids.extend_from_slice(&class.ids);
+        }
     }
 }
 
-/// Builds the entry of `key` at `start`; `parallel` walks the root's subtrees on rayon.
-/// Returns the entry and the number of trie nodes visited.
+/// The tokens below one trie node, walked from the scan state at the node after at least one
+/// lexeme was handed over on the path to it: every token is in a class keyed by the lexemes
+/// handed over *below* the node and its trailing lexeme; [`Part::merge_tail`] prefixes the
+/// path's emissions and picks out the CI tokens. Classes in order of first token, as a walk
+/// would meet them, so merging gives the same part as walking.
+#[derive(Debug)]
+pub struct Tail(Part);
+
+/// Where a tail starts: the node and the scan state there in its normal form (`Remainder`'s
+/// T2 form, plus whether a lexeme is in progress; the offsets are left out).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct TailAt {
+    node: u32,
+    q: u32,
+    w: u32,
+    idle: bool,
+    last: Option<(TermSet, bool, SmallVec<[u8; 8]>)>,
+}
+
+impl TailAt {
+    fn of(node: usize, s: &Scan) -> TailAt {
+        let last = s.last.map(|(len, c)| {
+            let len = len as usize;
+            (c, is_word_byte(s.rem[len - 1]), s.rem[len..].into())
+        });
+        TailAt {
+            node: node as u32,
+            q: s.q,
+            w: s.w,
+            idle: s.rem.is_empty(),
+            last,
+        }
+    }
+}
+
+/// The tails of one namespace (so of one dialect, lexicon and vocabulary).
+#[derive(Debug)]
+pub struct TailMemo {
+    /// Nodes with fewer descendants are walked in place.
+    min_nodes: usize,
+    tails: RwLock<FxHashMap<TailAt, Arc<Tail>>>,
+    /// Token ids held by all tails, against [`TAIL_MEMO_MAX_IDS`].
+    ids: AtomicUsize,
+    hits: AtomicU64,
+}
+
+impl Default for TailMemo {
+    fn default() -> TailMemo {
+        TailMemo::with_min_nodes(TAIL_MIN_NODES)
+    }
+}
+
+impl TailMemo {
+    /// A memo that takes over below every hand-over with at least `n` descendants (the
+    /// default is 64; tests use 1 to send every tail through the memo).
+    pub fn with_min_nodes(n: usize) -> TailMemo {
+        TailMemo {
+            min_nodes: n.max(1),
+            tails: RwLock::default(),
+            ids: AtomicUsize::new(0),
+            hits: AtomicU64::new(0),
+        }
+    }
+
+    /// Tails served from the memo.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Tails kept.
+    pub fn len(&self) -> usize {
+        self.tails.read().map_or(0, |m| m.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn get(&self, at: &TailAt) -> Option<Arc<Tail>> {
+        let t = self.tails.read().ok()?.get(at).cloned();
+        self.hits
+            .fetch_add(u64::from(t.is_some()), Ordering::Relaxed);
+        t
+    }
+
+    /// Keeps `tail` while the memo has room. Two walkers racing on one node computed the
+    /// same tail (it is a function of the key), so either may win.
+    fn keep(&self, at: TailAt, tail: Arc<Tail>) {
+        let n = tail.0.classes.iter().map(|c| c.ids.len()).sum::<usize>();
+        if self.ids.fetch_add(n, Ordering::Relaxed) + n > TAIL_MEMO_MAX_IDS {
+            self.ids.fetch_sub(n, Ordering::Relaxed);
+            return;
+        }
+        if let Ok(mut m) = self.tails.write() {
+            if m.insert(at, tail).is_some() {
+                self.ids.fetch_sub(n, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Builds the entry of `key` at `start`; `parallel` walks the root's subtrees on rayon, and
+/// `tails` (the namespace's memo, if any) supplies and keeps the parts below hand-overs.
+/// Returns the entry and the number of trie nodes visited (tails reused count none).
 pub fn build(
     trie: &TokenTrie,
     key: &CacheKey,
     start: WalkStart<'_>,
     parallel: bool,
+    tails: Option<&TailMemo>,
 ) -> (Entry, u32) {
     let mut root = Part::default();
     // The empty spelling (if a token has it) keeps the output as it is: viable, CI.
     root.record(trie, 0, None, &[]);
     let subtrees: Vec<usize> = trie.children(0).collect();
+    let walker = Walker { trie, start, tails };
+    let range = |c: usize| c..c + trie.size(c);
+    // One part per thread (in parallel) or for the whole walk: a class is hashed once per
+    // part, not once per subtree.
     let parts: Vec<Part> = if parallel {
         subtrees
             .par_iter()
-            .map(|&c| walk_subtree(trie, start, c))
+            .fold(
+                || (Scratch::default(), Part::default()),
+                |(mut s, mut p), &c| {
+                    walker.walk(range(c), &mut s, &mut p);
+                    (s, p)
+                },
+            )
+            .map(|(_, p)| p)
             .collect()
     } else {
-        subtrees
-            .iter()
-            .map(|&c| walk_subtree(trie, start, c))
-            .collect()
+        let mut s = Scratch::default();
+        for &c in &subtrees {
+            walker.walk(range(c), &mut s, &mut root);
+        }
+        Vec::new()
     };
     let mut ci_bits = vec![0u32; trie.n_ids().div_ceil(32)];
     let mut ci_count = 0;
-    let mut ci_first = None;
+    let mut ci_first: Option<u32> = None;
     let mut classes: Vec<PartClass> = Vec::new();
     let mut index: FxHashMap<CdKey, usize> = FxHashMap::default();
     let mut visited = 0;
@@ -113,10 +288,20 @@ pub fn build(
             ci_bits[id as usize / 32] |= 1 << (id % 32);
         }
         ci_count += p.ci.len() as u32;
-        ci_first = ci_first.or(p.ci_first);
+        ci_first = match (ci_first, p.ci_first) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         for class in p.classes {
             match index.get(&class.key) {
-                Some(&c) => classes[c].ids.extend(class.ids),
+                Some(&c) => {
+                    let into = &mut classes[c];
+                    if class.rep_node < into.rep_node {
+                        into.rep_node = class.rep_node;
+                        into.rep = class.rep;
+                    }
+                    into.ids.extend(class.ids);
+                }
                 None => {
                     index.insert(class.key.clone(), classes.len());
                     classes.push(class);
@@ -124,6 +309,9 @@ pub fn build(
             }
         }
     }
+    // Node numbers are the trie's depth-first order, so the class whose first token comes
+    // first comes first, however the parts split the walk.
+    classes.sort_unstable_by_key(|c| c.rep_node);
     let classes: Vec<CdCandidates> = classes
         .into_iter()
         .map(|mut c| {
@@ -140,75 +328,158 @@ pub fn build(
     (entry, visited)
 }
 
-/// Walks the subtree of the root's child `sub`.
-fn walk_subtree(trie: &TokenTrie, start: WalkStart<'_>, sub: usize) -> Part {
-    let WalkStart {
-        lang,
-        scan,
-        offset,
-        allowed,
-    } = start;
-    let skip = lang.terms().skip;
-    let allowed_or_skip = allowed.union(&skip);
-    let mut part = Part::default();
-    let depth = trie.max_len() + 1;
-    let mut frames: Vec<(Scan, usize)> = vec![(scan.clone(), offset); depth];
-    let mut log: Vec<TermSet> = Vec::new();
-    let mut log_len = vec![0usize; depth];
-    let mut path: Vec<u8> = Vec::new();
-    // Subtree ends of the nodes on the current path, root excluded.
-    let mut ends: Vec<usize> = Vec::new();
-    let n = sub + trie.size(sub);
-    let mut i = sub;
-    while i < n {
-        while ends.last().is_some_and(|&e| i >= e) {
-            ends.pop();
-        }
-        let d = ends.len() + 1;
-        let (before, rest) = frames.split_at_mut(d);
-        let (f, off) = &mut rest[0];
-        f.clone_from(&before[d - 1].0);
-        *off = before[d - 1].1;
-        log.truncate(log_len[d - 1]);
-        path.truncate(d - 1);
-        path.push(trie.byte(i));
-        part.visited += 1;
-        let scanned = scan_byte(lang, f, off, trie.byte(i), &mut |c, _| {
-            if c.intersects(&skip) {
-                return Ok(());
-            }
-            // The first lexeme handed over is taken iff one of its candidates is in `A`.
-            if log.is_empty() && !c.intersects(&allowed) {
-                return Err(());
-            }
-            log.push(c);
-            Ok(())
-        });
-        if scanned.is_err() {
-            i += trie.size(i);
-            continue;
-        }
-        let direct = f.rem.is_empty() || lang.live(f.q, f.w).intersects(&allowed_or_skip);
-        if log.is_empty() && !direct && !f.last.is_some_and(|(_, c)| c.intersects(&allowed_or_skip))
-        {
-            i += trie.size(i);
-            continue;
-        }
-        log_len[d] = log.len();
-        if trie.token(i).is_some() {
-            let ci = match log.len() {
-                0 => direct,
-                1 => f.rem.is_empty() || lang.live(f.q, f.w).intersects(&skip),
-                _ => false,
-            };
-            let cd = (!ci).then(|| CdKey {
-                emitted: log.iter().copied().collect(),
-                trail: TrailKey::of(f),
-            });
-            part.record(trie, i, cd, &path);
-        }
-        ends.push(i + trie.size(i));
-        i += 1;
+/// A walk's buffers, kept across the subtrees one thread walks.
+#[derive(Default)]
+struct Scratch {
+    /// `frames[d]`: the scan state and input offset after the first `d` bytes of the path.
+    frames: Vec<(Scan, usize)>,
+    /// Lexemes handed over along the path (ignored ones left out).
+    log: Vec<TermSet>,
+    /// `log_len[d]`: length of `log` at depth `d`.
+    log_len: Vec<usize>,
+    path: Vec<u8>,
+    /// Subtree ends of the nodes on the path.
+    ends: Vec<usize>,
+}
+
+struct Walker<'a> {
+    trie: &'a TokenTrie,
+    start: WalkStart<'a>,
+    tails: Option<&'a TailMemo>,
+}
+
+impl Walker<'_> {
+    /// Walks the key's nodes in `nodes` (whole subtrees, in trie order, after those `part`
+    /// has) from the key's scan state at their parent, the root, into `part`.
+    fn walk(&self, nodes: Range<usize>, s: &mut Scratch, part: &mut Part) {
+        let (scan, offset) = (self.start.scan, self.start.offset);
+        self.walk_from(scan, offset, nodes, false, s, part);
     }
-    part
+
+    /// The tail below `node`, from scan state `scan` there (a lexeme was handed over on the
+    /// way): from the memo, or walked and kept.
+    fn tail(&self, node: usize, scan: &Scan, offset: usize) -> Arc<Tail> {
+        let at = TailAt::of(node, scan);
+        let memo = self.tails;
+        if let Some(t) = memo.and_then(|m| m.get(&at)) {
+            return t;
+        }
+        let mut part = Part::default();
+        let below = node + 1..node + self.trie.size(node);
+        self.walk_from(
+            scan,
+            offset,
+            below,
+            true,
+            &mut Scratch::default(),
+            &mut part,
+        );
+        // Sorted once here, a class that takes its ids from one tail is already sorted
+        // when the entry sorts it.
+        for c in &mut part.classes {
+            c.ids.sort_unstable();
+        }
+        let tail = Arc::new(Tail(part));
+        if let Some(m) = memo {
+            m.keep(at, tail.clone());
+        }
+        tail
+    }
+
+    /// Walks `nodes` (sibling subtrees, in trie order) from `scan` at their parent. In a
+    /// tail (`handed_over`), a lexeme was handed over above the parent: nothing reads `A`,
+    /// and every token is filed in a class keyed by the emissions below the parent.
+    fn walk_from(
+        &self,
+        scan: &Scan,
+        offset: usize,
+        nodes: Range<usize>,
+        handed_over: bool,
+        s: &mut Scratch,
+        part: &mut Part,
+    ) {
+        let trie = self.trie;
+        let WalkStart { lang, allowed, .. } = self.start;
+        let skip = lang.terms().skip;
+        let allowed_or_skip = allowed.union(&skip);
+        let depth = trie.max_len() + 1;
+        let Scratch {
+            frames,
+            log,
+            log_len,
+            path,
+            ends,
+        } = s;
+        if frames.len() < depth {
+            frames.resize(depth, (scan.clone(), offset));
+            log_len.resize(depth, 0);
+        }
+        frames[0].0.clone_from(scan);
+        frames[0].1 = offset;
+        log.clear();
+        log_len[0] = 0;
+        path.clear();
+        ends.clear();
+        let mut i = nodes.start;
+        while i < nodes.end {
+            while ends.last().is_some_and(|&e| i >= e) {
+                ends.pop();
+            }
+            let d = ends.len() + 1;
+            let (before, rest) = frames.split_at_mut(d);
+            let (f, off) = &mut rest[0];
+            f.clone_from(&before[d - 1].0);
+            *off = before[d - 1].1;
+            log.truncate(log_len[d - 1]);
+            path.truncate(d - 1);
+            path.push(trie.byte(i));
+            part.visited += 1;
+            let scanned = scan_byte(lang, f, off, trie.byte(i), &mut |c, _| {
+                if c.intersects(&skip) {
+                    return Ok(());
+                }
+                // The first lexeme handed over is taken iff one of its candidates is in `A`.
+                if !handed_over && log.is_empty() && !c.intersects(&allowed) {
+                    return Err(());
+                }
+                log.push(c);
+                Ok(())
+            });
+            if scanned.is_err() {
+                i += trie.size(i);
+                continue;
+            }
+            let first = !handed_over && log.is_empty();
+            let direct = f.rem.is_empty() || lang.live(f.q, f.w).intersects(&allowed_or_skip);
+            if first && !direct && !f.last.is_some_and(|(_, c)| c.intersects(&allowed_or_skip)) {
+                i += trie.size(i);
+                continue;
+            }
+            log_len[d] = log.len();
+            if trie.token(i).is_some() {
+                let ci = !handed_over
+                    && match log.len() {
+                        0 => direct,
+                        1 => f.rem.is_empty() || lang.live(f.q, f.w).intersects(&skip),
+                        _ => false,
+                    };
+                let cd = (!ci).then(|| CdKey {
+                    emitted: log.iter().copied().collect(),
+                    trail: TrailKey::of(f),
+                });
+                part.record(trie, i, cd, path);
+            }
+            if !handed_over
+                && !log.is_empty()
+                && self.tails.is_some_and(|m| trie.size(i) > m.min_nodes)
+            {
+                let tail = self.tail(i, f, *off);
+                part.merge_tail(lang, &tail, log, path);
+                i += trie.size(i);
+                continue;
+            }
+            ends.push(i + trie.size(i));
+            i += 1;
+        }
+    }
 }
