@@ -506,3 +506,23 @@ pub fn parse_step_reply(
     }
     Ok(response)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the `endpoint_reply` fuzz target: without serde_json's exact float parsing a
+    /// long literal was parsed one unit in the last place off, so the reply did not survive
+    /// being written and read back.
+    #[test]
+    fn a_step_reply_with_a_long_logprob_round_trips() {
+        let body = format!(
+            r#"{{"protocol":"grid-endpoint/1","results":[{{"id":"g1","status":"ok","token":5,"logprob":-5{}.25}}]}}"#,
+            "9".repeat(125)
+        );
+        let reply = parse_step_reply(body.as_bytes(), &["g1"], 10).expect("a valid reply");
+        let again = serde_json::to_vec(&reply).expect("serialises");
+        let back = parse_step_reply(&again, &["g1"], 10).expect("re-parses");
+        assert_eq!(back, reply);
+    }
+}
