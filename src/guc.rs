@@ -51,6 +51,7 @@ static TIMEOUT_MS: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 static MAX_TOKENS: GucSetting<i32> = GucSetting::<i32>::new(512);
 static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.0);
 static WORKER_THREADS: GucSetting<i32> = GucSetting::<i32>::new(0);
+static MASK_CACHE_MB: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static AUDIT: GucSetting<AuditLevel> = GucSetting::<AuditLevel>::new(AuditLevel::Full);
 static DEBUG_FAULT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static DATABASE: GucSetting<Option<CString>> =
@@ -137,6 +138,16 @@ pub fn register() {
         GucContext::Sighup,
         GucFlags::default(),
     );
+    GucRegistry::define_int_guc(
+        c"grid.mask_cache_mb",
+        c"Memory the mask worker's mask cache may hold, in megabytes.",
+        c"Past it the oldest cached grammars' entries are dropped (they are rebuilt when needed). Set in postgresql.conf; takes effect at the next ask after a reload.",
+        &MASK_CACHE_MB,
+        16,
+        1 << 20,
+        GucContext::Sighup,
+        GucFlags::UNIT_MB,
+    );
     GucRegistry::define_string_guc(
         c"grid.debug_fault",
         c"For fault-injection tests only: 'panic' makes the worker's generation engine panic on the next ask.",
@@ -216,6 +227,11 @@ pub fn max_tokens() -> u32 {
 /// `grid.temperature`.
 pub fn temperature() -> f64 {
     TEMPERATURE.get()
+}
+
+/// `grid.mask_cache_mb`, in bytes.
+pub fn mask_cache_bytes() -> usize {
+    usize::try_from(MASK_CACHE_MB.get()).unwrap_or(16) << 20
 }
 
 /// `grid.worker_threads` (0 = one per CPU).
@@ -302,6 +318,7 @@ mod tests {
         assert!((super::temperature() - 0.7).abs() < 1e-9);
         run("RESET ROLE");
         assert_refused("SET grid.worker_threads = 4", "55P02");
+        assert_refused("SET grid.mask_cache_mb = 64", "55P02");
     }
 
     #[pg_test]
@@ -322,12 +339,13 @@ mod tests {
             "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ' ' ORDER BY name)
                FROM pg_catalog.pg_settings
               WHERE name IN ('grid.max_tokens', 'grid.timeout', 'grid.temperature',
-                             'grid.worker_threads', 'grid.audit')",
+                             'grid.worker_threads', 'grid.mask_cache_mb', 'grid.audit')",
         );
         assert_eq!(
             defaults.as_deref(),
-            Some("grid.audit=full grid.max_tokens=512 grid.temperature=0 grid.timeout=30000ms grid.worker_threads=0")
+            Some("grid.audit=full grid.mask_cache_mb=1024MB grid.max_tokens=512 grid.temperature=0 grid.timeout=30000ms grid.worker_threads=0")
         );
+        assert_eq!(super::mask_cache_bytes(), 1 << 30);
         assert_eq!(super::audit(), super::AuditLevel::Full);
         assert_eq!(super::endpoint(), None);
     }

@@ -51,8 +51,9 @@ const PROMPT_SCHEMA_BYTES: usize = 12_000;
 /// Compiled languages kept.
 const LANGUAGES_KEPT: usize = 64;
 
-/// Mask cache entries per namespace.
-const MASK_CACHE_ENTRIES: usize = 1 << 14;
+/// Mask cache namespaces kept (one per dialect, lexicon and vocabulary in use); their
+/// memory is bounded by `grid.mask_cache_mb`.
+const MASK_CACHE_NAMESPACES: usize = 1 << 14;
 
 /// An ask handed to the engine by the main thread.
 pub struct Job {
@@ -69,6 +70,8 @@ pub struct Job {
     pub started_at: f64,
     /// `grid.worker_threads` as the worker read it (0: one per CPU).
     pub threads: usize,
+    /// `grid.mask_cache_mb` as the worker read it, in bytes.
+    pub mask_cache_bytes: usize,
     pub reply: std::sync::mpsc::Sender<Response>,
 }
 
@@ -228,7 +231,7 @@ impl Engine {
             dialect: Arc::new(dialect),
             vocabularies: HashMap::new(),
             languages: VecDeque::new(),
-            cache: Arc::new(MaskCache::new(MASK_CACHE_ENTRIES)),
+            cache: Arc::new(MaskCache::new(MASK_CACHE_NAMESPACES)),
             remotes: HashMap::new(),
             pool: None,
         })
@@ -419,6 +422,8 @@ impl Engine {
     pub fn serve(&mut self, jobs: &[Job], outbox: &dyn Outbox) {
         let Some(first) = jobs.first() else { return };
         let threads = first.threads;
+        // A reload that changes grid.mask_cache_mb takes effect at the next miss.
+        self.cache.set_budget(first.mask_cache_bytes);
         if self.pool.as_ref().is_none_or(|(n, _)| *n != threads) {
             // A reload that changes grid.worker_threads takes effect here.
             self.pool = rayon::ThreadPoolBuilder::new()

@@ -234,6 +234,7 @@ impl Worker {
             cancel: job.cancel.clone(),
             deadline: Instant::now() + wait,
             threads: crate::guc::worker_threads(),
+            mask_cache_bytes: crate::guc::mask_cache_bytes(),
             started_at: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),

@@ -379,12 +379,16 @@ impl Masker {
                 let (e, visited) =
                     walk::build(trie, &key, start, state.cache.parallel, Some(ns.tails()));
                 m.visited = visited;
-                match ns.publish(key, e) {
+                let e = match ns.publish(key, e) {
                     Ok(e) => e,
                     // Content addressing: a second payload for a key means the key misses
                     // something the walk read. Serving either would be unsound.
                     Err(e) => panic!("mask cache: {e}"),
-                }
+                };
+                // This step keeps its entry; the next one moves to a fresh namespace if
+                // this one was retired.
+                state.cache.enforce_budget();
+                e
             }
         };
         m.bits.copy_from_slice(&entry.ci_bits);

@@ -272,6 +272,54 @@ fn namespace_rollover_equals_cache_off() {
     assert_eq!(generations, vec![1, 2, 3, 4], "every switch rolls over");
 }
 
+/// A memory budget far below what one replay publishes: namespaces are retired as they
+/// outgrow it, the live ones never hold more than the budget after a step, and the masks
+/// stay equal to cache off across the rollovers.
+#[test]
+fn a_memory_budget_rolls_namespaces_over_and_masks_stay_exact() {
+    let vocab = synthetic_vocab();
+    let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
+    let lang = language(common::dialect(), &hr_schema(), &Policy::default());
+    // Unbounded first, to know what a replay holds.
+    let unbounded = Arc::new(MaskCache::new(4));
+    let (mut on, mut off) = fresh(&trie, &unbounded);
+    replay(&lang, &mut on, &mut off, &vocab, &mut Rng(3));
+    let whole = unbounded.bytes();
+    assert!(whole > 0 && unbounded.retired_over_budget() == 0);
+
+    let cache = Arc::new(MaskCache::new(4));
+    let budget = whole / 8;
+    cache.set_budget(budget);
+    let (mut on, mut off) = fresh(&trie, &cache);
+    let mut s = Session::new(&lang);
+    let mut steps = 0;
+    for text in STATEMENTS {
+        let mut cfg = s.start();
+        for (i, &b) in text.as_bytes().iter().enumerate() {
+            both(
+                &mut on,
+                &mut off,
+                &mut s,
+                &cfg,
+                &format!("{:?}", &text[..i]),
+            );
+            assert!(cache.bytes() <= budget, "{} bytes held", cache.bytes());
+            steps += 1;
+            if s.feed(&mut cfg, &[b]).is_err() {
+                break;
+            }
+        }
+    }
+    replay(&lang, &mut on, &mut off, &vocab, &mut Rng(3));
+    assert!(steps > 100);
+    assert!(
+        cache.retired_over_budget() > 2,
+        "{}",
+        cache.retired_over_budget()
+    );
+    assert!(cache.bytes() <= budget);
+}
+
 // ---------------------------------------------------------------------------------------
 // Publishing and the identifier rule
 

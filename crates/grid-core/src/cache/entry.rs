@@ -103,6 +103,25 @@ impl Entry {
         e
     }
 
+    /// Heap bytes the entry holds (what the cache's budget counts).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let classes: usize = self
+            .classes
+            .iter()
+            .map(|c| {
+                size_of::<CdCandidates>()
+                    + c.ids.len() * size_of::<u32>()
+                    + c.key.emitted.len() * size_of::<TermSet>()
+            })
+            .sum();
+        size_of::<Entry>()
+            + self.ci_bits.len() * size_of::<u32>()
+            + classes
+            + self.emissions.len() * size_of::<SmallVec<[TermSet; 2]>>()
+            + self.class_emission.len() * size_of::<u32>()
+    }
+
     /// Writes the payload into `out`, calling `flush` on it between pieces.
     fn encode_payload(&self, out: &mut Vec<u8>, flush: &mut impl FnMut(&mut Vec<u8>)) {
         out.extend_from_slice(&(self.ci_bits.len() as u32).to_le_bytes());

@@ -8,16 +8,17 @@
 //! and EOS are always computed on the live configuration, never cached.
 //!
 //! Entries live in a [`Namespace`] per scope (dialect, lexicon and vocabulary). A namespace
-//! is superseded (rolls over) when more scopes are in use than the cache keeps: the oldest
-//! is retired, and a masker holding it moves to a fresh one, so a superseded grammar's
-//! entries are never consulted again.
+//! is superseded (rolls over) when more scopes are in use than the cache keeps, or when the
+//! live namespaces together hold more bytes than the cache's budget: the oldest is retired,
+//! and a masker holding it moves to a fresh one, so a retired namespace's entries are never
+//! consulted again and its memory goes when the last masker lets go of it.
 
 pub mod entry;
 pub mod key;
 pub mod walk;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use rustc_hash::FxHashMap;
@@ -48,6 +49,8 @@ pub struct Namespace {
     pub generation: u64,
     retired: AtomicBool,
     entries: RwLock<FxHashMap<CacheKey, Arc<Entry>>>,
+    /// Heap bytes of the entries published here.
+    entry_bytes: AtomicUsize,
     /// The miss walks' shared parts below lexeme hand-overs.
     tails: TailMemo,
 }
@@ -59,6 +62,7 @@ impl Namespace {
             generation,
             retired: AtomicBool::new(false),
             entries: RwLock::default(),
+            entry_bytes: AtomicUsize::new(0),
             tails: TailMemo::default(),
         }
     }
@@ -78,6 +82,11 @@ impl Namespace {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Heap bytes held: the entries and the tail memo.
+    pub fn bytes(&self) -> usize {
+        self.entry_bytes.load(Ordering::Relaxed) + self.tails.bytes()
     }
 
     /// The entry of `key`, consulted at a position of kind `at`. A key of the other kind is
@@ -107,6 +116,8 @@ impl Namespace {
                 offered: hex(&entry.id),
             });
         }
+        self.entry_bytes
+            .fetch_add(entry.heap_bytes(), Ordering::Relaxed);
         let e = Arc::new(entry);
         m.insert(key, e.clone());
         Ok(e)
@@ -120,9 +131,13 @@ pub struct MaskCache {
     capacity: usize,
     /// Walk the root's subtrees in parallel on a miss.
     pub parallel: bool,
+    /// Heap bytes the live namespaces may hold together.
+    budget: AtomicUsize,
     spaces: Mutex<Spaces>,
     hits: AtomicU64,
     misses: AtomicU64,
+    /// Namespaces retired to keep within the budget.
+    over_budget: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -150,14 +165,58 @@ impl CacheStats {
 }
 
 impl MaskCache {
-    /// A cache keeping at most `capacity` namespaces (at least one).
+    /// A cache keeping at most `capacity` namespaces (at least one), with no memory budget.
     pub fn new(capacity: usize) -> MaskCache {
         MaskCache {
             capacity: capacity.max(1),
             parallel: true,
+            budget: AtomicUsize::new(usize::MAX),
             spaces: Mutex::default(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            over_budget: AtomicU64::new(0),
+        }
+    }
+
+    /// Sets the heap bytes the live namespaces may hold together; it is enforced after each
+    /// miss, by retiring the oldest namespaces (the one in use too, if it alone is over).
+    pub fn set_budget(&self, bytes: usize) {
+        self.budget.store(bytes, Ordering::Relaxed);
+    }
+
+    pub fn budget(&self) -> usize {
+        self.budget.load(Ordering::Relaxed)
+    }
+
+    /// Heap bytes held by the live namespaces.
+    pub fn bytes(&self) -> usize {
+        self.lock().live.iter().map(|n| n.bytes()).sum()
+    }
+
+    /// Namespaces retired so far to keep within the budget.
+    pub fn retired_over_budget(&self) -> u64 {
+        self.over_budget.load(Ordering::Relaxed)
+    }
+
+    /// Retires the oldest live namespaces until the rest fit the budget.
+    pub(crate) fn enforce_budget(&self) {
+        let budget = self.budget();
+        let mut s = self.lock();
+        let mut held: usize = s.live.iter().map(|n| n.bytes()).sum();
+        while held > budget {
+            let Some(old) = s.live.pop_front() else {
+                break;
+            };
+            held -= old.bytes().min(held);
+            old.retired.store(true, Ordering::Release);
+            self.over_budget.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Spaces> {
+        match self.spaces.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
         }
     }
 
@@ -170,10 +229,7 @@ impl MaskCache {
     /// The live namespace of `scope`, opening one (and retiring the oldest beyond
     /// capacity) when there is none.
     pub fn namespace(&self, scope: Scope) -> Arc<Namespace> {
-        let mut s = match self.spaces.lock() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut s = self.lock();
         if let Some(ns) = s.live.iter().find(|n| n.scope == scope) {
             return ns.clone();
         }
@@ -190,10 +246,7 @@ impl MaskCache {
 
     /// Retires the namespace of `scope` (its grammar was superseded).
     pub fn retire(&self, scope: Scope) {
-        let mut s = match self.spaces.lock() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut s = self.lock();
         s.live.retain(|n| {
             let keep = n.scope != scope;
             if !keep {

@@ -202,6 +202,11 @@ impl TailMemo {
         }
     }
 
+    /// Heap bytes of the tails kept (their id lists, which dominate).
+    pub fn bytes(&self) -> usize {
+        self.ids.load(Ordering::Relaxed) * std::mem::size_of::<u32>()
+    }
+
     /// Tails served from the memo.
     pub fn hits(&self) -> u64 {
         self.hits.load(Ordering::Relaxed)
