@@ -63,14 +63,69 @@ struct Part {
     visited: u32,
 }
 
-/// A CD class as one part saw it: ids in walk order, first token and its spelling (in a
-/// [`Tail`], the spelling below the tail's node).
+/// A CD class as one part saw it: its ids, first token and its spelling (in a [`Tail`], the
+/// spelling below the tail's node).
 #[derive(Debug)]
 struct PartClass {
     key: CdKey,
-    ids: Vec<u32>,
+    ids: ClassIds,
     rep_node: u32,
     rep: SmallVec<[u8; 16]>,
+}
+
+/// A class's ids while a walk collects them.
+#[derive(Debug)]
+enum ClassIds {
+    /// In walk order.
+    Owned(Vec<u32>),
+    /// Ascending, all from one tail's class: an entry whose class is exactly that one shares
+    /// the list instead of copying and sorting it again.
+    Shared(Arc<[u32]>),
+}
+
+impl ClassIds {
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            ClassIds::Owned(v) => v,
+            ClassIds::Shared(a) => a,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    fn owned(&mut self) -> &mut Vec<u32> {
+        if let ClassIds::Shared(a) = self {
+            *self = ClassIds::Owned(a.to_vec());
+        }
+        match self {
+            ClassIds::Owned(v) => v,
+            ClassIds::Shared(_) => unreachable!("made owned above"),
+        }
+    }
+
+    /// Adds `more`; an empty list takes a shared one as it is.
+    fn append(&mut self, more: &ClassIds) {
+        if self.len() == 0 {
+            *self = match more {
+                ClassIds::Owned(v) => ClassIds::Owned(v.clone()),
+                ClassIds::Shared(a) => ClassIds::Shared(a.clone()),
+            };
+            return;
+        }
+        self.owned().extend_from_slice(more.as_slice());
+    }
+
+    fn into_sorted(self) -> Arc<[u32]> {
+        match self {
+            ClassIds::Owned(mut v) => {
+                v.sort_unstable();
+                v.into()
+            }
+            ClassIds::Shared(a) => a,
+        }
+    }
 }
 
 impl Part {
@@ -85,7 +140,7 @@ impl Part {
             return;
         };
         let c = self.class(key, node as u32, spelling);
-        self.classes[c].ids.extend(ids.iter());
+        self.classes[c].ids.owned().extend(ids.iter());
     }
 
     /// The index of the class `key`, opened with first token `node` if it is new.
@@ -96,7 +151,7 @@ impl Part {
                 self.index.insert(key.clone(), self.classes.len());
                 self.classes.push(PartClass {
                     key,
-                    ids: Vec::new(),
+                    ids: ClassIds::Owned(Vec::new()),
                     rep_node: node,
                     rep: spelling.into(),
                 });
@@ -118,7 +173,7 @@ impl Part {
                 && (t.idle || lang.live(t.q, t.w).intersects(&skip))
             {
                 self.ci_first.get_or_insert(class.rep_node);
-                self.ci.extend_from_slice(&class.ids);
+                self.ci.extend_from_slice(class.ids.as_slice());
                 continue;
             }
             let key = CdKey {
@@ -133,7 +188,7 @@ impl Part {
                     self.class(key, class.rep_node, &rep)
                 }
             };
-            self.classes[c].ids.extend_from_slice(&class.ids);
+            self.classes[c].ids.append(&class.ids);
         }
     }
 }
@@ -305,7 +360,7 @@ pub fn build(
                         into.rep_node = class.rep_node;
                         into.rep = class.rep;
                     }
-                    into.ids.extend(class.ids);
+                    into.ids.append(&class.ids);
                 }
                 None => {
                     index.insert(class.key.clone(), classes.len());
@@ -319,14 +374,11 @@ pub fn build(
     classes.sort_unstable_by_key(|c| c.rep_node);
     let classes: Vec<CdCandidates> = classes
         .into_iter()
-        .map(|mut c| {
-            c.ids.sort_unstable();
-            CdCandidates {
-                key: c.key,
-                ids: c.ids.into(),
-                rep_node: c.rep_node,
-                rep: c.rep,
-            }
+        .map(|c| CdCandidates {
+            key: c.key,
+            ids: c.ids.into_sorted(),
+            rep_node: c.rep_node,
+            rep: c.rep,
         })
         .collect();
     let entry = Entry::new(key, ci_bits.into(), ci_count, ci_first, classes.into());
@@ -379,10 +431,11 @@ impl Walker<'_> {
             &mut Scratch::default(),
             &mut part,
         );
-        // Sorted once here, a class that takes its ids from one tail is already sorted
-        // when the entry sorts it.
+        // Sorted and shared once here: an entry class that is exactly one tail class takes
+        // the list as it is.
         for c in &mut part.classes {
-            c.ids.sort_unstable();
+            let ids = std::mem::replace(&mut c.ids, ClassIds::Owned(Vec::new()));
+            c.ids = ClassIds::Shared(ids.into_sorted());
         }
         let tail = Arc::new(Tail(part));
         if let Some(m) = memo {
