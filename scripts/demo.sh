@@ -12,6 +12,9 @@
 #      blocked, the audit rows and grid.verify_audit() are shown;
 #   6. prints the psql command to go on, and how to stop the cluster.
 #
+# --check (CI): after the session, checks what it must show (below) and stops the
+# cluster and the endpoint; exits non-zero when a check fails.
+#
 # The model is scripted, not a language model: see the README for pointing
 # grid.endpoint at a real vLLM server. GRID_DEMO_TOKENIZER=<tokenizer dir>
 # makes the endpoint use a real vocabulary (e.g. ../shared/data/tokenizers/gpt2)
@@ -25,6 +28,12 @@ cd "$GRID_ROOT"
 source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh"
 PORT=${GRID_DEMO_PORT:-54329}
 ENDPOINT_PORT=${GRID_DEMO_ENDPOINT_PORT:-8077}
+check=0
+case "${1:-}" in
+    --check) check=1 ;;
+    "") ;;
+    *) die "unknown argument $1 (see the head of scripts/demo.sh)" ;;
+esac
 
 bash scripts/setup.sh
 
@@ -54,7 +63,54 @@ psql_as postgres grid_demo -q -f - <demo/schema.sql
 psql_as postgres grid_demo -q -c "ALTER DATABASE grid_demo SET grid.endpoint = 'http://127.0.0.1:$ENDPOINT_PORT'"
 
 say "demo: the session (demo/demo.sql)"
-psql_as postgres grid_demo -f - <demo/demo.sql
+psql_as postgres grid_demo -f - <demo/demo.sql 2>&1 | tee "$dir/session.log"
+
+if [ "$check" -eq 1 ]; then
+    say "demo: check"
+    failed=0
+    expect() {
+        local what=$1 query=$2 want=$3 got
+        got=$(psql_as postgres grid_demo -Atq -c "$query" 2>&1) || true
+        if [ "$got" = "$want" ]; then
+            note "ok: $what"
+        else
+            printf '!!! demo check failed: %s: got %q, expected %q\n' "$what" "$got" "$want" >&2
+            failed=1
+        fi
+    }
+    expect "every ask of the session is audited (5 analyst, 2 hr, 2 clerk asks at least)" \
+        "SELECT bool_and(n >= want) FROM (VALUES ('analyst', 5), ('hr', 2), ('clerk', 2)) AS w(role, want)
+           LEFT JOIN LATERAL (SELECT count(*) AS n FROM grid.generations
+                               WHERE current_user_name = w.role) AS c ON true" t
+    expect "the analyst never got a statement naming salaries" \
+        "SELECT count(*) FROM grid.generations WHERE current_user_name = 'analyst'
+            AND final_sql ILIKE '%salar%'" 0
+    expect "hr's salary question names salaries" \
+        "SELECT bool_or(final_sql ILIKE '%FROM salaries%') FROM grid.generations
+          WHERE current_user_name = 'hr' AND question ILIKE '%salary%'" t
+    expect "the clerk's order is an INSERT into orders" \
+        "SELECT bool_and(final_sql ILIKE 'INSERT INTO orders%') FROM grid.generations
+          WHERE current_user_name = 'clerk'" t
+    expect "the clerk's grid.run wrote nothing" \
+        "SELECT count(*) FROM orders WHERE id = 104" 0
+    expect "grid.verify_audit() passes" "SELECT ok FROM grid.verify_audit()" t
+    # The one error the session shows on purpose: grid.run refuses the clerk's INSERT.
+    errors=$(grep -c '^psql:.*ERROR:' "$dir/session.log" || true)
+    expect_errors=$(grep -c 'ERROR:  grid.run runs read-only statements' "$dir/session.log" || true)
+    if [ "$errors" -eq 1 ] && [ "$expect_errors" -eq 1 ]; then
+        note "ok: the session's only error is grid.run refusing the clerk's INSERT"
+    else
+        printf '!!! demo check failed: %s errors in the session (expected only the read-only refusal)\n' \
+            "$errors" >&2
+        grep 'ERROR:' "$dir/session.log" >&2 || true
+        failed=1
+    fi
+    kill "$(cat "$dir/endpoint.pid")" 2>/dev/null || true
+    cluster_stop "$dir"
+    [ "$failed" -eq 0 ] || die "demo: checks failed (session log: $dir/session.log)"
+    say "demo: checks passed"
+    exit 0
+fi
 
 say "demo: done"
 cat <<DONE

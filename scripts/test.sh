@@ -9,6 +9,8 @@
 #   pgrx tests       the #[pg_test]s of src/ in a throwaway PostgreSQL 15
 #   fault suite      tests/faults/run.sh: endpoint faults, cancellation, load, tamper,
 #                    security and kill -9 arms on a throwaway cluster, CI counts
+#   demo             scripts/demo.sh --check: the README's main job, with its outcome
+#                    checked (audited asks, the analyst blocked, verify_audit)
 #   fuzz             the fuzz crate (fuzz/, its own workspace): fmt, clippy, its seeds
 #                    as unit tests, then fuzz/run.sh for 30 s per cargo-fuzz target
 set -euo pipefail
@@ -89,5 +91,6 @@ step "spider parse" spider_parse
 step "pgrx tests" pgrx_tests
 # After the pgrx tests, which installed the extension it runs.
 step "fault suite" bash tests/faults/run.sh
+step "demo" bash scripts/demo.sh --check
 step "fuzz" fuzz_checks
 current=""

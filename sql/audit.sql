@@ -69,7 +69,13 @@ CREATE TABLE grid.generations (
     hash              bytea NOT NULL CHECK (octet_length(hash) = 32),
     -- Not hashed.
     started_at        timestamptz NOT NULL,
-    finished_at       timestamptz NOT NULL
+    finished_at       timestamptz NOT NULL,
+    -- The semantic checker's verdict, not hashed either: grid.replay() recomputes it
+    -- from final_sql (whose digest is sealed) and the archived catalog snapshot.
+    -- refused: why final_sql was not returned (its violations), NULL when it was or
+    -- when there is no statement; repair_of: the generation this one repairs.
+    refused           text,
+    repair_of         bigint
 );
 COMMENT ON TABLE grid.generations IS 'Append-only: one row per finished generation, with its seal (grid_core::audit::Seal) in the global seal chain.';
 

@@ -11,6 +11,36 @@ extension_sql_file!(
     requires = ["bootstrap"]
 );
 
+/// The body of `grid.catalog_snapshot(search_path)` as one query taking the path as
+/// `$1` (`text[]`), so that `grid.ask()` reads the very same snapshot without its caller
+/// holding EXECUTE on the function: a DBA may grant `grid.ask(text)` alone. Run it under
+/// the pinned `search_path`, as the function's body runs.
+pub fn snapshot_query() -> Result<&'static str, &'static str> {
+    static QUERY: std::sync::OnceLock<Result<String, &'static str>> = std::sync::OnceLock::new();
+    QUERY
+        .get_or_init(|| {
+            const SQL: &str = include_str!("../sql/catalog.sql");
+            const OPEN: &str = "AS $snapshot$";
+            let start = SQL
+                .find(OPEN)
+                .ok_or("sql/catalog.sql: no `AS $snapshot$`")?
+                + OPEN.len();
+            let len = SQL[start..]
+                .find("$snapshot$")
+                .ok_or("sql/catalog.sql: the body is not closed")?;
+            let body = &SQL[start..start + len];
+            if body.matches("catalog_snapshot.search_path").count() != 1 {
+                return Err("sql/catalog.sql: the body must read its argument exactly once");
+            }
+            Ok(body.replace(
+                "catalog_snapshot.search_path",
+                "$1::pg_catalog.text[]::pg_catalog.name[]",
+            ))
+        })
+        .as_deref()
+        .map_err(|e| *e)
+}
+
 #[cfg(any(test, feature = "pg_test"))]
 #[pg_schema]
 mod tests {
@@ -239,6 +269,28 @@ mod tests {
             relation(&s, "public", "grid_t_staff")["on_search_path"],
             true
         );
+    }
+
+    #[pg_test]
+    fn the_inlined_snapshot_query_is_the_function() {
+        fixture();
+        let query = super::snapshot_query().expect("the body is found");
+        run("SET ROLE grid_t_analyst");
+        for path in [vec!["grid_t_app", "public"], vec!["public"], vec![]] {
+            let path: Vec<String> = path.into_iter().map(String::from).collect();
+            let inlined = Spi::get_one_with_args::<pgrx::JsonB>(query, &[path.clone().into()])
+                .expect("the query runs")
+                .map(|j| j.0);
+            let function = Spi::get_one_with_args::<pgrx::JsonB>(
+                "SELECT grid.catalog_snapshot($1::text[]::name[])",
+                &[path.clone().into()],
+            )
+            .expect("the function runs")
+            .map(|j| j.0);
+            assert!(inlined.is_some(), "{path:?}");
+            assert_eq!(inlined, function, "{path:?}");
+        }
+        run("RESET ROLE");
     }
 
     #[pg_test]

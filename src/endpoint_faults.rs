@@ -172,7 +172,7 @@ mod tests {
             (Fault::Hang, "58000", "(timeout)"),
             (Fault::ServerError, "38000", "HTTP 500"),
             (Fault::Malformed, "08P01", "malformed"),
-            (Fault::Truncated, "08006", "closed"),
+            (Fault::Truncated, "08007", "truncated"),
             (Fault::WrongFingerprint, "42804", "fingerprint"),
             (Fault::Disconnect, "08006", "closed"),
         ] {

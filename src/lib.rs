@@ -16,11 +16,10 @@
 //! - every object lives in schema `grid`, created by `sql/bootstrap.sql`;
 //! - each Rust module marked `#[pg_schema]` maps to the schema of the same name;
 //! - every function pins `search_path` with `#[search_path(pg_catalog, pg_temp)]`
-//!   (or `SET search_path` in SQL), but `grid.ask()`, `grid.explain()` and `grid.run()`,
-//!   which need the caller's (their names are all schema-qualified), and is SECURITY
-//!   INVOKER (the
+//!   (or `SET search_path` in SQL) and is SECURITY INVOKER (the
 //!   `every_grid_function_pins_search_path` and `every_grid_function_is_invoker`
-//!   tests check this);
+//!   tests check this); `grid.ask()`, `grid.explain()` and `grid.run()` read the
+//!   caller's own path where they need it (`caller`);
 //! - EXECUTE on every function is revoked from PUBLIC by `sql/privileges.sql`, the
 //!   last SQL of the extension script: a DBA grants what each role may call.
 
@@ -28,6 +27,7 @@ use pgrx::prelude::*;
 
 mod ask;
 mod audit;
+mod caller;
 mod catalog;
 mod endpoint_faults;
 mod guc;
@@ -135,10 +135,7 @@ mod tests {
             "SELECT string_agg(p.oid::regprocedure::text, ', ')
                FROM pg_catalog.pg_proc p
               WHERE p.pronamespace = 'grid'::regnamespace
-                AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)
-                -- Takes the caller's catalog snapshot under the caller's search_path.
-                AND p.oid NOT IN ('grid.ask(text)'::regprocedure, 'grid.explain(text)'::regprocedure,
-                                  'grid.run(text, integer)'::regprocedure)",
+                AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)",
         );
         assert_eq!(unpinned, None, "functions without a pinned search_path");
     }

@@ -173,6 +173,8 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
         current_user: Some(g.current_user.clone()),
         question: g.question.clone(),
         final_sql: g.final_sql.clone(),
+        refused: None,
+        repair_of: None,
     })?;
     let id = u64::try_from(generation).unwrap_or(0);
     let mut writer = ChainWriter::resume(sink, head);
@@ -277,6 +279,8 @@ pub fn store_steps(steps: &[grid_core::audit::StepRecord]) -> Result<(), StoreEr
         current_user: None,
         question: None,
         final_sql: None,
+        refused: None,
+        repair_of: None,
     })?;
     for r in steps {
         sink.insert(&grid_core::audit::Entry::Step(r.clone()))?;
@@ -322,6 +326,8 @@ pub fn store_seals(
                 current_user: Some(s.current_user.clone()),
                 question: Some(s.question.clone()),
                 final_sql: s.final_sql.clone(),
+                refused: s.refused.clone(),
+                repair_of: s.repair_of,
             },
             s.started_at,
         )?;

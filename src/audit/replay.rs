@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
-use grid_core::audit::{replay_generation, to_hex, StepRecord};
+use grid_core::audit::{replay_generation, to_hex, StepRecord, StopReason};
 use grid_core::catalog::CatalogSnapshot;
+use grid_core::checker;
 use grid_core::decode::Recomputer;
 use grid_core::trie::TokenTrie;
 use grid_core::{Dialect, Policy};
@@ -86,6 +87,36 @@ fn artefact(kind: &str, fingerprint: &[u8; 16]) -> Result<Option<Content>, Store
     })
 }
 
+/// Why the stored verdict of the checker on `sql` (`grid.generations.refused`, not
+/// hashed) is not the one the checker gives against the archived snapshot, if it is not.
+fn verdict_differs(
+    generation: i64,
+    sql: &str,
+    snapshot: &CatalogSnapshot,
+) -> Result<Option<String>, StoreError> {
+    let stored: Option<String> = Spi::get_one_with_args(
+        "SELECT refused FROM grid.generations WHERE generation = $1",
+        &[generation.into()],
+    )?;
+    let violations: Vec<String> = checker::check(sql, snapshot)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let recomputed = crate::worker::engine::refusal(&violations);
+    Ok((stored != recomputed).then(|| {
+        format!(
+            "the masks replay, but the checker's verdict on the final statement differs: \
+             stored refused = {}, recomputed from the archived snapshot = {}",
+            stored
+                .as_deref()
+                .map_or("NULL".to_string(), |s| format!("{s:?}")),
+            recomputed
+                .as_deref()
+                .map_or("NULL".to_string(), |s| format!("{s:?}")),
+        )
+    }))
+}
+
 /// Replays `generation`.
 pub fn replay(generation: i64) -> Result<Replayed, StoreError> {
     let (seal, steps) = match read(generation) {
@@ -100,6 +131,7 @@ pub fn replay(generation: i64) -> Result<Replayed, StoreError> {
         };
         return Ok(Replayed::refused(why));
     };
+    let final_sql = seal.final_sql;
     let seal = seal.seal;
     if steps.is_empty() && seal.steps == 0 {
         // An ask that failed before its first step: nothing to recompute.
@@ -176,12 +208,21 @@ pub fn replay(generation: i64) -> Result<Replayed, StoreError> {
     let mut rc = Recomputer::new(trie, &vocab);
     let replayed = replay_generation(&steps, &seal, &mut |ctx| rc.recompute(&language, ctx));
     Ok(match replayed {
-        Ok(n) => Replayed {
-            ok: true,
-            steps: i64::try_from(n).unwrap_or(i64::MAX),
-            first_bad_step: None,
-            reason: None,
-        },
+        Ok(n) => {
+            let steps = i64::try_from(n).unwrap_or(i64::MAX);
+            let verdict = match (seal.stop, final_sql) {
+                (StopReason::Eos | StopReason::BudgetCompleted, Some(sql)) => {
+                    verdict_differs(generation, &sql, &snapshot)?
+                }
+                _ => None,
+            };
+            Replayed {
+                ok: verdict.is_none(),
+                steps,
+                first_bad_step: None,
+                reason: verdict,
+            }
+        }
         Err(e) => {
             let step = match &e {
                 grid_core::audit::ReplayError::Mismatch { step, .. }

@@ -29,6 +29,10 @@ pub struct Asked {
     pub current_user: Option<String>,
     pub question: Option<String>,
     pub final_sql: Option<String>,
+    /// The checker's violations when `final_sql` was not returned.
+    pub refused: Option<String>,
+    /// The generation this one repairs.
+    pub repair_of: Option<u64>,
 }
 
 /// The sink of one generation's writer: step records go to `grid.audit_log`, the seal to
@@ -161,16 +165,22 @@ impl TableSink {
                     s.prev_seal_hash.to_vec().into(),
                     s.hash.to_vec().into(),
                     self.started_at.into(),
+                    self.asked.refused.as_deref().into(),
+                    self.asked
+                        .repair_of
+                        .map(|g| id_column(g, "repair_of"))
+                        .transpose()?
+                        .into(),
                 ];
                 Spi::run_with_args(
                     "INSERT INTO grid.generations (entry, generation, session_user_name, \
                      current_user_name, question, question_digest, final_sql, sql_digest, \
                      seal_index, stop, steps, last_step_hash, grammar_fp, lexicons_fp, \
                      policy_fp, vocabulary_fp, decode_mode, mask_cache, prev_seal_hash, hash, \
-                     started_at, finished_at) \
+                     started_at, finished_at, refused, repair_of) \
                      VALUES (pg_catalog.nextval('grid.audit_entry_seq'), \
                      $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-                     $17, $18, $19, $20, pg_catalog.clock_timestamp())",
+                     $17, $18, $19, $20, pg_catalog.clock_timestamp(), $21, $22)",
                     &args,
                 )?;
             }

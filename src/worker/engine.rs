@@ -83,6 +83,10 @@ pub struct SealToWrite {
     /// `current_user` of the ask (the seal's role binds it with `session_user`).
     pub current_user: String,
     pub final_sql: Option<String>,
+    /// The checker's violations, when `final_sql` is not returned.
+    pub refused: Option<String>,
+    /// The generation this one repairs.
+    pub repair_of: Option<u64>,
     pub artefacts: Vec<Artefact>,
     /// When the ask reached the worker (seconds since the Unix epoch).
     pub started_at: f64,
@@ -490,10 +494,16 @@ impl Engine {
                 }
             }
         }
-        let first_try: Vec<Attempt<'_>> = work
-            .iter()
-            .map(|(job, c)| Attempt::first(job, c.clone(), &vocab))
-            .collect();
+        let mut first_try: Vec<Attempt<'_>> = Vec::new();
+        for (job, c) in &work {
+            match Attempt::first(job, c.clone(), &vocab) {
+                Ok(a) => first_try.push(a),
+                Err(f) => {
+                    let seal = unreached(job, &f, &self.dialect);
+                    finish_with(outbox, job, seal.into_iter().collect(), error_response(&f));
+                }
+            }
+        }
         let mut results = self.run(&spec, &mut slot, &vocab, first_try, outbox);
         // One repair for statements the checker refuses.
         let repairs: Vec<Attempt<'_>> = results.iter().filter_map(|r| r.repair(&vocab)).collect();
@@ -661,6 +671,8 @@ fn endpoint_failure(e: &ClientError) -> Failure {
         | ClientError::IllegalToken { .. }
         | ClientError::UnmappableToken { .. } => C::ERRCODE_PROTOCOL_VIOLATION,
         ClientError::Disconnected { .. } => C::ERRCODE_CONNECTION_FAILURE,
+        // The step reached the endpoint; whether and what it sampled is unknown.
+        ClientError::TruncatedReply { .. } => C::ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN,
         ClientError::InvalidInput { .. } => C::ERRCODE_INVALID_PARAMETER_VALUE,
         ClientError::Transport { .. } => C::ERRCODE_CONNECTION_EXCEPTION,
     };
@@ -718,7 +730,14 @@ struct Attempt<'j> {
 }
 
 impl<'j> Attempt<'j> {
-    fn first(job: &'j Job, compiled: Arc<Compiled>, vocab: &VocabState) -> Attempt<'j> {
+    /// The first attempt, or why the question cannot be put to the model (the backend
+    /// refuses the same questions first; a request sent straight to the socket meets it
+    /// here, and is never asked without its schema).
+    fn first(
+        job: &'j Job,
+        compiled: Arc<Compiled>,
+        vocab: &VocabState,
+    ) -> Result<Attempt<'j>, Failure> {
         let dialect = compiled.language.dialect.clone();
         let reserved = |w: &str| dialect.is_reserved(w);
         let text = prompt::question_prompt(
@@ -727,14 +746,19 @@ impl<'j> Attempt<'j> {
             PROMPT_SCHEMA_BYTES,
             &reserved,
         )
-        .unwrap_or_else(|_| job.ask.question.clone());
-        Attempt {
+        .map_err(|e| {
+            Failure::new(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("the question cannot be asked: {e}"),
+            )
+        })?;
+        Ok(Attempt {
             job,
             generation: job.ids[0],
             prompt: vocab.vocab.encode(&text),
             compiled,
             repair_of: None,
-        }
+        })
     }
 
     fn failed(self, f: Failure) -> Attempted<'j> {
@@ -893,6 +917,8 @@ impl<'j> Attempted<'j> {
             question: self.job.ask.question.clone(),
             current_user: self.job.ask.current_user.clone(),
             final_sql: self.sql.clone(),
+            refused: refusal(&self.violations),
+            repair_of: self.repair_of.as_ref().map(|(g, _)| *g),
             artefacts: artefacts(&self.compiled, vocab),
             started_at: self.job.started_at,
         })
@@ -922,13 +948,19 @@ impl<'j> Attempted<'j> {
                 head: String::new(),
                 refused: None,
             }),
-            (None, Some(sql)) => {
+            (None, Some(_)) => {
+                // Neither the statement nor its tokens leave the worker: only the audit
+                // (grid.generations.final_sql, grid.audit_log) keeps them, for the auditor.
                 let why = format!(
                     "the model's statement is not allowed for role {role:?} and was not returned \
-                     (after one repair): {}; statement: {sql}",
-                    last.violations.join("; ")
+                     (after one repair): {}",
+                    refusal(&last.violations).unwrap_or_default()
                 );
                 if self.job.ask.explain {
+                    let mut steps = explain(&last.steps, vocab);
+                    for s in &mut steps {
+                        s.token = None;
+                    }
                     Response::Generated(Generated {
                         generation: i64::try_from(last.generation).unwrap_or(i64::MAX),
                         sql: String::new(),
@@ -936,7 +968,7 @@ impl<'j> Attempted<'j> {
                         repaired_from: again
                             .map(|_| i64::try_from(self.generation).unwrap_or(i64::MAX)),
                         repair_reasons: self.violations.clone(),
-                        steps: explain(&last.steps, vocab),
+                        steps,
                         head: String::new(),
                         refused: Some(why),
                     })
@@ -1044,9 +1076,17 @@ fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<SealToWr
         question: job.ask.question.clone(),
         current_user: job.ask.current_user.clone(),
         final_sql: None,
+        refused: None,
+        repair_of: None,
         artefacts,
         started_at: job.started_at,
     })
+}
+
+/// The checker's violations as `grid.generations.refused` records them (and
+/// `grid.replay()` recomputes them): `None` when there are none.
+pub fn refusal(violations: &[String]) -> Option<String> {
+    (!violations.is_empty()).then(|| violations.join("; "))
 }
 
 /// The artefacts a replay of a generation needs, content-addressed by the seal's

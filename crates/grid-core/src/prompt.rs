@@ -29,8 +29,9 @@ pub enum PromptError {
 }
 
 /// The question, trimmed, if it is one a prompt can carry: not empty, at most
-/// [`MAX_QUESTION_BYTES`], and free of control characters other than tab and newline
-/// (which could forge prompt structure or break the endpoint's transport).
+/// [`MAX_QUESTION_BYTES`], and free of control characters other than tab, line feed and
+/// carriage return (others could forge prompt structure or break the endpoint's
+/// transport). The extension refuses the same questions before it asks the worker.
 pub fn clean_question(question: &str) -> Result<&str, PromptError> {
     let q = question.trim();
     if q.is_empty() {
@@ -41,7 +42,7 @@ pub fn clean_question(question: &str) -> Result<&str, PromptError> {
     }
     if let Some((at, c)) = q
         .char_indices()
-        .find(|&(_, c)| c.is_control() && c != '\t' && c != '\n')
+        .find(|&(_, c)| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
     {
         return Err(PromptError::ControlCharacter {
             code: c as u32,

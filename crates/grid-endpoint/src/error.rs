@@ -72,10 +72,16 @@ pub enum ClientError {
         /// What was wrong.
         detail: String,
     },
-    /// The connection closed before the reply was complete (no response, or a body cut
-    /// short).
-    #[error("connection closed mid-reply: {detail}")]
+    /// The connection closed before the server answered (no status line).
+    #[error("connection closed before the reply: {detail}")]
     Disconnected {
+        /// What failed.
+        detail: String,
+    },
+    /// The server answered, then the connection closed (or failed) before the body it
+    /// announced was complete: the step was received, but what was sampled is lost.
+    #[error("reply truncated, connection closed mid-body: {detail}")]
+    TruncatedReply {
         /// What failed.
         detail: String,
     },
@@ -128,6 +134,7 @@ impl ClientError {
             ClientError::VocabMismatch { .. } => "vocab_mismatch",
             ClientError::MalformedReply { .. } => "malformed_reply",
             ClientError::Disconnected { .. } => "disconnected",
+            ClientError::TruncatedReply { .. } => "truncated_reply",
             ClientError::ProtocolMismatch { .. } => "protocol_mismatch",
             ClientError::IllegalToken { .. } => "illegal_token",
             ClientError::UnmappableToken { .. } => "unmappable_token",

@@ -225,7 +225,7 @@ impl Http {
                 Err(e) => {
                     return Err(match self.classify(&e, 1) {
                         t @ ClientError::Timeout { .. } => t,
-                        _ => ClientError::Disconnected {
+                        _ => ClientError::TruncatedReply {
                             detail: format!("reading the reply body: {}", describe(&e)),
                         },
                     });

@@ -168,7 +168,8 @@ async fn disconnect_mid_reply() {
         let client =
             EndpointClient::new(&server.url(), vocab.fingerprint(), config(2000, 0)).unwrap();
         let err = one_step(&client, &vocab).await.unwrap_err();
-        assert!(matches!(err, ClientError::Disconnected { .. }), "{err:?}");
+        assert!(matches!(err, ClientError::TruncatedReply { .. }), "{err:?}");
+        assert_eq!(err.kind(), "truncated_reply");
         // Closed before any reply.
         let err = one_step(&client, &vocab).await.unwrap_err();
         assert!(matches!(err, ClientError::Disconnected { .. }), "{err:?}");
