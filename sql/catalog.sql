@@ -24,6 +24,7 @@
 --     it under the caller's path: its schema is on the path and no relation of
 --     the same name comes earlier (the temporary schema and an implicit
 --     pg_catalog come first, as PostgreSQL searches them).
+--     The engine writes the others schema-qualified (schema.name).
 -- Order: schema, name, column number. Names are the stored (case-folded) names.
 CREATE FUNCTION grid.catalog_snapshot(
     search_path name[] DEFAULT pg_catalog.current_schemas(false)

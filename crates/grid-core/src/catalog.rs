@@ -148,12 +148,40 @@ fn privileges<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeSet<Verb>, D::Erro
         .collect())
 }
 
-/// A relation of the snapshot that the model is not offered, and why.
+/// A relation of the snapshot that the model is not offered, and why. Every relation of a
+/// format 1 snapshot can be named (off the search path, qualified), so none is omitted
+/// today; the type stays for the engine's callers and for any reason a later format brings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Omitted {
     pub schema: String,
     pub name: String,
     pub reason: String,
+}
+
+/// A relation the model is offered, and how it names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Offered<'a> {
+    pub relation: &'a Relation,
+    /// The model writes `schema.name`: the bare name does not reach this relation through
+    /// the search path (its schema is off the path, or a relation of the same name comes
+    /// earlier on it).
+    pub qualified: bool,
+}
+
+impl Offered<'_> {
+    /// How the lexicon and policy lists name it: `name`, or `schema.name` when qualified.
+    pub fn key(&self) -> String {
+        if self.qualified {
+            self.relation.qualified()
+        } else {
+            self.relation.name.clone()
+        }
+    }
+
+    /// The schema written before the name, when qualified.
+    pub fn qualifier(&self) -> Option<&str> {
+        self.qualified.then_some(self.relation.schema.as_str())
+    }
 }
 
 impl Relation {
@@ -209,17 +237,19 @@ impl CatalogSnapshot {
     }
 
     /// A snapshot in which `role` holds every privilege on every table and column of
-    /// `schema`, all in schema `public` (Spider databases, tests, the CLI).
+    /// `schema`: bare tables in schema `public`, the search path; qualified ones in their
+    /// own schema, off it (Spider databases, tests, the CLI).
     pub fn granting_all(schema: &Schema, role: &str) -> CatalogSnapshot {
         let all: BTreeSet<Verb> = Verb::ALL.into_iter().collect();
+        let schema_of = |t: &Table| t.qualifier.clone().unwrap_or_else(|| "public".into());
         let relations = schema
             .tables
             .iter()
             .map(|t| Relation {
-                schema: "public".into(),
+                schema: schema_of(t),
                 name: t.name.clone(),
                 kind: RelationKind::Table,
-                on_search_path: true,
+                on_search_path: t.qualifier.is_none(),
                 comment: None,
                 privileges: all.clone(),
                 columns: t
@@ -245,7 +275,7 @@ impl CatalogSnapshot {
                         let target = schema.tables.get(rt)?;
                         Some(ForeignKey {
                             columns: vec![t.columns.get(c)?.name.clone()],
-                            ref_schema: "public".into(),
+                            ref_schema: schema_of(target),
                             ref_table: target.name.clone(),
                             ref_columns: vec![target.columns.get(rc)?.name.clone()],
                         })
@@ -261,74 +291,73 @@ impl CatalogSnapshot {
         }
     }
 
-    /// The relations the model is offered, in search-path order and then by name, and the
-    /// ones left out with the reason. The dialect has no schema-qualified names, so a
-    /// relation off the search path cannot be named; of two relations with one name, the
-    /// one PostgreSQL would find first on the search path hides the other.
-    pub fn visible(&self) -> (Vec<&Relation>, Vec<Omitted>) {
+    /// The relations the model is offered, and the ones left out with the reason (none in
+    /// format 1). First those the bare name reaches, in search-path order and then by name:
+    /// on the path (`on_search_path`, which the snapshot computes against every relation of
+    /// the catalog, visible or not), and the first of their name, as PostgreSQL resolves
+    /// it. Then every other relation by schema and name, qualified: off the path, or hidden
+    /// by a relation of the same name earlier on it.
+    pub fn visible(&self) -> (Vec<Offered<'_>>, Vec<Omitted>) {
         let rank = |schema: &str| self.search_path.iter().position(|s| s == schema);
         let mut on_path: Vec<(usize, &Relation)> = Vec::new();
-        let mut omitted = Vec::new();
+        let mut off_path: Vec<&Relation> = Vec::new();
         for r in &self.relations {
             match rank(&r.schema) {
                 Some(i) if r.on_search_path => on_path.push((i, r)),
-                _ => omitted.push(Omitted {
-                    schema: r.schema.clone(),
-                    name: r.name.clone(),
-                    reason: format!(
-                        "schema {} is not on the search path and the dialect has no \
-                         schema-qualified names",
-                        r.schema
-                    ),
-                }),
+                _ => off_path.push(r),
             }
         }
         on_path.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
-        let mut by_name: BTreeMap<&str, &Relation> = BTreeMap::new();
+        let mut names: BTreeSet<&str> = BTreeSet::new();
         let mut shown = Vec::new();
         for (_, r) in on_path {
-            if let Some(first) = by_name.get(r.name.as_str()) {
-                omitted.push(Omitted {
-                    schema: r.schema.clone(),
-                    name: r.name.clone(),
-                    reason: format!("hidden by {} earlier on the search path", first.qualified()),
+            if names.insert(&r.name) {
+                shown.push(Offered {
+                    relation: r,
+                    qualified: false,
                 });
             } else {
-                by_name.insert(&r.name, r);
-                shown.push(r);
+                off_path.push(r);
             }
         }
-        (shown, omitted)
+        off_path.sort_by(|a, b| (&a.schema, &a.name).cmp(&(&b.schema, &b.name)));
+        shown.extend(off_path.into_iter().map(|r| Offered {
+            relation: r,
+            qualified: true,
+        }));
+        (shown, Vec::new())
     }
 
-    /// The visible relations and the columns the role may touch, with keys among them.
+    /// The visible relations and the columns the role may touch, with keys among them. A
+    /// qualified relation carries its schema ([`Table::qualifier`]).
     pub fn schema(&self) -> Schema {
         let (shown, _) = self.visible();
-        let index: BTreeMap<&str, usize> = shown
+        let index: BTreeMap<(&str, &str), usize> = shown
             .iter()
             .enumerate()
-            .map(|(i, r)| (r.name.as_str(), i))
+            .map(|(i, o)| ((o.relation.schema.as_str(), o.relation.name.as_str()), i))
             .collect();
         let position = |r: &Relation, c: &str| r.columns.iter().position(|x| x.name == c);
         let tables = shown
             .iter()
-            .map(|r| {
+            .map(|o| {
+                let r = o.relation;
                 let mut foreign_keys = Vec::new();
                 for fk in &r.foreign_keys {
-                    let Some(target) = index.get(fk.ref_table.as_str()).map(|&i| shown[i]) else {
+                    let Some(&t) = index.get(&(fk.ref_schema.as_str(), fk.ref_table.as_str()))
+                    else {
                         continue;
                     };
-                    if target.schema != fk.ref_schema {
-                        continue;
-                    }
+                    let target = shown[t].relation;
                     for (c, rc) in fk.columns.iter().zip(&fk.ref_columns) {
                         if let (Some(p), Some(rp)) = (position(r, c), position(target, rc)) {
-                            foreign_keys.push((p, index[target.name.as_str()], rp));
+                            foreign_keys.push((p, t, rp));
                         }
                     }
                 }
                 Table {
                     name: r.name.clone(),
+                    qualifier: o.qualifier().map(str::to_string),
                     columns: r
                         .columns
                         .iter()
@@ -354,22 +383,20 @@ impl CatalogSnapshot {
 
     /// The role's policy: the verbs of `base` (e.g. from `grid.policy`) that some visible
     /// relation grants, each DML verb restricted to the relations that grant it (and to
-    /// those `base` lists, when it lists any), and the bans of `base`.
+    /// those `base` lists, when it lists any), and the bans of `base`. Relations are listed
+    /// by [`Offered::key`]; `base` may name one by its key or as `schema.name`.
     pub fn policy(&self, base: &Policy) -> Result<Policy, CatalogError> {
         let (shown, omitted) = self.visible();
-        let granting = |v: Verb| -> Vec<String> {
-            shown
-                .iter()
-                .filter(|r| r.grants(v))
-                .map(|r| r.name.clone())
-                .collect()
-        };
+        let granting = |v: Verb| shown.iter().filter(move |o| o.relation.grants(v));
         let narrow = |v: Verb, listed: &Option<Vec<String>>| -> Vec<String> {
-            let mut names = granting(v);
-            if let Some(l) = listed {
-                names.retain(|n| l.contains(n));
-            }
-            names
+            granting(v)
+                .filter(|o| {
+                    listed
+                        .as_ref()
+                        .is_none_or(|l| l.contains(&o.key()) || l.contains(&o.relation.qualified()))
+                })
+                .map(|o| o.key())
+                .collect()
         };
         let insert = narrow(Verb::Insert, &base.insert_tables);
         let update = narrow(Verb::Update, &base.update_tables);
@@ -379,7 +406,7 @@ impl CatalogSnapshot {
             .iter()
             .copied()
             .filter(|&v| match v {
-                Verb::Select => !granting(Verb::Select).is_empty(),
+                Verb::Select => granting(Verb::Select).next().is_some(),
                 Verb::Insert => !insert.is_empty(),
                 Verb::Update => !update.is_empty(),
                 Verb::Delete => !delete.is_empty(),
@@ -390,7 +417,7 @@ impl CatalogSnapshot {
                 String::new()
             } else {
                 format!(
-                    " on its search path ({} relation(s) omitted: {})",
+                    " ({} relation(s) omitted: {})",
                     omitted.len(),
                     omitted
                         .iter()
@@ -429,13 +456,13 @@ impl CatalogSnapshot {
             self.visible()
                 .0
                 .into_iter()
-                .filter(|r| r.grants(Verb::Select))
-                .map(|r| r.name.clone())
+                .filter(|o| o.relation.grants(Verb::Select))
+                .map(|o| o.key())
                 .collect()
         } else {
             BTreeSet::new()
         };
-        lx.words.insert(LexiconKind::Table, readable);
+        lx.retain_relations(LexiconKind::Table, |k| readable.contains(k));
         Ok(lx)
     }
 

@@ -8,6 +8,7 @@
 //! privilege for the verb in which it is used. The checker fails closed: a reference it
 //! cannot bind, and a construct it does not know how to bind, are violations.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::ControlFlow;
 
@@ -152,14 +153,29 @@ pub fn check(sql: &str, snapshot: &CatalogSnapshot) -> Vec<Violation> {
 /// A checker for one snapshot, reusable across statements.
 pub struct Checker<'a> {
     snapshot: &'a CatalogSnapshot,
-    visible: Vec<&'a Relation>,
+    /// The relations a bare name reaches, by name.
+    bare: BTreeMap<&'a str, &'a Relation>,
 }
 
 impl<'a> Checker<'a> {
     pub fn new(snapshot: &'a CatalogSnapshot) -> Checker<'a> {
         Checker {
             snapshot,
-            visible: snapshot.visible().0,
+            bare: snapshot
+                .visible()
+                .0
+                .into_iter()
+                .filter(|o| !o.qualified)
+                .map(|o| (o.relation.name.as_str(), o.relation))
+                .collect(),
+        }
+    }
+
+    /// How violations name a relation: as the model is shown it.
+    fn named(&self, rel: &Relation) -> String {
+        match self.bare.get(rel.name.as_str()) {
+            Some(r) if std::ptr::eq(*r, rel) => rel.name.clone(),
+            _ => rel.qualified(),
         }
     }
 
@@ -193,12 +209,18 @@ impl<'a> Checker<'a> {
         let unknown = || ViolationKind::UnknownRelation {
             name: name.to_string(),
         };
+        // A bare name through the search path, a qualified one to its schema (on the path
+        // or not, as PostgreSQL allows); every relation of the snapshot is visible.
         let found = match parts.as_deref() {
-            Some([t]) => self.visible.iter().find(|r| &r.name == t),
-            Some([s, t]) => self.visible.iter().find(|r| &r.schema == s && &r.name == t),
+            Some([t]) => self.bare.get(t.as_str()).copied(),
+            Some([s, t]) => self
+                .snapshot
+                .relations
+                .iter()
+                .find(|r| &r.schema == s && &r.name == t),
             _ => None,
         };
-        found.copied().ok_or_else(unknown)
+        found.ok_or_else(unknown)
     }
 }
 
@@ -440,7 +462,7 @@ impl<'a> Walk<'_, 'a> {
         if !ok {
             self.flag(
                 ViolationKind::ColumnPrivilege {
-                    table: rel.name.clone(),
+                    table: self.checker.named(rel),
                     column: origin.clone(),
                     privilege,
                 },
@@ -671,7 +693,7 @@ impl<'a> Walk<'_, 'a> {
                 let at = fragment(at);
                 self.flag(
                     ViolationKind::Wildcard {
-                        table: rel.name.clone(),
+                        table: self.checker.named(rel),
                     },
                     &at,
                 );
@@ -842,7 +864,7 @@ impl<'a> Walk<'_, 'a> {
         if !rel.grants(Verb::Select) {
             self.flag(
                 ViolationKind::TablePrivilege {
-                    table: rel.name.clone(),
+                    table: self.checker.named(rel),
                     privilege: Verb::Select,
                 },
                 &at,
@@ -859,7 +881,7 @@ impl<'a> Walk<'_, 'a> {
                 if !rel.grants(verb) {
                     self.flag(
                         ViolationKind::TablePrivilege {
-                            table: rel.name.clone(),
+                            table: self.checker.named(rel),
                             privilege: verb,
                         },
                         &at,
@@ -886,14 +908,14 @@ impl<'a> Walk<'_, 'a> {
         match rel.column(&col) {
             None => self.flag(
                 ViolationKind::UnknownColumn {
-                    qualifier: Some(rel.name.clone()),
+                    qualifier: Some(self.checker.named(rel)),
                     column: col,
                 },
                 &at,
             ),
             Some(c) if !c.privileges.contains(&verb) => self.flag(
                 ViolationKind::ColumnPrivilege {
-                    table: rel.name.clone(),
+                    table: self.checker.named(rel),
                     column: col,
                     privilege: verb,
                 },
@@ -932,7 +954,7 @@ impl<'a> Walk<'_, 'a> {
                 let at = fragment(name);
                 self.flag(
                     ViolationKind::TablePrivilege {
-                        table: rel.name.clone(),
+                        table: self.checker.named(rel),
                         privilege: Verb::Insert,
                     },
                     &at,
@@ -1045,7 +1067,7 @@ impl<'a> Walk<'_, 'a> {
             let at = fragment(target.0);
             self.flag(
                 ViolationKind::TablePrivilege {
-                    table: rel.name.clone(),
+                    table: self.checker.named(rel),
                     privilege: Verb::Delete,
                 },
                 &at,

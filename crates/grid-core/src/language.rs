@@ -12,7 +12,7 @@ use crate::grammar::table::LrTable;
 use crate::grammar::{Dialect, Terminals};
 use crate::lexer::dfa::{LexDfa, DEAD};
 use crate::lexer::words::WordTrie;
-use crate::lexicon::{spellings, Lexicon};
+use crate::lexicon::{qualified_spellings, spellings, Lexicon};
 use crate::policy::Policy;
 use crate::termset::TermSet;
 
@@ -76,6 +76,14 @@ impl Language {
             .union(&free)
     }
 
+    /// Whether a parser that can take `allowed` next expects a relation: then, and only
+    /// then, a `schema.table` word is one lexeme (elsewhere `x.y` is a qualifier and a
+    /// column, as before).
+    #[inline]
+    pub fn relation_expected(&self, allowed: &TermSet) -> bool {
+        allowed.intersects(&self.dialect.terms.relation)
+    }
+
     /// Terminals that some extension of the bytes that led to `(q, w)` would give.
     #[inline]
     pub fn live(&self, q: u32, w: u32) -> TermSet {
@@ -89,26 +97,29 @@ impl Language {
     }
 }
 
-/// The word trie for `lexicon`: every spelling of every allowed word, checked against its
-/// terminal's regular expression (W ⊆ R), and the deny lists of the free identifiers.
+/// The word trie for `lexicon`: every spelling of every allowed word (`schema.table` words
+/// included), checked against its terminal's regular expression (W ⊆ R), and the deny lists
+/// of the free identifiers.
 fn build_words(dialect: &Dialect, lexicon: &Lexicon) -> Result<WordTrie> {
     let reserved = |w: &str| dialect.is_reserved(w);
     let terms = &dialect.terms;
     let mut trie = WordTrie::default();
     for (kind, ts) in &terms.lexicon {
-        for word in lexicon.words(*kind) {
-            for sp in spellings(word, &reserved) {
-                let acc = dialect.dfa.accept(dialect.dfa.run(sp.as_bytes()));
-                for t in ts.iter() {
-                    if !acc.contains(t) {
-                        return Err(GridError::UnscannableWord {
-                            word: sp.clone(),
-                            category: kind.name().into(),
-                            terminal: terms.name(t).into(),
-                        });
-                    }
-                    trie.insert(sp.as_bytes(), Some(t), None);
+        let bare = lexicon.words(*kind).flat_map(|w| spellings(w, &reserved));
+        let qualified = lexicon
+            .qualified(*kind)
+            .flat_map(|q| qualified_spellings(q, &reserved));
+        for sp in bare.chain(qualified) {
+            let acc = dialect.dfa.accept(dialect.dfa.run(sp.as_bytes()));
+            for t in ts.iter() {
+                if !acc.contains(t) {
+                    return Err(GridError::UnscannableWord {
+                        word: sp.clone(),
+                        category: kind.name().into(),
+                        terminal: terms.name(t).into(),
+                    });
                 }
+                trie.insert(sp.as_bytes(), Some(t), None);
             }
         }
     }

@@ -9,7 +9,7 @@ use blake2::{Blake2b, Digest};
 use crate::error::{GridError, Result};
 use crate::grammar::spec::LexiconKind;
 use crate::policy::{Policy, Verb};
-use crate::schema::{stored_name, Schema};
+use crate::schema::{stored_name, QualifiedName, Schema, Table};
 
 /// Functions a generated statement may call when the caller supplies no list: read-only
 /// built-ins that models use. Anything that reads files, sleeps, or touches the server is
@@ -119,21 +119,53 @@ pub const DEFAULT_TYPES: &[&str] = &[
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Lexicon {
     pub words: BTreeMap<LexiconKind, BTreeSet<String>>,
+    /// Relation words written schema-qualified (`schema.table`), per relation category: the
+    /// relations the bare name does not reach through the search path.
+    pub qualified: BTreeMap<LexiconKind, BTreeSet<QualifiedName>>,
+    /// Bare names of every relation, qualified ones included: a CTE reference spells none
+    /// of them (conservative: PostgreSQL would let a CTE take the name of a relation off
+    /// the search path, but one rule for every relation name is simpler to audit).
     pub relations: BTreeSet<String>,
+}
+
+/// The relations of one category, split by how they are written.
+#[derive(Default)]
+struct Relations {
+    bare: BTreeSet<String>,
+    qualified: BTreeSet<QualifiedName>,
+}
+
+impl Relations {
+    fn add(&mut self, t: &Table) {
+        match &t.qualifier {
+            None => {
+                self.bare.insert(t.name.clone());
+            }
+            Some(s) => {
+                self.qualified.insert(QualifiedName::new(s, &t.name));
+            }
+        }
+    }
 }
 
 impl Lexicon {
     /// Every table and column of `schema`, per-verb targets from `policy` (all tables when
-    /// the policy names none), and the default functions and types.
+    /// the policy names none; a listed name is a table's [`Table::key`], or a name that
+    /// folds to one), and the default functions and types.
     pub fn from_schema(
         schema: &Schema,
         policy: &Policy,
         is_reserved: &dyn Fn(&str) -> bool,
     ) -> Result<Lexicon> {
-        let mut lx = Lexicon::default();
-        let all_tables: BTreeSet<String> = schema.tables.iter().map(|t| t.name.clone()).collect();
-        lx.relations = all_tables.clone();
-        lx.words.insert(LexiconKind::Table, all_tables.clone());
+        let mut lx = Lexicon {
+            relations: schema.tables.iter().map(|t| t.name.clone()).collect(),
+            ..Lexicon::default()
+        };
+        let mut all = Relations::default();
+        for t in &schema.tables {
+            all.add(t);
+        }
+        lx.set_relations(LexiconKind::Table, all);
         lx.words.insert(
             LexiconKind::Column,
             schema
@@ -150,6 +182,7 @@ impl Lexicon {
             LexiconKind::Type,
             DEFAULT_TYPES.iter().map(|s| s.to_string()).collect(),
         );
+        let by_key: BTreeMap<String, &Table> = schema.tables.iter().map(|t| (t.key(), t)).collect();
         for (verb, kind, listed) in [
             (
                 Verb::Insert,
@@ -167,57 +200,95 @@ impl Lexicon {
                 &policy.delete_tables,
             ),
         ] {
-            let targets = match listed {
-                _ if !policy.allows(verb) => BTreeSet::new(),
-                None => all_tables.clone(),
-                Some(names) => names
-                    .iter()
-                    .map(|n| {
-                        let s = if all_tables.contains(n) {
-                            n.clone()
-                        } else {
-                            stored_name(n, is_reserved)
-                        };
-                        if all_tables.contains(&s) {
-                            Ok(s)
-                        } else {
-                            Err(GridError::Policy(format!(
-                                "{} names {n:?}, which is not a table of {}",
-                                kind.name(),
-                                schema.db_id
-                            )))
-                        }
-                    })
-                    .collect::<Result<_>>()?,
-            };
-            lx.words.insert(kind, targets);
+            let mut targets = Relations::default();
+            match listed {
+                _ if !policy.allows(verb) => {}
+                None => schema.tables.iter().for_each(|t| targets.add(t)),
+                Some(names) => {
+                    for n in names {
+                        let t = by_key
+                            .get(n)
+                            .or_else(|| by_key.get(&stored_name(n, is_reserved)))
+                            .ok_or_else(|| {
+                                GridError::Policy(format!(
+                                    "{} names {n:?}, which is not a table of {}",
+                                    kind.name(),
+                                    schema.db_id
+                                ))
+                            })?;
+                        targets.add(t);
+                    }
+                }
+            }
+            lx.set_relations(kind, targets);
         }
         Ok(lx)
     }
 
+    fn set_relations(&mut self, kind: LexiconKind, r: Relations) {
+        self.words.insert(kind, r.bare);
+        if !r.qualified.is_empty() {
+            self.qualified.insert(kind, r.qualified);
+        }
+    }
+
+    /// Keeps, of the relations of `kind`, those whose key (`name`, or `schema.name` when
+    /// qualified) `keep` accepts.
+    pub fn retain_relations(&mut self, kind: LexiconKind, keep: impl Fn(&str) -> bool) {
+        if let Some(w) = self.words.get_mut(&kind) {
+            w.retain(|n| keep(n));
+        }
+        if let Some(q) = self.qualified.get_mut(&kind) {
+            q.retain(|n| keep(&n.key()));
+            if q.is_empty() {
+                self.qualified.remove(&kind);
+            }
+        }
+    }
+
+    /// The bare words of `kind`.
     pub fn words(&self, kind: LexiconKind) -> impl Iterator<Item = &String> {
         self.words.get(&kind).into_iter().flatten()
     }
 
+    /// The schema-qualified words of `kind` (relation categories only).
+    pub fn qualified(&self, kind: LexiconKind) -> impl Iterator<Item = &QualifiedName> {
+        self.qualified.get(&kind).into_iter().flatten()
+    }
+
     pub fn is_empty(&self, kind: LexiconKind) -> bool {
         self.words.get(&kind).is_none_or(|w| w.is_empty())
+            && self.qualified.get(&kind).is_none_or(|q| q.is_empty())
     }
 
     /// BLAKE2b-128 over a canonical listing.
     pub fn fingerprint(&self) -> [u8; 16] {
         let mut h = Blake2b::<U16>::new();
+        let put = |h: &mut Blake2b<U16>, w: &str| {
+            h.update((w.len() as u32).to_le_bytes());
+            h.update(w.as_bytes());
+        };
         for (k, ws) in &self.words {
             h.update(k.name().as_bytes());
             h.update([0xff]);
             for w in ws {
-                h.update((w.len() as u32).to_le_bytes());
-                h.update(w.as_bytes());
+                put(&mut h, w);
             }
         }
         h.update(b"relations");
         for r in &self.relations {
-            h.update((r.len() as u32).to_le_bytes());
-            h.update(r.as_bytes());
+            put(&mut h, r);
+        }
+        // Only when present, so that a lexicon without qualified words keeps the
+        // fingerprint it had before they existed (audit logs replay against it).
+        for (k, qs) in self.qualified.iter().filter(|(_, q)| !q.is_empty()) {
+            h.update(b"qualified");
+            h.update(k.name().as_bytes());
+            h.update([0xff]);
+            for q in qs {
+                put(&mut h, &q.schema);
+                put(&mut h, &q.name);
+            }
         }
         h.finalize().into()
     }
@@ -248,6 +319,32 @@ pub fn spellings(stored: &str, is_reserved: &dyn Fn(&str) -> bool) -> Vec<String
         v.push(stored.to_string());
     }
     v
+}
+
+/// Every canonical spelling of a qualified name: each part spelled either way it may be
+/// (`hr.employees`, `"hr".employees`, `hr."employees"`, `"hr"."employees"`), joined by
+/// a dot with no space, as one word.
+pub fn qualified_spellings(q: &QualifiedName, is_reserved: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let names = spellings(&q.name, is_reserved);
+    spellings(&q.schema, is_reserved)
+        .iter()
+        .flat_map(|s| names.iter().map(move |n| format!("{s}.{n}")))
+        .collect()
+}
+
+/// How the model is shown a relation: each part bare when it folds back, quoted otherwise.
+pub fn written(qualifier: Option<&str>, name: &str, is_reserved: &dyn Fn(&str) -> bool) -> String {
+    let part = |p: &str| {
+        if spells_unquoted(p, is_reserved) {
+            p.to_string()
+        } else {
+            quoted(p)
+        }
+    };
+    match qualifier {
+        None => part(name),
+        Some(s) => format!("{}.{}", part(s), part(name)),
+    }
 }
 
 #[cfg(test)]
@@ -298,5 +395,53 @@ mod tests {
         let bad = Policy::from_json(r#"{"verbs":["insert"],"insert_tables":["nope"]}"#).unwrap();
         assert!(Lexicon::from_schema(&schema(), &bad, &reserved).is_err());
         assert_ne!(lx.fingerprint(), Lexicon::default().fingerprint());
+    }
+
+    #[test]
+    fn qualified_words_spell_each_part_as_it_folds() {
+        let q = QualifiedName::new("hr", "Employees");
+        assert_eq!(
+            qualified_spellings(&q, &reserved),
+            vec!["\"hr\".\"Employees\"", "hr.\"Employees\""]
+        );
+        let q = QualifiedName::new("hr", "staff");
+        assert_eq!(qualified_spellings(&q, &reserved).len(), 4);
+        assert_eq!(
+            written(Some("Sales"), "order", &reserved),
+            "\"Sales\".\"order\""
+        );
+        assert_eq!(written(None, "staff", &reserved), "staff");
+    }
+
+    #[test]
+    fn qualified_relations_are_their_own_words_and_policy_keys() {
+        let mut s = schema();
+        s.tables
+            .push(Table::qualified_with_columns("hr", "salaries", &["amount"]));
+        let p =
+            Policy::from_json(r#"{"verbs":["select","update"],"update_tables":["hr.salaries"]}"#)
+                .unwrap();
+        let lx = Lexicon::from_schema(&s, &p, &reserved).unwrap();
+        assert!(lx.is_empty(LexiconKind::InsertTable));
+        assert_eq!(lx.words(LexiconKind::UpdateTable).count(), 0);
+        assert!(!lx.is_empty(LexiconKind::UpdateTable));
+        assert_eq!(
+            lx.qualified(LexiconKind::UpdateTable).collect::<Vec<_>>(),
+            vec![&QualifiedName::new("hr", "salaries")]
+        );
+        assert_eq!(
+            lx.words(LexiconKind::Table).collect::<Vec<_>>(),
+            vec!["orders", "salaries"]
+        );
+        assert_eq!(lx.qualified(LexiconKind::Table).count(), 1);
+        // A CTE may spell neither bare name.
+        assert!(lx.relations.contains("salaries"));
+        let mut unqualified = lx.clone();
+        unqualified.qualified.clear();
+        assert_ne!(lx.fingerprint(), unqualified.fingerprint());
+        let mut read_none = lx.clone();
+        read_none.retain_relations(LexiconKind::Table, |k| k != "hr.salaries");
+        assert_eq!(read_none.qualified(LexiconKind::Table).count(), 0);
+        assert_eq!(read_none.words(LexiconKind::Table).count(), 2);
     }
 }

@@ -21,6 +21,11 @@
 //!   to cut the lexeme in progress back to an earlier accepting length. Its verdict reads
 //!   the stacks after the emissions. CD tokens are grouped into verdict-equivalence classes
 //!   by [`CdKey`].
+//! * **Exact**, a kind of CD: the token hands a lexeme over and then reads the dot of a
+//!   `schema.table` word, whose scan depends on the stacks after that lexeme (see
+//!   [`crate::recognizer`]). No walk without the stacks can follow it, so its verdict is the
+//!   full check of its spelling, one class per token node. The cache's walk files every token
+//!   below such a node this way, and so does the walk here, so that both give equal classes.
 
 use std::sync::Arc;
 
@@ -30,7 +35,7 @@ use smallvec::SmallVec;
 use crate::cache::key::scope_of;
 use crate::cache::walk::{self, WalkStart};
 use crate::cache::{CacheKey, CacheStats, CdCandidates, MaskCache, Namespace, Position, Scope};
-use crate::recognizer::{is_word_byte, Config, Scan, Session};
+use crate::recognizer::{is_word_byte, Config, Scan, Scanned, Session};
 use crate::termset::TermSet;
 use crate::trie::TokenTrie;
 
@@ -151,22 +156,38 @@ impl Mask {
 }
 
 /// What the verdict of a CD token depends on, besides the live stacks.
-///
-/// Feeding a token `t` at `κ = (σ, r)` scans `r · bytes(t)` into lexemes handed to the
-/// parser, with candidate sets `C1 … Ck` (ignored lexemes are not handed over), and a
-/// trailing lexeme in progress. The scan itself reads no stack, so the verdict is
-/// "the stacks take `C1`, then `C2`, … (contextual resolution shifts every candidate some
-/// stack can take), and the trailing lexeme is still viable on the stacks reached". The
-/// candidate sets already say everything the lexicons decide about the emitted segments
-/// (the word trie is part of the scan), and the trailing viability reads the trailing scan
-/// state only through [`TrailKey`]. So two allowed CD tokens with equal keys, fed at the same
-/// remainder, have equal verdicts on every stack: one stack-dependent verdict per class
-/// decides the whole class.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct CdKey {
-    /// `C1 … Ck`, in scan order.
-    pub emitted: SmallVec<[TermSet; 2]>,
-    pub trail: TrailKey,
+pub enum CdKey {
+    /// Feeding a token `t` at `κ = (σ, r)` scans `r · bytes(t)` into lexemes handed to the
+    /// parser, with candidate sets `C1 … Ck` (ignored lexemes are not handed over), and a
+    /// trailing lexeme in progress. The scan itself reads no stack, so the verdict is
+    /// "the stacks take `C1`, then `C2`, … (contextual resolution shifts every candidate
+    /// some stack can take), and the trailing lexeme is still viable on the stacks reached".
+    /// The candidate sets already say everything the lexicons decide about the emitted
+    /// segments (the word trie is part of the scan), and the trailing viability reads the
+    /// trailing scan state only through [`TrailKey`]. So two allowed CD tokens with equal
+    /// keys, fed at the same remainder, have equal verdicts on every stack: one
+    /// stack-dependent verdict per class decides the whole class.
+    Scanned {
+        /// `C1 … Ck`, in scan order.
+        emitted: SmallVec<[TermSet; 2]>,
+        trail: TrailKey,
+    },
+    /// A token whose scan asks the stacks after a lexeme it hands over (the dot of a
+    /// `schema.table` word): its verdict is the full check of its spelling. By token node,
+    /// one per class.
+    Exact { node: u32 },
+}
+
+impl CdKey {
+    /// The lexemes handed over before the trailing one (none for [`CdKey::Exact`], whose
+    /// verdict reads no emission list).
+    pub fn emitted(&self) -> &[TermSet] {
+        match self {
+            CdKey::Scanned { emitted, .. } => emitted,
+            CdKey::Exact { .. } => &[],
+        }
+    }
 }
 
 /// The trailing lexeme in progress as the viability check reads it.
@@ -220,6 +241,9 @@ pub struct Masker {
     log: Vec<TermSet>,
     /// `log_len[d]`: length of `log` at depth `d`.
     log_len: Vec<usize>,
+    /// `exact[d]`: the path to depth `d` read the dot of a `schema.table` word after handing
+    /// a lexeme over, so every token below is [`CdKey::Exact`].
+    exact: Vec<bool>,
     /// Subtree ends of the nodes on the current path, root excluded.
     ends: Vec<usize>,
     /// The masks of a forced run's later steps, and the run itself, kept between calls so
@@ -239,6 +263,7 @@ impl Masker {
             frames: Vec::new(),
             log: Vec::new(),
             log_len: Vec::new(),
+            exact: Vec::new(),
             ends: Vec::new(),
             run_mask: None,
             run: Vec::new(),
@@ -404,9 +429,16 @@ impl Masker {
         after.clear();
         after.resize(entry.emissions.len(), None);
         for (class, &g) in entry.classes.iter().zip(entry.class_emission.iter()) {
-            let a = after[g as usize]
-                .get_or_insert_with(|| wanted_after(session, cfg, &entry.emissions[g as usize]));
-            if !cd_verdict(session, cfg, class, a) {
+            let pass = match class.key {
+                CdKey::Exact { .. } => exact_verdict(session, cfg, &class.rep),
+                CdKey::Scanned { .. } => {
+                    let a = after[g as usize].get_or_insert_with(|| {
+                        wanted_after(session, cfg, &entry.emissions[g as usize])
+                    });
+                    cd_verdict(session, cfg, class, a)
+                }
+            };
+            if !pass {
                 continue;
             }
             for &id in class.ids.iter() {
@@ -452,17 +484,20 @@ impl Masker {
         if self.frames.len() < depth {
             self.frames.resize(depth, cfg.clone());
             self.log_len.resize(depth, 0);
+            self.exact.resize(depth, false);
         }
         let Masker {
             frames,
             log,
             log_len,
+            exact,
             ends,
             ..
         } = self;
         frames[0].copy_from(cfg);
         log.clear();
         log_len[0] = 0;
+        exact[0] = false;
         ends.clear();
         // The empty spelling (if a token has it) keeps the output as it is: viable, CI.
         out.record(trie, 0, None, cfg);
@@ -479,8 +514,12 @@ impl Masker {
             f.copy_from(&before[d - 1]);
             log.truncate(log_len[d - 1]);
             out.m.visited += 1;
+            let mut dot_after_hand_over = false;
             let pushed = session
-                .push_byte_with(f, trie.byte(i), &mut |c| log.push(c))
+                .push_byte_with(f, trie.byte(i), &mut |e| match e {
+                    Scanned::Lexeme(c) => log.push(c),
+                    Scanned::Dot => dot_after_hand_over |= !log.is_empty(),
+                })
                 .is_ok();
             // Viable without cutting the lexeme back: it can still become a terminal the
             // stacks take, or an ignored one (or no lexeme is in progress).
@@ -495,7 +534,10 @@ impl Masker {
                 continue;
             }
             log_len[d] = log.len();
-            if trie.token(i).is_some() {
+            exact[d] = exact[d - 1] || dot_after_hand_over;
+            if trie.token(i).is_some() && exact[d] {
+                out.record(trie, i, Some(CdKey::Exact { node: i as u32 }), f);
+            } else if trie.token(i).is_some() {
                 let ci = direct
                     && match log.len() {
                         0 => true,
@@ -505,7 +547,7 @@ impl Masker {
                         }
                         _ => false,
                     };
-                let cd = (!ci).then(|| CdKey {
+                let cd = (!ci).then(|| CdKey::Scanned {
                     emitted: log.iter().copied().collect(),
                     trail: TrailKey::of(&f.scan),
                 });
@@ -556,10 +598,9 @@ fn cd_verdict(
     class: &CdCandidates,
     after: &Option<After>,
 ) -> bool {
-    let Some((stacks, wanted)) = after else {
+    let (Some((stacks, wanted)), CdKey::Scanned { trail: t, .. }) = (after, &class.key) else {
         return false;
     };
-    let t = &class.key.trail;
     if t.idle || session.lang.live(t.q, t.w).intersects(wanted) {
         return true;
     }
@@ -576,6 +617,12 @@ fn cd_verdict(
     let v = session.feed(&mut c, &class.rep).is_ok() && session.is_viable(&c);
     session.cutback_verdicts.insert(memo, v);
     v
+}
+
+/// The verdict of a [`CdKey::Exact`] token spelled `bytes` at `cfg`: the full check.
+fn exact_verdict(session: &mut Session<'_>, cfg: &Config, bytes: &[u8]) -> bool {
+    let mut c = cfg.clone();
+    session.feed(&mut c, bytes).is_ok() && session.is_viable(&c)
 }
 
 /// A walk's result under construction.

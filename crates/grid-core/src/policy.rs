@@ -67,7 +67,8 @@ pub struct Policy {
     pub verbs: Vec<Verb>,
     #[serde(default)]
     pub ban: Vec<Ban>,
-    /// Tables INSERT may target; absent means every table of the schema.
+    /// Tables INSERT may target, by name (`schema.name` for a relation written
+    /// qualified); absent means every table of the schema.
     #[serde(default)]
     pub insert_tables: Option<Vec<String>>,
     #[serde(default)]

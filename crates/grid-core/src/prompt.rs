@@ -3,13 +3,13 @@
 //! violations back. A large schema is trimmed here, for the prompt only, by relevance to
 //! the question ([`trim_by_relevance`]); the mask always covers the whole role's schema.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use thiserror::Error;
 
-use crate::catalog::{CatalogSnapshot, Relation, RelationKind};
+use crate::catalog::{CatalogSnapshot, Offered, Relation, RelationKind};
 use crate::checker::Violation;
-use crate::lexicon::{quoted, spells_unquoted};
+use crate::lexicon::written;
 use crate::policy::Verb;
 
 /// Longest question accepted, in bytes.
@@ -54,11 +54,25 @@ pub fn clean_question(question: &str) -> Result<&str, PromptError> {
 
 /// How the model must write a stored name: bare when it folds back, quoted otherwise.
 fn spell(stored: &str, is_reserved: &dyn Fn(&str) -> bool) -> String {
-    if spells_unquoted(stored, is_reserved) {
-        stored.to_string()
-    } else {
-        quoted(stored)
-    }
+    written(None, stored, is_reserved)
+}
+
+/// The relations a prompt shows, by (schema, name), each with the name the model writes:
+/// `schema.name` for a qualified one.
+pub type Shown<'a> = BTreeMap<(&'a str, &'a str), String>;
+
+/// [`Shown`] for `offered`.
+pub fn written_names<'a>(offered: &[Offered<'a>], is_reserved: &dyn Fn(&str) -> bool) -> Shown<'a> {
+    offered
+        .iter()
+        .map(|o| {
+            let r = o.relation;
+            (
+                (r.schema.as_str(), r.name.as_str()),
+                written(o.qualifier(), &r.name, is_reserved),
+            )
+        })
+        .collect()
 }
 
 /// Comment text on one line.
@@ -66,13 +80,10 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// One relation as compact DDL. `shown` is the set of relation names in the prompt:
-/// foreign keys to relations outside it are left out.
-pub fn relation_ddl(
-    r: &Relation,
-    shown: &BTreeSet<&str>,
-    is_reserved: &dyn Fn(&str) -> bool,
-) -> String {
+/// One relation as compact DDL, named as `shown` writes it. `shown` is the relations in the
+/// prompt: foreign keys to relations outside it are left out.
+pub fn relation_ddl(r: &Relation, shown: &Shown<'_>, is_reserved: &dyn Fn(&str) -> bool) -> String {
+    let name_of = |schema: &str, name: &str| shown.get(&(schema, name)).cloned();
     let mut s = String::new();
     if let Some(c) = r.comment.as_deref().filter(|c| !c.trim().is_empty()) {
         s.push_str(&format!("-- {}\n", one_line(c)));
@@ -94,10 +105,8 @@ pub fn relation_ddl(
         RelationKind::View | RelationKind::MaterializedView => "VIEW",
         _ => "TABLE",
     };
-    s.push_str(&format!(
-        "CREATE {keyword} {} (\n",
-        spell(&r.name, is_reserved)
-    ));
+    let name = name_of(&r.schema, &r.name).unwrap_or_else(|| spell(&r.name, is_reserved));
+    s.push_str(&format!("CREATE {keyword} {name} (\n"));
     let mut lines: Vec<(String, Option<String>)> = Vec::new();
     for c in &r.columns {
         let mut line = format!("  {} {}", spell(&c.name, is_reserved), c.ty);
@@ -108,13 +117,12 @@ pub fn relation_ddl(
             line.push_str(" PRIMARY KEY");
         }
         for fk in &r.foreign_keys {
-            if fk.columns.len() == 1
-                && fk.columns[0] == c.name
-                && shown.contains(fk.ref_table.as_str())
-            {
+            if fk.columns.len() != 1 || fk.columns[0] != c.name {
+                continue;
+            }
+            if let Some(target) = name_of(&fk.ref_schema, &fk.ref_table) {
                 line.push_str(&format!(
-                    " REFERENCES {}({})",
-                    spell(&fk.ref_table, is_reserved),
+                    " REFERENCES {target}({})",
                     spell(&fk.ref_columns[0], is_reserved)
                 ));
             }
@@ -136,7 +144,8 @@ pub fn relation_ddl(
         lines.push((format!("  PRIMARY KEY ({})", cols.join(", ")), None));
     }
     for fk in &r.foreign_keys {
-        if fk.columns.len() > 1 && in_list(&fk.columns) && shown.contains(fk.ref_table.as_str()) {
+        let target = name_of(&fk.ref_schema, &fk.ref_table);
+        if let (true, Some(target)) = (fk.columns.len() > 1 && in_list(&fk.columns), target) {
             let cols: Vec<String> = fk.columns.iter().map(|c| spell(c, is_reserved)).collect();
             let refs: Vec<String> = fk
                 .ref_columns
@@ -145,9 +154,8 @@ pub fn relation_ddl(
                 .collect();
             lines.push((
                 format!(
-                    "  FOREIGN KEY ({}) REFERENCES {}({})",
+                    "  FOREIGN KEY ({}) REFERENCES {target}({})",
                     cols.join(", "),
-                    spell(&fk.ref_table, is_reserved),
                     refs.join(", ")
                 ),
                 None,
@@ -278,21 +286,29 @@ pub fn trim_by_relevance<'r>(
         .collect()
 }
 
-/// The schema part of the prompt: DDL of the role's visible relations, trimmed to `budget`
-/// bytes by relevance to `question`.
+/// The schema part of the prompt: DDL of the role's visible relations (those off the search
+/// path as `schema.name`), trimmed to `budget` bytes by relevance to `question`.
 pub fn schema_ddl(
     snapshot: &CatalogSnapshot,
     question: &str,
     budget: usize,
     is_reserved: &dyn Fn(&str) -> bool,
 ) -> String {
-    let (visible, _) = snapshot.visible();
-    let all: BTreeSet<&str> = visible.iter().map(|r| r.name.as_str()).collect();
+    let (offered, _) = snapshot.visible();
+    let all = written_names(&offered, is_reserved);
+    let visible: Vec<&Relation> = offered.iter().map(|o| o.relation).collect();
     // Sizes are measured with every relation shown: foreign keys only shrink when
     // neighbours are dropped, so the budget holds.
     let size = |r: &Relation| relation_ddl(r, &all, is_reserved).len() + 1;
     let kept = trim_by_relevance(&visible, question, budget, &size);
-    let shown: BTreeSet<&str> = kept.iter().map(|r| r.name.as_str()).collect();
+    let kept_keys: BTreeSet<(&str, &str)> = kept
+        .iter()
+        .map(|r| (r.schema.as_str(), r.name.as_str()))
+        .collect();
+    let shown: Shown<'_> = all
+        .into_iter()
+        .filter(|(k, _)| kept_keys.contains(k))
+        .collect();
     kept.iter()
         .map(|r| relation_ddl(r, &shown, is_reserved))
         .collect::<Vec<_>>()

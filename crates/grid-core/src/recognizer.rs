@@ -12,13 +12,20 @@
 //! Two rules keep the scanner faithful to PostgreSQL's: a reserved word is never an
 //! identifier (the word trie's deny lists), and a lexeme boundary never falls between two
 //! word characters (`1ex` and `salariesx` are one word, so they are refused rather than split).
+//!
+//! A relation written `schema.table` is one lexeme, so that only pairs that exist can be
+//! spelled. PostgreSQL reads the same bytes as three tokens and lets its grammar decide; here
+//! the scanner asks, at the dot, whether the parser expects a relation (the stacks at the
+//! lexeme's start, which are the stacks when the dot is read). Where it does, the dot joins
+//! the word; elsewhere `hr.x` is a qualifier, a dot and a column, exactly as without
+//! qualified words. No position of the grammar takes both a relation and a qualifier.
 
 use rustc_hash::FxHashMap;
 use smallvec::{smallvec, SmallVec};
 
 use crate::language::Language;
 use crate::lexer::dfa::DEAD;
-use crate::lexer::words::WordTrie;
+use crate::lexer::words::{WordTrie, OFF};
 use crate::mask::TrailKey;
 use crate::parser::Stacks;
 use crate::termset::TermSet;
@@ -55,21 +62,39 @@ impl Scan {
 pub(crate) enum ScanStop<E> {
     /// The scanner itself refused, at input offset `at`: no parser is involved.
     Scan { at: usize, kind: StopKind },
-    /// The lexeme starting at `at` was refused by the caller's `lexeme` hook.
+    /// The lexeme starting at `at` was refused by the host's [`ScanHost::lexeme`].
     Lexeme { at: usize, refused: E },
+    /// The dot of a `schema.table` word was read and the host could not say whether a
+    /// relation is expected.
+    Undecided,
+}
+
+/// What [`scan_byte`] needs from its caller: where its lexemes go, and the one question the
+/// scanner asks of the parser.
+pub(crate) trait ScanHost {
+    type Refused;
+
+    /// A finished lexeme (ignored ones included) with its candidates and start offset;
+    /// `Err` refuses it.
+    fn lexeme(&mut self, cands: TermSet, at: usize) -> Result<(), Self::Refused>;
+
+    /// Whether the parser expects a relation where the lexeme in progress started, asked at
+    /// the dot of a `schema.table` word; `None` when the host cannot tell.
+    fn relation_expected(&mut self) -> Option<bool>;
 }
 
 /// The scanner alone: pushes one byte on `scan` (maximal munch, requeueing what follows the
-/// longest lexeme) and hands every finished lexeme, ignored ones included, to `lexeme` with
-/// its candidates and start offset. It reads no parser state, so the mask walk and the
-/// cache's stack-free walk share it. On failure `scan` is half-updated and must be dropped.
-pub(crate) fn scan_byte<E>(
+/// longest lexeme) and hands every finished lexeme, ignored ones included, to the host with
+/// its candidates and start offset. It reads no parser state but the host's answer at the
+/// dot of a `schema.table` word, so the mask walk and the cache's stack-free walk share it.
+/// On failure `scan` is half-updated and must be dropped.
+pub(crate) fn scan_byte<H: ScanHost>(
     lang: &Language,
     scan: &mut Scan,
     offset: &mut usize,
     byte: u8,
-    lexeme: &mut impl FnMut(TermSet, usize) -> Result<(), E>,
-) -> Result<(), ScanStop<E>> {
+    host: &mut H,
+) -> Result<(), ScanStop<H::Refused>> {
     let mut queue: SmallVec<[u8; 32]> = smallvec![byte];
     // Input offset of queue[0].
     let mut base = *offset;
@@ -82,7 +107,15 @@ pub(crate) fn scan_byte<E>(
         } else {
             lang.dfa().next(scan.q, b)
         };
-        let w = lang.words.step(scan.w, b);
+        let w = if lang.words.is_separator(scan.w, b) {
+            match host.relation_expected() {
+                Some(true) => lang.words.step(scan.w, b),
+                Some(false) => OFF,
+                None => return Err(ScanStop::Undecided),
+            }
+        } else {
+            lang.words.step(scan.w, b)
+        };
         if !lang.live(q, w).is_empty() {
             if scan.rem.is_empty() {
                 scan.start = base + i;
@@ -118,7 +151,8 @@ pub(crate) fn scan_byte<E>(
                 kind: StopKind::SplitWord,
             });
         }
-        lexeme(cands, start).map_err(|refused| ScanStop::Lexeme { at: start, refused })?;
+        host.lexeme(cands, start)
+            .map_err(|refused| ScanStop::Lexeme { at: start, refused })?;
         let mut requeued: SmallVec<[u8; 32]> = SmallVec::from_slice(&scan.rem[len..]);
         requeued.extend_from_slice(&queue[i..]);
         base = start + len;
@@ -127,6 +161,41 @@ pub(crate) fn scan_byte<E>(
         *scan = Scan::fresh(lang, base);
     }
     Ok(())
+}
+
+/// What a [`Session::push_byte_with`] watcher is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scanned {
+    /// A lexeme handed to the parser, by its candidates.
+    Lexeme(TermSet),
+    /// The parser was asked whether the dot of a `schema.table` word joins it.
+    Dot,
+}
+
+/// The recognizer as a scan host: lexemes go to the stacks, and the stacks answer at a dot.
+struct Parse<'a, 'l, F> {
+    session: &'a mut Session<'l>,
+    stacks: &'a mut SmallVec<[u32; 4]>,
+    watch: &'a mut F,
+}
+
+impl<F: FnMut(Scanned)> ScanHost for Parse<'_, '_, F> {
+    type Refused = TermSet;
+
+    fn lexeme(&mut self, cands: TermSet, _at: usize) -> Result<(), TermSet> {
+        if !self.session.emit_on(self.stacks, cands) {
+            return Err(cands);
+        }
+        if !cands.intersects(&self.session.lang.terms().skip) {
+            (self.watch)(Scanned::Lexeme(cands));
+        }
+        Ok(())
+    }
+
+    fn relation_expected(&mut self) -> Option<bool> {
+        (self.watch)(Scanned::Dot);
+        Some(self.session.relation_expected(self.stacks))
+    }
 }
 
 /// A recognizer configuration: interned stacks (sorted, distinct) and the scan state.
@@ -340,37 +409,42 @@ impl<'l> Session<'l> {
 
     /// Pushes one byte without saving the configuration first: on failure `cfg` is left
     /// half-updated and must be discarded (the mask walk pushes on a copy it owns).
-    /// `emitted` sees the candidate set of every lexeme handed to the parser, in order
-    /// (ignored lexemes are not handed over and not reported).
+    /// `watch` sees, in order, the candidate set of every lexeme handed to the parser
+    /// (ignored lexemes are not handed over and not reported) and every dot of a
+    /// `schema.table` word that the parser was asked about.
     pub(crate) fn push_byte_with(
         &mut self,
         cfg: &mut Config,
         byte: u8,
-        emitted: &mut impl FnMut(TermSet),
+        watch: &mut impl FnMut(Scanned),
     ) -> Result<(), Stop> {
         let lang = self.lang;
-        let skip = lang.terms().skip;
         let Config {
             stacks,
             scan,
             offset,
         } = cfg;
-        let r = scan_byte(lang, scan, offset, byte, &mut |cands, _| {
-            if !self.emit_on(stacks, cands) {
-                return Err(cands);
-            }
-            if !cands.intersects(&skip) {
-                emitted(cands);
-            }
-            Ok(())
-        });
+        let mut host = Parse {
+            session: self,
+            stacks,
+            watch,
+        };
+        let r = scan_byte(lang, scan, offset, byte, &mut host);
         match r {
             Ok(()) => Ok(()),
             Err(ScanStop::Scan { at, kind }) => Err(self.stop(cfg, at, kind)),
             Err(ScanStop::Lexeme { at, refused }) => {
                 Err(self.stop(cfg, at, StopKind::Unexpected(refused)))
             }
+            // The parser always answers.
+            Err(ScanStop::Undecided) => Err(self.stop(cfg, cfg.offset, StopKind::NoLexeme)),
         }
+    }
+
+    /// Whether some stack of `stacks` expects a relation next.
+    pub(crate) fn relation_expected(&mut self, stacks: &[u32]) -> bool {
+        let a = self.allowed_on(stacks);
+        self.lang.relation_expected(&a)
     }
 
     /// Whether some continuation of the bytes fed so far is a sentence.
@@ -418,7 +492,11 @@ impl<'l> Session<'l> {
             } else {
                 lang.dfa().next(q, b)
             };
-            let w2 = lang.words.step(w, b);
+            let w2 = if lang.words.is_separator(w, b) && !self.relation_expected(&cfg.stacks) {
+                OFF
+            } else {
+                lang.words.step(w, b)
+            };
             if lang.live(q2, w2).is_empty() {
                 let mut c = cfg.clone();
                 path.push(b);

@@ -18,6 +18,9 @@ pub struct Column {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Table {
     pub name: String,
+    /// The schema written before the name (`schema.name`) when the name alone does not reach
+    /// this relation through the search path; `None` for a relation named bare.
+    pub qualifier: Option<String>,
     pub columns: Vec<Column>,
     /// Indexes into `columns`.
     pub primary_key: Vec<usize>,
@@ -30,6 +33,7 @@ impl Table {
     pub fn with_columns(name: &str, columns: &[&str]) -> Table {
         Table {
             name: name.to_string(),
+            qualifier: None,
             columns: columns
                 .iter()
                 .map(|c| Column {
@@ -41,6 +45,44 @@ impl Table {
             foreign_keys: Vec::new(),
         }
     }
+
+    /// [`Table::with_columns`] for a relation named `schema.name`.
+    pub fn qualified_with_columns(schema: &str, name: &str, columns: &[&str]) -> Table {
+        Table {
+            qualifier: Some(schema.to_string()),
+            ..Table::with_columns(name, columns)
+        }
+    }
+
+    /// How policy lists name the relation: `name`, or `schema.name` when it is qualified
+    /// (stored names, joined by a dot).
+    pub fn key(&self) -> String {
+        match &self.qualifier {
+            None => self.name.clone(),
+            Some(s) => QualifiedName::new(s, &self.name).key(),
+        }
+    }
+}
+
+/// A relation named schema-qualified, by the stored names of its schema and itself.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QualifiedName {
+    pub schema: String,
+    pub name: String,
+}
+
+impl QualifiedName {
+    pub fn new(schema: &str, name: &str) -> QualifiedName {
+        QualifiedName {
+            schema: schema.to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    /// `schema.name`, the stored names joined by a dot (for keys and messages, not SQL).
+    pub fn key(&self) -> String {
+        format!("{}.{}", self.schema, self.name)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,8 +92,11 @@ pub struct Schema {
 }
 
 impl Schema {
+    /// The relation the bare name `stored` reaches (not a qualified one).
     pub fn table(&self, stored: &str) -> Option<&Table> {
-        self.tables.iter().find(|t| t.name == stored)
+        self.tables
+            .iter()
+            .find(|t| t.qualifier.is_none() && t.name == stored)
     }
 }
 
@@ -108,6 +153,7 @@ fn spider_schema(db: SpiderDb, is_reserved: &dyn Fn(&str) -> bool) -> Result<Sch
         .iter()
         .map(|t| Table {
             name: stored_name(t, is_reserved),
+            qualifier: None,
             columns: Vec::new(),
             primary_key: Vec::new(),
             foreign_keys: Vec::new(),

@@ -142,9 +142,21 @@ fn replay(
     vocab: &Vocabulary,
     rng: &mut Rng,
 ) -> usize {
+    replay_over(lang, on, off, vocab, rng, STATEMENTS)
+}
+
+/// [`replay`] over `statements`.
+fn replay_over(
+    lang: &Language,
+    on: &mut Masker,
+    off: &mut Masker,
+    vocab: &Vocabulary,
+    rng: &mut Rng,
+    statements: &[&str],
+) -> usize {
     let mut s = Session::new(lang);
     let mut steps = 0;
-    for text in STATEMENTS {
+    for text in statements {
         let mut cfg = s.start();
         let mut prefixes = vec![cfg.clone()];
         for (i, &b) in text.as_bytes().iter().enumerate() {
@@ -419,36 +431,49 @@ fn miss_walks_agree_serial_parallel_and_through_the_tail_memo() {
     let vocab = synthetic_vocab();
     let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
     let lang = language(common::dialect(), &hr_schema(), &Policy::default());
-    let mut s = Session::new(&lang);
     // Every tail goes through the memo, and one memo serves every key: later keys reuse
     // tails that earlier keys' walks kept.
     let memo = TailMemo::with_min_nodes(1);
+    let compared = miss_walks_agree(&lang, &trie, STATEMENTS, &memo);
+    assert!(compared > 200, "{compared}");
+    assert!(
+        memo.len() > 10 && memo.hits() > 100,
+        "{} tails, {} hits",
+        memo.len(),
+        memo.hits()
+    );
+}
+
+/// At every prefix of `statements`: the miss walk's entry serial, parallel and through
+/// `memo` (both ways) are equal. Returns the keys compared.
+fn miss_walks_agree(
+    lang: &Language,
+    trie: &TokenTrie,
+    statements: &[&str],
+    memo: &TailMemo,
+) -> usize {
+    let mut s = Session::new(lang);
     let mut compared = 0;
-    for text in STATEMENTS {
+    for text in statements {
         let mut cfg = s.start();
         for &b in text.as_bytes() {
             if s.feed(&mut cfg, &[b]).is_err() {
                 break;
             }
             let allowed = s.allowed(&cfg);
-            let key = CacheKey::of(
-                &lang,
-                scope_of(&lang, trie.fingerprint()),
-                &cfg.scan,
-                allowed,
-            );
+            let key = CacheKey::of(lang, scope_of(lang, trie.fingerprint()), &cfg.scan, allowed);
             let start = WalkStart {
-                lang: &lang,
+                lang,
                 scan: &cfg.scan,
                 offset: cfg.offset,
                 allowed,
             };
             let at = format!("{text:?} at {:?}", cfg.scan.rem);
-            let serial = walk::build(&trie, &key, start, false, None);
-            let parallel = walk::build(&trie, &key, start, true, None);
+            let serial = walk::build(trie, &key, start, false, None);
+            let parallel = walk::build(trie, &key, start, true, None);
             assert_eq!(parallel, serial, "parallel, {at}");
-            let (memo_serial, _) = walk::build(&trie, &key, start, false, Some(&memo));
-            let (memo_parallel, _) = walk::build(&trie, &key, start, true, Some(&memo));
+            let (memo_serial, _) = walk::build(trie, &key, start, false, Some(memo));
+            let (memo_parallel, _) = walk::build(trie, &key, start, true, Some(memo));
             assert_eq!(memo_serial, serial.0, "through the memo, {at}");
             assert_eq!(
                 memo_parallel, serial.0,
@@ -457,11 +482,114 @@ fn miss_walks_agree_serial_parallel_and_through_the_tail_memo() {
             compared += 1;
         }
     }
-    assert!(compared > 200, "{compared}");
+    compared
+}
+
+// ---------------------------------------------------------------------------------------
+// Relations off the search path, written `schema.table`
+
+/// `hr.employees` and `"Sales"."Leads"` off the search path, `employees` on it, and a
+/// column `employees` (so `hr.employees` is also a qualifier and a column).
+fn qualified_schema() -> Schema {
+    Schema {
+        db_id: "qualified".into(),
+        tables: vec![
+            Table::with_columns("employees", &["id", "name"]),
+            Table::with_columns("orders", &["id", "total", "employees"]),
+            Table::qualified_with_columns("hr", "employees", &["id", "name", "salary"]),
+            Table::qualified_with_columns("hr", "salaries", &["id", "amount"]),
+            Table::qualified_with_columns("Sales", "Leads", &["id"]),
+        ],
+    }
+}
+
+/// The synthetic vocabulary plus fragments that spell qualified names, some after a lexeme
+/// they end (`,hr.`: an exact class, whose verdict the cache cannot hold).
+fn qualified_vocab() -> Vocabulary {
+    const MORE: &[&str] = &[
+        "hr",
+        "hr.",
+        " hr.",
+        ",hr.",
+        "(hr.",
+        ", hr.",
+        ".employees",
+        "hr.employees",
+        "\"hr\".",
+        ".\"employees\"",
+        "\"Sales\".\"Leads\"",
+        " \"Sales\"",
+        ".\"Leads\"",
+        "HR.",
+        ".sal",
+        " hr.orders",
+        "s hr.",
+        "e,hr.e",
+        "es,hr.emp",
+    ];
+    let mut toks: Vec<Vec<u8>> = vec![b"<eos>".to_vec(), b"<pad>".to_vec()];
+    toks.extend((0..=255u8).map(|b| vec![b]));
+    toks.extend(FRAGMENTS.iter().chain(MORE).map(|f| f.as_bytes().to_vec()));
+    Vocabulary::from_served(toks, &[1], Some(0)).expect("vocabulary")
+}
+
+const QUALIFIED_STATEMENTS: &[&str] = &[
+    "SELECT name FROM hr.employees WHERE id = 1",
+    "SELECT hr.employees FROM orders AS hr",
+    "SELECT hr.id FROM employees hr,hr.employees",
+    "SELECT id FROM \"Sales\".\"Leads\" UNION SELECT id FROM \"hr\".employees",
+    "SELECT employees.name FROM employees,hr.employees x",
+    "UPDATE hr.salaries SET amount = 1",
+    "DELETE FROM hr.employees WHERE id IN (SELECT id FROM hr.salaries)",
+];
+
+#[test]
+fn qualified_names_cache_on_equals_cache_off() {
+    let vocab = qualified_vocab();
+    let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
+    let cache = Arc::new(MaskCache::new(8));
+    let lang = language(common::dialect(), &qualified_schema(), &Policy::default());
+    let (mut on, mut off) = fresh(&trie, &cache);
+    let mut rng = Rng(17);
+    let steps = replay_over(
+        &lang,
+        &mut on,
+        &mut off,
+        &vocab,
+        &mut rng,
+        QUALIFIED_STATEMENTS,
+    );
+    assert!(steps > 300, "only {steps} steps");
+    // Exact classes were served through the cache: `,hr.` after an alias in FROM.
+    let mut s = Session::new(&lang);
+    let mut cfg = s.start();
+    s.feed(&mut cfg, b"SELECT hr.id FROM employees hr")
+        .expect("prefix");
+    let m = both(&mut on, &mut off, &mut s, &cfg, "after an alias");
     assert!(
-        memo.len() > 10 && memo.hits() > 100,
-        "{} tails, {} hits",
-        memo.len(),
+        m.cd_classes
+            .iter()
+            .any(|c| matches!(c.key, grid_core::mask::CdKey::Exact { .. })),
+        "no exact class"
+    );
+    let first = on.cache_stats().expect("cached");
+    let mut rng = Rng(17);
+    replay_over(
+        &lang,
+        &mut on,
+        &mut off,
+        &vocab,
+        &mut rng,
+        QUALIFIED_STATEMENTS,
+    );
+    let second = on.cache_stats().expect("cached");
+    assert_eq!(second.misses, first.misses, "a repeated replay missed");
+
+    let memo = TailMemo::with_min_nodes(1);
+    let compared = miss_walks_agree(&lang, &trie, QUALIFIED_STATEMENTS, &memo);
+    assert!(
+        compared > 200 && memo.hits() > 50,
+        "{compared}, {}",
         memo.hits()
     );
 }

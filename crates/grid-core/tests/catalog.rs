@@ -64,45 +64,153 @@ fn rejects_bad_snapshots_with_clear_errors() {
 }
 
 #[test]
-fn relations_off_the_search_path_or_hidden_are_omitted_with_a_reason() {
+fn relations_off_the_search_path_or_hidden_are_offered_qualified() {
     let s = demo();
     let (shown, omitted) = s.visible();
     assert_eq!(
-        shown.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
-        vec!["departments", "employees", "orders", "salaries"]
+        shown.iter().map(|o| o.key()).collect::<Vec<_>>(),
+        vec![
+            "departments",
+            "employees",
+            "orders",
+            "salaries",
+            "reporting.monthly"
+        ]
     );
-    assert_eq!(omitted.len(), 1);
-    assert_eq!(omitted[0].name, "monthly");
-    assert!(
-        omitted[0].reason.contains("not on the search path"),
-        "{}",
-        omitted[0].reason
-    );
+    assert!(shown[4].qualified && shown[4].qualifier() == Some("reporting"));
+    assert!(omitted.is_empty(), "{omitted:?}");
 
-    // Two schemas on the path with one relation name: the earlier schema wins.
+    // Two schemas on the path with one relation name: the earlier schema's is the bare
+    // name, the other is written qualified; so is one whose name resolves elsewhere
+    // (`on_search_path` false: a relation the role cannot see comes first).
     let shadow = CatalogSnapshot::from_json(
         r#"{"format":1,"role":"r","search_path":["app","public"],"relations":[
             {"schema":"app","name":"t","on_search_path":true,"privileges":["select"],"columns":[{"name":"a","privileges":["select"]}]},
             {"schema":"public","name":"t","on_search_path":true,"privileges":["select"],"columns":[{"name":"b","privileges":["select"]}]},
-            {"schema":"public","name":"u","on_search_path":true,"privileges":["select"]}]}"#,
+            {"schema":"public","name":"u","on_search_path":true,"privileges":["select"]},
+            {"schema":"public","name":"v","on_search_path":false,"privileges":["select"]}]}"#,
     )
     .unwrap();
     let (shown, omitted) = shadow.visible();
     assert_eq!(
-        shown.iter().map(|r| r.qualified()).collect::<Vec<_>>(),
-        vec!["app.t", "public.u"]
+        shown.iter().map(|o| o.key()).collect::<Vec<_>>(),
+        vec!["t", "u", "public.t", "public.v"]
     );
+    assert_eq!(shown[0].relation.qualified(), "app.t");
+    assert!(omitted.is_empty());
+    let schema = shadow.schema();
+    assert_eq!(schema.tables[0].columns[0].name, "a");
+    assert_eq!(schema.tables[2].qualifier.as_deref(), Some("public"));
+    assert_eq!(schema.tables[2].columns[0].name, "b");
     assert_eq!(
-        omitted[0].reason,
-        "hidden by app.t earlier on the search path"
+        schema.table("t").map(|t| &t.columns[0].name),
+        Some(&"a".into())
     );
-    assert_eq!(shadow.schema().tables[0].columns[0].name, "a");
+}
+
+/// Search path `app, public`: `app.orders` hides `public.orders`; `hr` and `Sales` are off
+/// the path; `hr.salaries` may only be updated (two columns), `hr.employees` read (but not
+/// `salary`) and deleted from.
+const QUALIFIED: &str = include_str!("fixtures/catalog_qualified.json");
+
+#[test]
+fn qualified_relations_reach_policy_lexicon_and_language() {
+    let s = CatalogSnapshot::from_json(QUALIFIED).unwrap();
+    let keys: Vec<String> = s.visible().0.iter().map(|o| o.key()).collect();
+    assert_eq!(
+        keys,
+        vec![
+            "orders",
+            "employees",
+            "Sales.Leads",
+            "hr.employees",
+            "hr.salaries",
+            "public.orders"
+        ]
+    );
+    let policy = s.policy(&Policy::default()).unwrap();
+    assert_eq!(
+        policy.verbs,
+        vec![Verb::Select, Verb::Insert, Verb::Update, Verb::Delete]
+    );
+    assert_eq!(policy.insert_tables, Some(vec!["public.orders".into()]));
+    assert_eq!(policy.update_tables, Some(vec!["hr.salaries".into()]));
+    assert_eq!(policy.delete_tables, Some(vec!["hr.employees".into()]));
+    // grid.policy may list a relation by its key or as schema.name.
+    let base = Policy::from_json(
+        r#"{"delete_tables":["nothing"],"update_tables":["hr.salaries"],"insert_tables":["public.orders"]}"#,
+    )
+    .unwrap();
+    let narrowed = s.policy(&base).unwrap();
+    assert_eq!(
+        narrowed.verbs,
+        vec![Verb::Select, Verb::Insert, Verb::Update]
+    );
+
+    let d = common::dialect();
+    let reserved = |w: &str| d.is_reserved(w);
+    let lx = s.lexicon(&policy, &reserved).unwrap();
+    let bare = |k| lx.words(k).cloned().collect::<Vec<_>>();
+    let qualified = |k| lx.qualified(k).map(|q| q.key()).collect::<Vec<_>>();
+    assert_eq!(bare(LexiconKind::Table), vec!["employees", "orders"]);
+    assert_eq!(
+        qualified(LexiconKind::Table),
+        vec!["Sales.Leads", "hr.employees", "public.orders"],
+        "hr.salaries is not readable"
+    );
+    assert_eq!(qualified(LexiconKind::UpdateTable), vec!["hr.salaries"]);
+    assert!(bare(LexiconKind::UpdateTable).is_empty());
+    // The foreign key from public.orders reaches hr.employees by (schema, name).
+    let schema = s.schema();
+    let orders = &schema.tables[5];
+    assert_eq!(orders.qualifier.as_deref(), Some("public"));
+    assert_eq!(orders.foreign_keys, vec![(2, 3, 0)]);
+
+    let lang = s.language(Arc::clone(&d), &Policy::default()).unwrap();
+    let mut ss = Session::new(&lang);
+    for ok in [
+        "SELECT id FROM hr.employees",
+        "SELECT total FROM public.orders JOIN orders ON true",
+        "SELECT id FROM \"Sales\".\"Leads\"",
+        "UPDATE hr.salaries SET amount = 1",
+        "DELETE FROM hr.employees WHERE id = 1",
+        "INSERT INTO public.orders (id) VALUES (1)",
+    ] {
+        assert!(ss.complete(ok.as_bytes()), "{ok}");
+    }
+    // Every relation is written in the prompt as the mask spells it, where the role may
+    // read it.
+    let (offered, _) = s.visible();
+    let written = grid_core::prompt::written_names(&offered, &reserved);
+    for o in &offered {
+        let r = o.relation;
+        let sql = format!(
+            "SELECT 1 FROM {}",
+            written[&(r.schema.as_str(), r.name.as_str())]
+        );
+        assert_eq!(ss.complete(sql.as_bytes()), r.grants(Verb::Select), "{sql}");
+    }
+    for bad in [
+        "SELECT amount FROM hr.salaries",
+        "SELECT id FROM hr.orders",
+        "SELECT id FROM public.employees",
+        "INSERT INTO hr.employees",
+        "DELETE FROM public.orders",
+        "UPDATE hr.employees",
+    ] {
+        assert!(!ss.viable(bad.as_bytes()), "{bad}");
+    }
 }
 
 #[test]
 fn schema_keeps_visible_columns_and_keys() {
     let schema = demo().schema();
-    assert_eq!(schema.tables.len(), 4);
+    assert_eq!(schema.tables.len(), 5);
+    assert_eq!(schema.tables[4].key(), "reporting.monthly");
+    assert!(
+        schema.table("monthly").is_none(),
+        "the bare name does not reach it"
+    );
     let emp = schema.table("employees").unwrap();
     assert_eq!(emp.primary_key, vec![0]);
     // employees.dept_id -> departments.id
@@ -180,6 +288,7 @@ fn the_language_follows_grant_and_revoke() {
     assert!(s.complete(b"SELECT e.name FROM employees e JOIN orders o ON o.employee_id = e.id"));
     assert!(s.complete(b"SELECT \"Total Due\" FROM orders"));
     assert!(!s.viable(b"SELECT * FROM monthly"), "off the search path");
+    assert!(s.complete(b"SELECT month FROM reporting.monthly"));
     assert!(!s.viable(b"DELETE FROM orders"), "no DELETE grant");
     assert!(s.complete(b"UPDATE salaries SET amount = 1"));
     assert!(!s.viable(b"INSERT INTO"), "no INSERT grant");

@@ -134,12 +134,9 @@ fn unresolvable_references_are_violations() {
             name: "monthly".into()
         }]
     );
-    assert_eq!(
-        kinds(&a, "SELECT * FROM reporting.monthly"),
-        vec![ViolationKind::UnknownRelation {
-            name: "reporting.monthly".into()
-        }]
-    );
+    // Off the search path, the relation is reached qualified only.
+    clean(&a, "SELECT * FROM reporting.monthly");
+    clean(&a, "SELECT monthly.month FROM reporting.monthly");
     // A subquery's FROM items are not visible to the enclosing query.
     assert_eq!(
         kinds(
@@ -152,6 +149,99 @@ fn unresolvable_references_are_violations() {
     assert!(
         matches!(unsupported[..], [ViolationKind::Unsupported { .. }]),
         "{unsupported:?}"
+    );
+}
+
+/// Search path `app, public`; `hr` and `Sales` off it; `public.orders` hidden by
+/// `app.orders` (see the fixture).
+fn qualified() -> CatalogSnapshot {
+    CatalogSnapshot::from_json(include_str!("fixtures/catalog_qualified.json")).unwrap()
+}
+
+#[test]
+fn qualified_names_bind_to_their_schema() {
+    let q = qualified();
+    for sql in [
+        "SELECT id FROM hr.employees",
+        // The bare table name qualifies columns of a qualified FROM item, as in PostgreSQL.
+        "SELECT employees.name FROM hr.employees",
+        "SELECT e.name FROM hr.employees e WHERE e.id = 1",
+        "SELECT hr.employees.name FROM hr.employees",
+        "SELECT total FROM public.orders",
+        "SELECT employees FROM orders",
+        "SELECT o.total, a.employees FROM public.orders o JOIN orders a ON a.id = o.id",
+        "SELECT id FROM \"Sales\".\"Leads\"",
+        "SELECT \"Leads\".id FROM \"Sales\".\"Leads\"",
+        "SELECT id FROM HR.EMPLOYEES",
+        // A relation on the path may be qualified too (the mask offers it bare).
+        "SELECT employees FROM app.orders",
+        "UPDATE hr.salaries SET amount = 1, employee_id = 2",
+        "DELETE FROM hr.employees WHERE id = 1",
+        "INSERT INTO public.orders (id, total) VALUES (1, 2)",
+    ] {
+        clean(&q, sql);
+    }
+    let hr = |t: &str| format!("hr.{t}");
+    assert_eq!(
+        kinds(&q, "SELECT total FROM orders"),
+        vec![unknown(None, "total")],
+        "the bare name reaches app.orders"
+    );
+    assert_eq!(
+        kinds(&q, "SELECT salary FROM hr.employees"),
+        vec![col(&hr("employees"), "salary", Verb::Select)]
+    );
+    assert_eq!(
+        kinds(&q, "SELECT employees.salary FROM hr.employees"),
+        vec![col(&hr("employees"), "salary", Verb::Select)]
+    );
+    assert!(
+        kinds(&q, "SELECT amount FROM hr.salaries").contains(&ViolationKind::TablePrivilege {
+            table: hr("salaries"),
+            privilege: Verb::Select
+        })
+    );
+    for (sql, name) in [
+        ("SELECT 1 FROM hr.orders", "hr.orders"),
+        ("SELECT 1 FROM salaries", "salaries"),
+        ("SELECT 1 FROM \"HR\".employees", "\"HR\".employees"),
+        (
+            "SELECT hr.employees.id FROM public.employees",
+            "hr.employees",
+        ),
+    ] {
+        assert_eq!(
+            kinds(&q, sql),
+            vec![ViolationKind::UnknownRelation { name: name.into() }],
+            "{sql}"
+        );
+    }
+    assert_eq!(
+        kinds(
+            &q,
+            "UPDATE hr.salaries SET amount = 1 WHERE employee_id = 2"
+        ),
+        vec![col(&hr("salaries"), "employee_id", Verb::Select)]
+    );
+    assert_eq!(
+        kinds(&q, "DELETE FROM public.orders"),
+        vec![ViolationKind::TablePrivilege {
+            table: "public.orders".into(),
+            privilege: Verb::Delete
+        }]
+    );
+    assert_eq!(
+        kinds(&q, "SELECT * FROM hr.employees"),
+        vec![ViolationKind::Wildcard {
+            table: hr("employees")
+        }]
+    );
+    let v = check("SELECT amount FROM hr.salaries", &q);
+    assert!(
+        v.iter().any(|v| v.to_string()
+            == "table hr.salaries is not readable by role clerk (at `hr.salaries`)"),
+        "{:?}",
+        v.iter().map(|v| v.to_string()).collect::<Vec<_>>()
     );
 }
 

@@ -194,3 +194,43 @@ fn the_dialect_for_generated_sql_has_no_comments_and_ascii_identifiers() {
     assert!(!s.complete(b"SELECT 1 AS n\xff"));
     assert!(s.complete("SELECT 1 AS \"naïve\"".as_bytes()));
 }
+
+/// A `schema.table` word is one lexeme exactly where the parser expects a relation, and
+/// `x.y` is a qualifier and a column elsewhere: sound only if no position takes both. No
+/// state has a move on a relation terminal and on a free identifier (which a qualifier is),
+/// and no configuration reached by the examples, ambiguous ones included, allows both.
+#[test]
+fn no_position_takes_both_a_relation_and_a_qualifier() {
+    let d = dialect();
+    let t = &d.terms;
+    let ident = t.free;
+    assert!(!t.relation.is_empty() && !ident.is_empty());
+    let table = &d.table;
+    let moves = |s: u32, set: &grid_core::TermSet| {
+        set.iter()
+            .any(|x| table.action(s, x) != grid_core::grammar::table::Move::Error)
+    };
+    let both: Vec<u32> = (0..table.n_states as u32)
+        .filter(|&s| moves(s, &t.relation) && moves(s, &ident))
+        .collect();
+    assert!(both.is_empty(), "states {both:?}");
+
+    let ex = examples();
+    let lang = language_for(&permissive_schema(&ex), &Policy::default());
+    let mut s = Session::new(&lang);
+    let mut relation_positions = 0;
+    for e in &ex {
+        let mut c = s.start();
+        for &b in e.as_bytes() {
+            if s.feed(&mut c, &[b]).is_err() {
+                break;
+            }
+            let a = s.allowed(&c);
+            if a.intersects(&t.relation) {
+                relation_positions += 1;
+                assert!(!a.intersects(&ident), "{e:?}: {:?}", t.names_of(&a));
+            }
+        }
+    }
+    assert!(relation_positions > 100, "{relation_positions}");
+}

@@ -740,3 +740,216 @@ fn spider_gold_fast_equals_oracle_with_gpt2() {
         "only {left} hostile statements left the language"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Relations off the search path, written `schema.table`
+
+/// `hr.employees` lives off the search path beside the bare `employees`; the role may
+/// update `hr.salaries` but not read it; `orders` exists on the path only, and one of its
+/// columns is called `employees` (so `hr.employees` is also a qualifier and a column when
+/// `hr` is an alias); `"Sales"."Leads"` needs quotes on both parts.
+fn qualified_language(dialect: Arc<Dialect>) -> Language {
+    let schema = Schema {
+        db_id: "qualified".into(),
+        tables: vec![
+            Table::with_columns("employees", &["id", "name"]),
+            Table::with_columns("orders", &["id", "total", "employees"]),
+            Table::qualified_with_columns("hr", "employees", &["id", "name", "salary"]),
+            Table::qualified_with_columns("hr", "salaries", &["id", "amount"]),
+            Table::qualified_with_columns("Sales", "Leads", &["id"]),
+        ],
+    };
+    let reserved = |w: &str| dialect.is_reserved(w);
+    let policy = Policy::default();
+    let mut lx = Lexicon::from_schema(&schema, &policy, &reserved).expect("lexicon");
+    lx.retain_relations(LexiconKind::Table, |k| k != "hr.salaries");
+    Language::build(dialect, &policy, &lx).expect("language")
+}
+
+/// Fragments that spell qualified names, several of them after a lexeme they end (`,hr.`:
+/// the dot is read on stacks the token itself changed).
+#[rustfmt::skip]
+const QUALIFIED_FRAGMENTS: &[&str] = &[
+    "hr", "hr.", " hr.", ",hr.", "(hr.", ", hr.", ".employees", "hr.employees", " hr.employees",
+    "\"hr\".", ".\"employees\"", "\"Employees\"", "\"Sales\".\"Leads\"", " \"Sales\"", ".\"Leads\"", "HR.", ".sal",
+    ",\"hr\".employees", " hr.orders", "hr.emp", "s hr.", "e,hr.e", " Sales.", "\"hr\"",
+];
+
+fn qualified_vocab() -> Vocabulary {
+    let mut toks: Vec<Vec<u8>> = vec![b"<eos>".to_vec(), b"<pad>".to_vec(), b"SELECT".to_vec()];
+    toks.extend((0..=255u8).map(|b| vec![b]));
+    toks.extend(
+        FRAGMENTS
+            .iter()
+            .chain(QUALIFIED_FRAGMENTS)
+            .map(|f| f.as_bytes().to_vec()),
+    );
+    Vocabulary::from_served(toks, &[PAD, SPECIAL_SELECT], Some(EOS)).expect("vocabulary")
+}
+
+const QUALIFIED_STATEMENTS: &[&str] = &[
+    "SELECT name FROM hr.employees WHERE id = 1",
+    "SELECT e.name, o.total FROM orders o JOIN hr.employees e ON e.id = o.id",
+    "SELECT employees.name FROM hr.employees",
+    "SELECT hr.employees, hr.id FROM orders AS hr",
+    "SELECT hr.id FROM employees hr,hr.employees",
+    "SELECT \"Leads\".id FROM \"Sales\".\"Leads\"",
+    "SELECT id FROM \"hr\".employees UNION SELECT id FROM hr.\"employees\"",
+    "SELECT id FROM HR.EMPLOYEES , \"hr\".\"employees\" x",
+    "DELETE FROM hr.employees WHERE id = 1",
+    "UPDATE hr.salaries SET amount = 1",
+    "INSERT INTO hr.employees VALUES (1)",
+    "WITH x AS (SELECT id FROM hr.employees) SELECT id FROM x,hr.employees",
+];
+
+#[test]
+fn qualified_names_fast_equals_oracle_at_every_offset() {
+    let lang = qualified_language(common::dialect());
+    let mut fx = Fixture::new(qualified_vocab());
+    let n = differential_over_offsets(&lang, &mut fx, QUALIFIED_STATEMENTS);
+    assert!(n > 500, "{n}");
+    let mini = qualified_language(mini_dialect());
+    let mut s = Session::new(&mini);
+    assert!(s.complete(b"SELECT name FROM hr.employees"), "mini dialect");
+}
+
+/// A `schema.table` word is one lexeme only where a relation may be named, and only for
+/// pairs that exist and that the role may use there; elsewhere `hr.x` is a qualifier and
+/// a column, as before.
+#[test]
+fn qualified_names_only_where_a_table_may_be_named() {
+    let lang = qualified_language(common::dialect());
+    let v = qualified_vocab();
+    let mut fx = Fixture::new(qualified_vocab());
+    let mut s = Session::new(&lang);
+    let at = |s: &mut Session<'_>, fx: &mut Fixture, text: &str| {
+        let c = config_after(s, text);
+        fx.checked(s, &c, text)
+    };
+    let has = |m: &Mask, t: &str| {
+        let ids = ids_of(&v, t);
+        assert!(!ids.is_empty(), "{t:?} is not a token");
+        ids.iter().all(|&id| m.contains(id))
+    };
+
+    let m = at(&mut s, &mut fx, "SELECT * FROM ");
+    for t in [
+        "hr.",
+        "hr.employees",
+        "hr.emp",
+        "\"hr\".",
+        "HR.",
+        "\"Sales\".\"Leads\"",
+    ] {
+        assert!(has(&m, t), "{t:?} blocked at a table position");
+    }
+    // `hr` alone is no relation: only the dot may follow.
+    let m = at(&mut s, &mut fx, "SELECT * FROM \"hr\"");
+    assert!(!m.eos && has(&m, ".employees") && has(&m, ".\"employees\""));
+    assert!(!has(&m, " ") && !has(&m, ",") && !has(&m, ".sal"));
+    let m = at(&mut s, &mut fx, "SELECT * FROM");
+    assert!(has(&m, " hr.employees") && has(&m, " hr.") && has(&m, " \"Sales\""));
+    assert!(!has(&m, " hr.orders"), "a pair that does not exist");
+    assert!(!has(&m, " Sales."), "`Sales` folds to `sales`");
+    let m = at(&mut s, &mut fx, "SELECT * FROM hr.");
+    assert!(has(&m, "employees") && has(&m, "emp") && has(&m, "\"employees\""));
+    for t in ["sal", "aries", "orders", "\"Employees\"", ".employees"] {
+        assert!(!has(&m, t), "{t:?} after `hr.`");
+    }
+    assert!(!m.eos);
+
+    // Whole statements: the pair must exist and be granted for the verb; each part is
+    // spelled as PostgreSQL folds it; no space around the dot.
+    for ok in [
+        "SELECT id FROM hr.\"employees\"",
+        "SELECT id FROM \"hr\".EMPLOYEES",
+        "SELECT id FROM \"Sales\".\"Leads\"",
+        "UPDATE hr.salaries SET amount = 1",
+        "SELECT hr.employees FROM orders hr",
+        "SELECT hr.name FROM hr.employees hr",
+        "SELECT T1.name FROM employees AS T1",
+    ] {
+        assert!(s.complete(ok.as_bytes()), "{ok}");
+    }
+    for bad in [
+        "SELECT id FROM hr.salaries",
+        "SELECT id FROM hr.orders",
+        "SELECT id FROM public.employees",
+        "SELECT id FROM \"HR\".employees",
+        "SELECT id FROM Sales.Leads",
+        "SELECT id FROM \"Sales\".leads",
+        "SELECT id FROM hr . employees",
+        "SELECT id FROM hr. employees",
+        "SELECT id FROM hr.employees.id",
+        "SELECT hr.employees.id FROM hr.employees",
+        "UPDATE hr.employees_x SET id = 1",
+    ] {
+        assert!(!s.complete(bad.as_bytes()), "{bad}");
+    }
+    // A CTE may not take the bare name of a relation, on the path or off it.
+    assert!(!s.viable(b"WITH salaries AS (SELECT 1 AS id) SELECT id FROM salaries "));
+    assert!(s.complete(b"WITH pay AS (SELECT 1 AS id) SELECT id FROM pay"));
+
+    // After a lexeme the token itself ends, the dot is decided on the stacks that lexeme
+    // left: `,hr.` continues a FROM list here, and is an exact class.
+    let c = config_after(&mut s, "SELECT hr.id FROM employees hr");
+    let m = fx.checked(&mut s, &c, "after an alias");
+    let id = ids_of(&v, ",hr.")[0];
+    assert!(m.contains(id));
+    let class = m.cd_classes.iter().find(|k| k.ids.contains(&id));
+    assert!(
+        matches!(
+            class.map(|k| &k.key),
+            Some(grid_core::mask::CdKey::Exact { .. })
+        ),
+        "{class:?}"
+    );
+    // In a select list the same token reads `hr` as a qualifier.
+    let c = config_after(&mut s, "SELECT 1");
+    let m = fx.checked(&mut s, &c, "in a select list");
+    assert!(m.contains(id) && has(&m, ", hr.") && !has(&m, "e,hr.e"));
+}
+
+#[test]
+fn hostile_qualified_text_is_refused_at_the_first_bad_token() {
+    let lang = qualified_language(common::dialect());
+    let mut fx = Fixture::new(qualified_vocab());
+    let mut rng = Rng(0x51ed_2701);
+    let mut s = Session::new(&lang);
+    let mut left = 0;
+    for text in QUALIFIED_STATEMENTS {
+        assert!(!walk_hostile(&mut s, &mut fx, text, true), "{text}");
+        for round in 0..12 {
+            let m = mutate(text, &mut rng);
+            left += usize::from(walk_hostile(&mut s, &mut fx, &m, round % 3 == 0));
+        }
+    }
+    assert!(left > 30, "only {left} mutations left the language");
+}
+
+/// W ⊆ R holds for qualified words too: only the relation categories scan `schema.table`.
+#[test]
+fn qualified_words_are_checked_against_their_terminal() {
+    let d = common::dialect();
+    let reserved = |w: &str| d.is_reserved(w);
+    let schema = Schema {
+        db_id: "q".into(),
+        tables: vec![Table::qualified_with_columns("hr", "staff", &["id"])],
+    };
+    let policy = Policy::default();
+    let mut lx = Lexicon::from_schema(&schema, &policy, &reserved).expect("lexicon");
+    assert!(Language::build(d.clone(), &policy, &lx).is_ok());
+    lx.qualified.insert(
+        LexiconKind::Column,
+        [grid_core::schema::QualifiedName::new("hr", "id")].into(),
+    );
+    match Language::build(d, &policy, &lx) {
+        Err(grid_core::GridError::UnscannableWord { word, category, .. }) => {
+            assert_eq!(
+                (word.as_str(), category.as_str()),
+                ("\"hr\".\"id\"", "column")
+            );
+        }
+        other => panic!("a dotted column word was accepted: {other:?}"),
+    }
+}

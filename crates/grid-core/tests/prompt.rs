@@ -10,7 +10,7 @@ use grid_core::checker::check;
 use grid_core::policy::Verb;
 use grid_core::prompt::{
     clean_question, question_prompt, relation_ddl, repair_prompt, schema_ddl, terms,
-    trim_by_relevance, PromptError, MAX_QUESTION_BYTES,
+    trim_by_relevance, PromptError, Shown, MAX_QUESTION_BYTES,
 };
 use sqlparser::ast::{Statement, TableConstraint};
 use sqlparser::dialect::PostgreSqlDialect;
@@ -79,10 +79,54 @@ fn ddl_shows_types_keys_comments_and_grants() {
         "{p}"
     );
     assert!(p.contains("  amount numeric -- not readable\n"), "{p}");
-    // Off the search path: neither in the mask nor in the prompt.
-    assert!(!p.contains("monthly"));
+    // Off the search path: shown qualified, as the mask spells it.
+    assert!(
+        p.contains("CREATE VIEW reporting.monthly (\n  month date\n);\n"),
+        "{p}"
+    );
     assert!(p.contains("Which employees joined after 2024?\n-- SQL:\n"));
     assert!(p.starts_with("-- PostgreSQL tables visible to role analyst\n"));
+}
+
+/// Relations off the search path, or hidden by one earlier on it, appear by the name the
+/// model must write: `schema.name`, each part quoted as it folds; foreign keys name their
+/// target the same way; the DDL reads back as PostgreSQL DDL of those relations.
+#[test]
+fn ddl_names_relations_off_the_search_path_qualified() {
+    let snap = CatalogSnapshot::from_json(include_str!("fixtures/catalog_qualified.json")).unwrap();
+    let ddl = schema_ddl(&snap, "", usize::MAX, &reserved);
+    for want in [
+        "CREATE TABLE orders (\n  id integer,\n  employees integer\n);\n",
+        "CREATE TABLE employees (\n",
+        "CREATE TABLE \"Sales\".\"Leads\" (\n",
+        "-- Staff records\n-- you may: SELECT, DELETE\nCREATE TABLE hr.employees (\n",
+        "  salary numeric -- not readable\n",
+        "CREATE TABLE hr.salaries (\n",
+        "  employee_id integer REFERENCES hr.employees(id) -- not readable\n",
+        "-- you may: SELECT, INSERT\nCREATE TABLE public.orders (\n",
+        "  employee_id integer REFERENCES hr.employees(id)\n",
+    ] {
+        assert!(ddl.contains(want), "{want:?} missing from\n{ddl}");
+    }
+    let stmts = Parser::parse_sql(&PostgreSqlDialect {}, &ddl).expect("DDL parses");
+    let names: Vec<String> = stmts
+        .iter()
+        .map(|s| match s {
+            Statement::CreateTable(ct) => ct.name.to_string(),
+            other => panic!("{other}"),
+        })
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            "orders",
+            "employees",
+            "\"Sales\".\"Leads\"",
+            "hr.employees",
+            "hr.salaries",
+            "public.orders"
+        ]
+    );
 }
 
 #[test]
@@ -167,7 +211,10 @@ fn wide(n: usize) -> Vec<Relation> {
 fn trimming_keeps_the_relevant_and_their_neighbours_within_budget() {
     let rels = wide(60);
     let refs: Vec<&Relation> = rels.iter().collect();
-    let all: BTreeSet<&str> = rels.iter().map(|r| r.name.as_str()).collect();
+    let all: Shown<'_> = rels
+        .iter()
+        .map(|r| ((r.schema.as_str(), r.name.as_str()), r.name.clone()))
+        .collect();
     let size = |r: &Relation| relation_ddl(r, &all, &reserved).len() + 1;
     let total: usize = refs.iter().map(|r| size(r)).sum();
 

@@ -13,7 +13,7 @@ use crate::termset::TermSet;
 
 /// The encoding tag hashed between key and payload: a new payload layout gets a new tag,
 /// so ids of different layouts never collide.
-pub const ENCODING_TAG: &[u8] = b"grid-mask-entry/1";
+pub const ENCODING_TAG: &[u8] = b"grid-mask-entry/2";
 
 /// Bytes buffered before they are fed to the hash.
 const HASH_CHUNK: usize = 1 << 14;
@@ -70,8 +70,8 @@ impl Entry {
         let class_emission: Box<[u32]> = classes
             .iter()
             .map(|c| {
-                *index.entry(&c.key.emitted[..]).or_insert_with(|| {
-                    emissions.push(c.key.emitted.clone());
+                *index.entry(c.key.emitted()).or_insert_with(|| {
+                    emissions.push(c.key.emitted().into());
                     emissions.len() as u32 - 1
                 })
             })
@@ -112,7 +112,7 @@ impl Entry {
             .map(|c| {
                 size_of::<CdCandidates>()
                     + c.ids.len() * size_of::<u32>()
-                    + c.key.emitted.len() * size_of::<TermSet>()
+                    + std::mem::size_of_val(c.key.emitted())
             })
             .sum();
         size_of::<Entry>()
@@ -133,21 +133,29 @@ impl Entry {
         out.extend_from_slice(&self.ci_first.map_or(u32::MAX, |n| n).to_le_bytes());
         out.extend_from_slice(&(self.classes.len() as u32).to_le_bytes());
         for c in self.classes.iter() {
-            out.extend_from_slice(&(c.key.emitted.len() as u32).to_le_bytes());
-            for e in &c.key.emitted {
-                put_terms(out, e);
-            }
-            let t = &c.key.trail;
-            out.push(u8::from(t.idle));
-            out.extend_from_slice(&t.q.to_le_bytes());
-            out.extend_from_slice(&t.w.to_le_bytes());
-            match &t.cutback {
-                None => out.push(0),
-                Some((cands, word, v)) => {
+            match &c.key {
+                CdKey::Scanned { emitted, trail: t } => {
+                    out.push(0);
+                    out.extend_from_slice(&(emitted.len() as u32).to_le_bytes());
+                    for e in emitted {
+                        put_terms(out, e);
+                    }
+                    out.push(u8::from(t.idle));
+                    out.extend_from_slice(&t.q.to_le_bytes());
+                    out.extend_from_slice(&t.w.to_le_bytes());
+                    match &t.cutback {
+                        None => out.push(0),
+                        Some((cands, word, v)) => {
+                            out.push(1);
+                            put_terms(out, cands);
+                            out.push(u8::from(*word));
+                            put_bytes(out, v);
+                        }
+                    }
+                }
+                CdKey::Exact { node } => {
                     out.push(1);
-                    put_terms(out, cands);
-                    out.push(u8::from(*word));
-                    put_bytes(out, v);
+                    out.extend_from_slice(&node.to_le_bytes());
                 }
             }
             out.extend_from_slice(&(c.ids.len() as u32).to_le_bytes());
@@ -177,15 +185,19 @@ mod tests {
         // Id lists long enough that the encoding spans many hash chunks.
         let classes: Box<[CdCandidates]> = (0..40u32)
             .map(|c| CdCandidates {
-                key: CdKey {
-                    emitted: [TermSet::singleton(c as u16 % 5)].into_iter().collect(),
-                    trail: TrailKey {
-                        idle: c % 2 == 0,
-                        q: c,
-                        w: c * 3,
-                        cutback: (c % 3 == 0)
-                            .then(|| (TermSet::singleton(1), true, b"x".as_slice().into())),
-                    },
+                key: if c % 7 == 6 {
+                    CdKey::Exact { node: c }
+                } else {
+                    CdKey::Scanned {
+                        emitted: [TermSet::singleton(c as u16 % 5)].into_iter().collect(),
+                        trail: TrailKey {
+                            idle: c % 2 == 0,
+                            q: c,
+                            w: c * 3,
+                            cutback: (c % 3 == 0)
+                                .then(|| (TermSet::singleton(1), true, b"x".as_slice().into())),
+                        },
+                    }
                 },
                 ids: (0..2_000).map(|i| 100_000 + c * 2_000 + i).collect(),
                 rep_node: c,

@@ -11,6 +11,11 @@
 //! The root's subtrees are independent, so they may be walked in parallel (rayon); the parts
 //! are merged in trie order, which makes the entry bit-identical to a serial walk.
 //!
+//! Past a lexeme handed over, the walk cannot say whether the parser expects a relation, so
+//! where the scan then reads the dot of a `schema.table` word (which joins the word only
+//! where one is expected), every token below is filed [`CdKey::Exact`]: its verdict is the
+//! full check of its spelling on the live stacks. Before any hand-over, `A` answers.
+//!
 //! Once a lexeme has been handed over on the path to a node, the walk below it reads neither
 //! `A` nor the key's remainder: only the scanner prunes, and each token's class is the
 //! path's emissions plus what the scan state at the node leads to (the state in its normal
@@ -32,7 +37,7 @@ use super::entry::{CdCandidates, Entry};
 use super::key::CacheKey;
 use crate::language::Language;
 use crate::mask::{CdKey, TrailKey};
-use crate::recognizer::{is_word_byte, scan_byte, Scan};
+use crate::recognizer::{is_word_byte, scan_byte, Scan, ScanHost, ScanStop};
 use crate::termset::TermSet;
 use crate::trie::TokenTrie;
 
@@ -160,24 +165,45 @@ impl Part {
         }
     }
 
+    /// Files every token of the subtree of `node` as [`CdKey::Exact`], with its whole
+    /// spelling from the trie's root.
+    fn exact_below(&mut self, trie: &TokenTrie, node: usize) {
+        for n in node..node + trie.size(node) {
+            if trie.ids(n).is_empty() {
+                continue;
+            }
+            let key = CdKey::Exact { node: n as u32 };
+            let c = self.class(key, n as u32, &trie.spelling(n));
+            self.classes[c].ids.extend(trie.ids(n).iter());
+        }
+    }
+
     /// Files the tokens of `tail` as the walk would have at its node: `emitted` lexemes
     /// handed over on the path to it, `path` its spelling.
     fn merge_tail(&mut self, lang: &Language, tail: &Tail, emitted: &[TermSet], path: &[u8]) {
         let skip = lang.terms().skip;
         for class in &tail.0.classes {
-            let t = &class.key.trail;
+            let (below, t) = match &class.key {
+                CdKey::Scanned { emitted, trail } => (emitted, trail),
+                // By node, with the whole spelling: the same class on any path.
+                CdKey::Exact { .. } => {
+                    let c = self.class(class.key.clone(), class.rep_node, &class.rep);
+                    self.classes[c].ids.extend_from_slice(&class.ids);
+                    continue;
+                }
+            };
             // The CI case (b): exactly one lexeme handed over, and what follows can only be,
             // or still become, an ignored one.
             if emitted.len() == 1
-                && class.key.emitted.is_empty()
+                && below.is_empty()
                 && (t.idle || lang.live(t.q, t.w).intersects(&skip))
             {
                 self.ci_first.get_or_insert(class.rep_node);
                 self.ci.extend_from_slice(class.ids.as_slice());
                 continue;
             }
-            let key = CdKey {
-                emitted: emitted.iter().chain(&class.key.emitted).copied().collect(),
+            let key = CdKey::Scanned {
+                emitted: emitted.iter().chain(below).copied().collect(),
                 trail: t.clone(),
             };
             let c = match self.index.get(&key) {
@@ -399,6 +425,39 @@ struct Scratch {
     ends: Vec<usize>,
 }
 
+/// The scan host of a walk without stacks: it knows them only through `A`, and only until
+/// a lexeme is handed over.
+struct StackFree<'a> {
+    /// Lexemes handed over along the path (ignored ones left out).
+    log: &'a mut Vec<TermSet>,
+    skip: TermSet,
+    allowed: TermSet,
+    /// A lexeme was handed over above the walk's start (a tail).
+    handed_over: bool,
+    /// Whether `A` expects a relation.
+    relation_in_a: bool,
+}
+
+impl ScanHost for StackFree<'_> {
+    type Refused = ();
+
+    fn lexeme(&mut self, c: TermSet, _at: usize) -> Result<(), ()> {
+        if c.intersects(&self.skip) {
+            return Ok(());
+        }
+        // The first lexeme handed over is taken iff one of its candidates is in `A`.
+        if !self.handed_over && self.log.is_empty() && !c.intersects(&self.allowed) {
+            return Err(());
+        }
+        self.log.push(c);
+        Ok(())
+    }
+
+    fn relation_expected(&mut self) -> Option<bool> {
+        (!self.handed_over && self.log.is_empty()).then_some(self.relation_in_a)
+    }
+}
+
 struct Walker<'a> {
     trie: &'a TokenTrie,
     start: WalkStart<'a>,
@@ -460,6 +519,7 @@ impl Walker<'_> {
         let WalkStart { lang, allowed, .. } = self.start;
         let skip = lang.terms().skip;
         let allowed_or_skip = allowed.union(&skip);
+        let relation_in_a = lang.relation_expected(&allowed);
         let depth = trie.max_len() + 1;
         let Scratch {
             frames,
@@ -492,20 +552,24 @@ impl Walker<'_> {
             path.truncate(d - 1);
             path.push(trie.byte(i));
             part.visited += 1;
-            let scanned = scan_byte(lang, f, off, trie.byte(i), &mut |c, _| {
-                if c.intersects(&skip) {
-                    return Ok(());
+            let mut host = StackFree {
+                log: &mut *log,
+                skip,
+                allowed,
+                handed_over,
+                relation_in_a,
+            };
+            match scan_byte(lang, f, off, trie.byte(i), &mut host) {
+                Ok(()) => {}
+                Err(ScanStop::Undecided) => {
+                    part.exact_below(trie, i);
+                    i += trie.size(i);
+                    continue;
                 }
-                // The first lexeme handed over is taken iff one of its candidates is in `A`.
-                if !handed_over && log.is_empty() && !c.intersects(&allowed) {
-                    return Err(());
+                Err(_) => {
+                    i += trie.size(i);
+                    continue;
                 }
-                log.push(c);
-                Ok(())
-            });
-            if scanned.is_err() {
-                i += trie.size(i);
-                continue;
             }
             let first = !handed_over && log.is_empty();
             let direct = f.rem.is_empty() || lang.live(f.q, f.w).intersects(&allowed_or_skip);
@@ -521,7 +585,7 @@ impl Walker<'_> {
                         1 => f.rem.is_empty() || lang.live(f.q, f.w).intersects(&skip),
                         _ => false,
                     };
-                let cd = (!ci).then(|| CdKey {
+                let cd = (!ci).then(|| CdKey::Scanned {
                     emitted: log.iter().copied().collect(),
                     trail: TrailKey::of(f),
                 });

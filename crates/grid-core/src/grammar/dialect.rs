@@ -42,6 +42,8 @@ pub struct Terminals {
     /// Terminals whose words come from an L3 allow-list, by list.
     pub lexicon: BTreeMap<LexiconKind, TermSet>,
     pub lexicon_all: TermSet,
+    /// The terminals of the relation lexicons, whose words may be `schema.table`.
+    pub relation: TermSet,
     /// Identifier terminals that refuse reserved words (and, for CTE references, relations).
     pub free: TermSet,
     pub cte: TermSet,
@@ -136,6 +138,13 @@ impl Dialect {
                 None => continue,
                 Some(TermKind::Keyword { word }) => format!("(?i:{word})"),
                 Some(TermKind::Token { regex }) | Some(TermKind::Skip { regex }) => regex.clone(),
+                // A relation may be written `schema.table`, one lexeme, each part either way
+                // (the word trie holds the pairs that exist, so no schema × table
+                // product is ever spelled).
+                Some(TermKind::Ident(IdentCategory::Lexicon(k))) if k.is_relation() => {
+                    let part = format!("(?:{unquoted_ident}|{QUOTED_IDENT})");
+                    format!("{part}(?:\\.{part})?")
+                }
                 Some(TermKind::Ident(_)) => format!("(?:{unquoted_ident}|{QUOTED_IDENT})"),
             };
             patterns.push((id as u16, re));
@@ -244,6 +253,10 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         }
     }
     let lexicon_all = lexicon.values().fold(TermSet::EMPTY, |a, s| a.union(s));
+    let relation = lexicon
+        .iter()
+        .filter(|(k, _)| k.is_relation())
+        .fold(TermSet::EMPTY, |a, (_, s)| a.union(s));
     Ok(Terminals {
         names,
         kinds,
@@ -251,6 +264,7 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         skip,
         lexicon,
         lexicon_all,
+        relation,
         free,
         cte,
     })

@@ -39,6 +39,17 @@ impl LexiconKind {
         LexiconKind::DeleteTable,
     ];
 
+    /// Whether the category names relations: its words may also be written `schema.table`.
+    pub fn is_relation(self) -> bool {
+        matches!(
+            self,
+            LexiconKind::Table
+                | LexiconKind::InsertTable
+                | LexiconKind::UpdateTable
+                | LexiconKind::DeleteTable
+        )
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             LexiconKind::Table => "table",

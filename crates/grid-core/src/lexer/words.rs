@@ -4,6 +4,10 @@
 //! Spellings are canonical: unquoted parts are lower case, and the scanner folds a byte
 //! outside double quotes before stepping (PostgreSQL folds ASCII only). Inside quotes a byte
 //! must match exactly. A node knows whether it is inside quotes, so the cursor is one id.
+//!
+//! A relation word may be `schema.table`: the dot between the parts is the only dot outside
+//! quotes in any word, so a `.` edge from a node outside quotes is that separator
+//! ([`WordTrie::is_separator`]); the scanner takes it only where a relation is expected.
 
 use crate::termset::TermSet;
 
@@ -87,6 +91,18 @@ impl WordTrie {
         }
     }
 
+    /// Whether `byte` after `node` is the dot of a `schema.table` word that the trie holds.
+    #[inline]
+    pub fn is_separator(&self, node: u32, byte: u8) -> bool {
+        byte == b'.'
+            && node != OFF
+            && !self.nodes[node as usize].in_quotes
+            && self.nodes[node as usize]
+                .children
+                .binary_search_by_key(&b'.', |c| c.0)
+                .is_ok()
+    }
+
     #[inline]
     pub fn accept(&self, node: u32) -> TermSet {
         if node == OFF {
@@ -143,5 +159,20 @@ mod tests {
         assert!(t.live(t.walk(b"emp")).contains(3));
         assert!(t.deny(t.walk(b"SeLeCt")).contains(7));
         assert!(t.accept(t.walk(b"sel")).is_empty());
+    }
+
+    #[test]
+    fn the_separator_is_the_dot_outside_quotes() {
+        let mut t = WordTrie::default();
+        t.insert(b"hr.staff", Some(3), None);
+        t.insert(b"\"HR\".staff", Some(3), None);
+        t.insert(b"\"a.b\"", Some(3), None);
+        assert!(t.is_separator(t.walk(b"HR"), b'.'));
+        assert!(t.is_separator(t.walk(b"\"HR\""), b'.'));
+        assert!(!t.is_separator(t.walk(b"\"a"), b'.'), "inside quotes");
+        assert!(!t.is_separator(t.walk(b"h"), b'.'));
+        assert!(!t.is_separator(OFF, b'.'));
+        assert!(t.accept(t.walk(b"Hr.STAFF")).contains(3));
+        assert_eq!(t.walk(b"\"hr\".staff"), OFF, "quoted parts keep their case");
     }
 }

@@ -152,6 +152,7 @@ pub fn permissive_schema(texts: &[String]) -> Schema {
             .iter()
             .map(|w| Table {
                 name: w.clone(),
+                qualifier: None,
                 columns: columns.clone(),
                 primary_key: vec![],
                 foreign_keys: vec![],
