@@ -953,3 +953,42 @@ fn qualified_words_are_checked_against_their_terminal() {
         other => panic!("a dotted column word was accepted: {other:?}"),
     }
 }
+
+/// Termination: from a qualified name in progress, or a position where only qualified
+/// relations are granted (UPDATE, DELETE targets here), the reserve's completion is a
+/// sentence, within the reserve's token count.
+#[test]
+fn reserve_completes_qualified_names() {
+    use grid_core::reserve::{ReserveMemo, ReserveTable, Speller};
+    let lang = qualified_language(common::dialect());
+    let vocab = qualified_vocab();
+    let speller = Speller::of(&vocab);
+    let table = ReserveTable::build(&lang, &speller);
+    let mut s = Session::new(&lang);
+    for prefix in [
+        "SELECT id FROM ",
+        "SELECT id FROM hr.",
+        "SELECT id FROM \"hr\"",
+        "SELECT id FROM \"Sales\".\"Le",
+        "UPDATE ",
+        "UPDATE hr",
+        "DELETE FROM ",
+        "SELECT hr.",
+    ] {
+        let cfg = config_after(&mut s, prefix);
+        let mut memo = ReserveMemo::default();
+        let tail = table
+            .completion(&mut s, &mut memo, &cfg, &speller)
+            .unwrap_or_else(|| panic!("{prefix:?}: no completion"));
+        let reserve = table.reserve(&mut s, &mut memo, &cfg, &speller);
+        let mut text = prefix.as_bytes().to_vec();
+        text.extend_from_slice(&tail);
+        assert!(
+            s.complete(&text),
+            "{prefix:?} + {:?}",
+            String::from_utf8_lossy(&tail)
+        );
+        let tokens = speller.segment(&tail).map_or(usize::MAX, |t| t.len());
+        assert!(tokens as u32 <= reserve, "{prefix:?}: {tokens} > {reserve}");
+    }
+}
