@@ -419,6 +419,7 @@ mod tests {
         {"match": "with a terminator", "sql": "SELECT name FROM grid_t_employees;"},
         {"match": "-- Question:\nlist the employees in detail", "sql": "SELECT id, name FROM grid_t_employees"},
         {"match": "list the items", "sql": "SELECT label FROM grid_t_items"},
+        {"match": "list the grades", "sql": "SELECT grade FROM grid_t_employees"},
         {"match": "list the employees", "sql": "SELECT name FROM grid_t_employees"},
         {"match": "salar", "sql": "SELECT salary FROM grid_t_salaries"},
         {"match": "add an order", "sql": "INSERT INTO grid_t_orders (id, amount) VALUES (7, 10)"},
@@ -549,6 +550,37 @@ mod tests {
         );
         let ok: Option<bool> = select_one("SELECT ok FROM grid.verify_audit()");
         assert_eq!(ok, Some(true));
+    }
+
+    #[pg_test]
+    fn ddl_changes_the_language_at_the_next_ask() {
+        fixture();
+        let wanted = "ok:SELECT grade FROM grid_t_employees";
+        let try_ask = || {
+            run("SET ROLE grid_t_analyst");
+            let answer: Option<String> =
+                select_one("SELECT public.grid_t_try_ask('list the grades')");
+            run("RESET ROLE");
+            answer.unwrap_or_default()
+        };
+        // No such column yet: the mask has no `grade` to offer.
+        assert_ne!(try_ask(), wanted);
+        run("ALTER TABLE public.grid_t_employees ADD COLUMN grade int");
+        assert_eq!(try_ask(), wanted);
+        run("ALTER TABLE public.grid_t_employees DROP COLUMN grade");
+        assert_ne!(try_ask(), wanted);
+        // A dropped table is gone from the next ask too.
+        run("GRANT SELECT ON public.grid_t_salaries TO grid_t_analyst");
+        run("SET ROLE grid_t_analyst");
+        assert_eq!(
+            ask("show the salaries"),
+            "SELECT salary FROM grid_t_salaries"
+        );
+        run("RESET ROLE");
+        run("DROP TABLE public.grid_t_salaries");
+        run("SET ROLE grid_t_analyst");
+        blocked("show the salaries");
+        run("RESET ROLE");
     }
 
     #[pg_test]

@@ -5,8 +5,8 @@
 //! buffers, and the count must be 0 at every later position, however long the output.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use grid_core::cache::MaskCache;
@@ -18,19 +18,34 @@ use grid_vocab::Vocabulary;
 
 struct Counting;
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    // Per thread: a warm step runs on the caller's thread alone (a hit walks nothing in
+    // parallel), while other threads of the process (the test harness, a rayon worker of
+    // the cold pass waking late on a loaded machine) may allocate at any moment. Const
+    // initialised and without a destructor, so reading it never allocates.
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count() {
+    // `try_with`: the thread's locals may be gone while it exits.
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
 
 // SAFETY: every call is forwarded to `System` unchanged; the counter has no effect on it.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -85,9 +100,9 @@ fn a_warm_step_allocates_nothing() {
         let mut session = Session::new(&lang);
         let mut cfg = session.start();
         for (pos, &id) in ids.iter().enumerate() {
-            let before = ALLOCATIONS.load(Ordering::Relaxed);
+            let before = allocations();
             masker.mask_into(&mut session, &cfg, &mut m);
-            let after = ALLOCATIONS.load(Ordering::Relaxed);
+            let after = allocations();
             assert!(m.contains(id), "pass {pass}: token {pos} refused");
             if pass == 1 {
                 per_step.push(after - before);

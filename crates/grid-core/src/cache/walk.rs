@@ -174,7 +174,7 @@ impl Part {
             }
             let key = CdKey::Exact { node: n as u32 };
             let c = self.class(key, n as u32, &trie.spelling(n));
-            self.classes[c].ids.extend(trie.ids(n).iter());
+            self.classes[c].ids.owned().extend(trie.ids(n).iter());
         }
     }
 
@@ -188,7 +188,7 @@ impl Part {
                 // By node, with the whole spelling: the same class on any path.
                 CdKey::Exact { .. } => {
                     let c = self.class(class.key.clone(), class.rep_node, &class.rep);
-                    self.classes[c].ids.extend_from_slice(&class.ids);
+                    self.classes[c].ids.append(&class.ids);
                     continue;
                 }
             };
