@@ -418,6 +418,7 @@ mod tests {
         {"match": "stays wrong", "sql": "SELECT employee_id FROM grid_t_employees"},
         {"match": "with a terminator", "sql": "SELECT name FROM grid_t_employees;"},
         {"match": "-- Question:\nlist the employees in detail", "sql": "SELECT id, name FROM grid_t_employees"},
+        {"match": "list the far items", "sql": "SELECT label FROM grid_t_app.grid_t_items"},
         {"match": "list the items", "sql": "SELECT label FROM grid_t_items"},
         {"match": "list the grades", "sql": "SELECT grade FROM grid_t_employees"},
         {"match": "list the employees", "sql": "SELECT name FROM grid_t_employees"},
@@ -1093,6 +1094,16 @@ mod tests {
         assert_eq!(rows, Some(3));
         let path: Option<String> = select_one("SELECT current_setting('search_path')");
         assert_eq!(path.as_deref(), Some("grid_t_app, public"));
+        // Off the caller's path, the same table is offered qualified, and only so.
+        run("SET search_path = public");
+        assert_eq!(
+            ask("list the far items"),
+            "SELECT label FROM grid_t_app.grid_t_items"
+        );
+        let rows: Option<i64> = select_one("SELECT count(*) FROM grid.run('list the far items')");
+        assert_eq!(rows, Some(3));
+        let bare: Option<String> = select_one("SELECT public.grid_t_try_ask('list the items')");
+        assert_ne!(bare.as_deref(), Some("ok:SELECT label FROM grid_t_items"));
         run("RESET ROLE");
         let pinned: Option<bool> = select_one(
             "SELECT bool_and(proconfig @> ARRAY['search_path=pg_catalog, pg_temp'])
