@@ -4,6 +4,10 @@
 //! audit store must record. No PostgreSQL call is made here: the step records go to the
 //! main thread as they are made, the seals and the answer once a job is done.
 //!
+//! One decode loop runs at a time, for one group of jobs (same endpoint and sampling; see
+//! [`Round`]): the group's jobs that arrive while it runs join it between ticks, each job
+//! is answered as soon as its last generation stops, and a repair joins the same loop.
+//!
 //! Caches (this thread's own, so no lock):
 //! - vocabularies with their tries and spellers, per endpoint;
 //! - compiled languages with their reserve tables, per (catalog snapshot fingerprint,
@@ -12,7 +16,7 @@
 //! - the mask cache, shared by every language (namespaced by language fingerprint);
 //! - the endpoint clients, so the server's mask cache is reused across asks.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,13 +24,13 @@ use std::time::{Duration, Instant};
 
 use grid_core::audit::{
     text_digest, to_hex, AuditSink, ChainWriter, DecodeMode, Entry, Fingerprints, Mode, Seal,
-    SealInput, SealMeta, SinkError, StepKind, StepRecord, StopReason, Token,
+    SealInput, SealMeta, SinkError, StepKind, StepRecord, StopReason, Token, WriteError,
 };
 use grid_core::cache::MaskCache;
 use grid_core::catalog::{CatalogError, CatalogSnapshot};
 use grid_core::checker;
 use grid_core::decode::{
-    fingerprints, DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, Outcome,
+    fingerprints, Batch, DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, Outcome,
 };
 use grid_core::mask::Masker;
 use grid_core::prompt;
@@ -43,6 +47,7 @@ use grid_vocab::Vocabulary;
 use pgrx::PgSqlErrorCode;
 
 use super::protocol::{AskRequest, ExplainStep, Generated, Response};
+use super::queue::{group_key, InLoop, Inbox, Pinned};
 use super::transaction::Failure;
 
 /// Bytes of schema DDL the prompt may carry (the mask is never trimmed).
@@ -73,6 +78,13 @@ pub struct Job {
     /// `grid.mask_cache_mb` as the worker read it, in bytes.
     pub mask_cache_bytes: usize,
     pub reply: std::sync::mpsc::Sender<Response>,
+}
+
+impl Job {
+    /// Whether the asking backend no longer waits (cancelled, gone, or past its deadline).
+    pub fn gone(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed) || Instant::now() > self.deadline
+    }
 }
 
 /// A seal to store, with who asked and the artefacts it names.
@@ -421,10 +433,16 @@ impl Engine {
         )))
     }
 
-    /// Serves a group of jobs that share an endpoint: one decode loop for all of them
-    /// (and one more for those that need a repair).
-    pub fn serve(&mut self, jobs: &[Job], outbox: &dyn Outbox) {
-        let Some(first) = jobs.first() else { return };
+    /// Serves a group of jobs that share an endpoint in one decode loop, which admits the
+    /// group's later jobs as they arrive (see [`Round`]).
+    pub fn serve(
+        &mut self,
+        group: Vec<Arc<Job>>,
+        inbox: &mut Inbox,
+        in_loop: &InLoop,
+        outbox: &dyn Outbox,
+    ) {
+        let Some(first) = group.first() else { return };
         let threads = first.threads;
         // A reload that changes grid.mask_cache_mb takes effect at the next miss.
         self.cache.set_budget(first.mask_cache_bytes);
@@ -439,162 +457,140 @@ impl Engine {
         }
         match self.pool.take() {
             Some((n, pool)) => {
-                pool.install(|| self.serve_in_pool(jobs, outbox));
+                pool.install(|| self.serve_in_pool(group, inbox, in_loop, outbox));
                 self.pool = Some((n, pool));
             }
-            None => self.serve_in_pool(jobs, outbox),
+            None => self.serve_in_pool(group, inbox, in_loop, outbox),
         }
     }
 
-    fn serve_in_pool(&mut self, jobs: &[Job], outbox: &dyn Outbox) {
-        let Some(first) = jobs.first() else { return };
-        if jobs
-            .iter()
-            .any(|j| j.ask.settings.fault.as_deref() == Some("panic"))
-        {
-            panic!("grid.debug_fault = 'panic'");
-        }
-        let http = http_config(&first.ask, first.api_key.as_deref());
-        let spec = EndpointSpec::parse(first.ask.settings.endpoint.as_deref());
-        let prepared = spec.and_then(|spec| {
-            let vocab = self.vocabulary(&spec, &http)?;
-            if let Some(wanted) = first.ask.settings.model.as_deref() {
-                if wanted != vocab.model {
-                    return Err(Failure::new(
-                        PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                        format!(
-                            "grid.model is {wanted:?}, but the endpoint serves {:?}: point \
-                             grid.endpoint at an endpoint of that model, or reset grid.model",
-                            vocab.model
-                        ),
-                    ));
-                }
-            }
-            let model = self.model(&spec, &first.ask, first.api_key.as_deref(), &vocab)?;
-            Ok((spec, vocab, model))
-        });
-        let (spec, vocab, mut slot) = match prepared {
+    fn serve_in_pool(
+        &mut self,
+        group: Vec<Arc<Job>>,
+        inbox: &mut Inbox,
+        in_loop: &InLoop,
+        outbox: &dyn Outbox,
+    ) {
+        fail_if_asked(&group);
+        let Some(first) = group.first() else { return };
+        let (endpoint, vocab, mut slot) = match self.prepare(first) {
             Ok(p) => p,
             Err(f) => {
-                for job in jobs {
-                    let seal = unreached(job, &f, &self.dialect);
-                    finish_with(outbox, job, seal.into_iter().collect(), error_response(&f));
+                for job in &group {
+                    refuse(outbox, in_loop, job, &f, &self.dialect);
                 }
                 return;
             }
         };
-        // Compile each job's language; those that fail are answered at once.
-        let mut work: Vec<(&Job, Arc<Compiled>)> = Vec::new();
-        for job in jobs {
-            match self.compile(&job.ask, &vocab) {
-                Ok(c) => work.push((job, c)),
-                Err(f) => {
-                    let seal = unreached(job, &f, &self.dialect);
-                    finish_with(outbox, job, seal.into_iter().collect(), error_response(&f));
-                }
-            }
+        // Declared before the round: the generations borrow their languages from it.
+        let pinned = Pinned::default();
+        let mut round = Round::new(
+            group_key(first),
+            &vocab,
+            &pinned,
+            self.cache.clone(),
+            in_loop,
+            outbox,
+        );
+        self.watch(&slot, in_loop);
+        for job in group {
+            self.admit(&mut round, job);
         }
-        let mut first_try: Vec<Attempt<'_>> = Vec::new();
-        for (job, c) in &work {
-            match Attempt::first(job, c.clone(), &vocab) {
-                Ok(a) => first_try.push(a),
-                Err(f) => {
-                    let seal = unreached(job, &f, &self.dialect);
-                    finish_with(outbox, job, seal.into_iter().collect(), error_response(&f));
-                }
-            }
+        inbox.give_back(round.take_held_back());
+        while round.runs() {
+            self.step(&mut round, &mut slot);
+            self.admit_arrivals(&mut round, inbox);
         }
-        let mut results = self.run(&spec, &mut slot, &vocab, first_try, outbox);
-        // One repair for statements the checker refuses.
-        let repairs: Vec<Attempt<'_>> = results.iter().filter_map(|r| r.repair(&vocab)).collect();
-        let repaired = if repairs.is_empty() {
-            Vec::new()
-        } else {
-            self.run(&spec, &mut slot, &vocab, repairs, outbox)
-        };
-        for r in results.iter_mut() {
-            let again = repaired.iter().find(|x| std::ptr::eq(x.job, r.job));
-            r.finish(again, &vocab, outbox);
+        self.unwatch(&slot);
+        if round.stale {
+            // The server changed models: fetch its vocabulary again at the next ask.
+            self.vocabularies.remove(&endpoint.vocabulary_key());
+            self.remotes.clear();
         }
     }
 
-    fn run<'j>(
+    /// The endpoint, vocabulary and model of a group (the settings of its first job).
+    fn prepare(
         &mut self,
-        spec: &EndpointSpec,
-        slot: &mut ModelSlot,
-        vocab: &VocabState,
-        attempts: Vec<Attempt<'j>>,
-        outbox: &dyn Outbox,
-    ) -> Vec<Attempted<'j>> {
-        let specs: Vec<GenerationSpec<'_>> = attempts
-            .iter()
-            .map(|a| GenerationSpec {
-                id: a.generation,
-                language: &a.compiled.language,
-                reserve: &a.compiled.reserve,
-                prompt: a.prompt.clone(),
-                max_tokens: a.job.ask.settings.max_tokens,
-                seed: mix(0x6772_6964, a.generation),
-                meta: SealMeta {
-                    role: Some(crate::audit::sealed_role(
-                        &a.job.ask.session_user,
-                        &a.job.ask.current_user,
-                    )),
-                    question_digest: Some(text_digest(&a.job.ask.question)),
-                    sql_digest: None,
-                },
-            })
-            .collect();
-        let sink = ForwardSink {
-            outbox,
-            seals: Vec::new(),
-            steps: HashMap::new(),
-            unrecorded: attempts
-                .iter()
-                .filter(|a| a.job.ask.settings.audit == "off")
-                .map(|a| a.generation)
-                .collect(),
+        first: &Job,
+    ) -> Result<(EndpointSpec, Arc<VocabState>, ModelSlot), Failure> {
+        let http = http_config(&first.ask, first.api_key.as_deref());
+        let spec = EndpointSpec::parse(first.ask.settings.endpoint.as_deref())?;
+        let vocab = self.vocabulary(&spec, &http)?;
+        if let Some(wanted) = first.ask.settings.model.as_deref() {
+            if wanted != vocab.model {
+                return Err(Failure::new(
+                    PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!(
+                        "grid.model is {wanted:?}, but the endpoint serves {:?}: point \
+                         grid.endpoint at an endpoint of that model, or reset grid.model",
+                        vocab.model
+                    ),
+                ));
+            }
+        }
+        let model = self.model(&spec, &first.ask, first.api_key.as_deref(), &vocab)?;
+        Ok((spec, vocab, model))
+    }
+
+    /// Lets the endpoint client abandon a request once every job of the loop is gone
+    /// (the list grows as jobs are admitted and shrinks as they are answered).
+    fn watch(&mut self, slot: &ModelSlot, in_loop: &InLoop) {
+        if let ModelSlot::Remote(key) = slot {
+            if let Some(r) = self.remotes.get_mut(key.as_str()) {
+                let in_loop = in_loop.clone();
+                r.set_abort(Some(Arc::new(move || in_loop.all_gone())));
+            }
+        }
+    }
+
+    fn unwatch(&mut self, slot: &ModelSlot) {
+        if let ModelSlot::Remote(key) = slot {
+            if let Some(r) = self.remotes.get_mut(key.as_str()) {
+                r.set_abort(None);
+            }
+        }
+    }
+
+    /// Puts a job's first generation into the round's loop. A job that cannot be asked
+    /// is answered at once (sealed as `unreached`); one whose language does not fit in
+    /// the round's arena is held back for the next loop.
+    fn admit(&mut self, round: &mut Round<'_>, job: Arc<Job>) {
+        let compiled = match self.compile(&job.ask, round.vocab) {
+            Ok(c) => c,
+            Err(f) => return round.refuse(&job, &f, &self.dialect),
         };
-        let mut writer = ChainWriter::new(sink);
-        let mut decoder = Decoder::new(
-            &vocab.vocab,
-            Masker::with_cache(vocab.trie.clone(), self.cache.clone()),
-            &vocab.speller,
-            DecodeOptions {
-                masks_per_tick: None,
-                cache: true,
-            },
-        );
-        let jobs: HashMap<u64, &Job> = attempts.iter().map(|a| (a.generation, a.job)).collect();
-        let mut cancel = |generation: u64, _: usize| {
-            jobs.get(&generation)
-                .is_none_or(|j| j.cancel.load(Ordering::Relaxed) || Instant::now() > j.deadline)
+        if round.pinned.pin(&compiled).is_none() {
+            return round.hold_back(job);
+        }
+        match Attempt::first(job.clone(), compiled, round.vocab) {
+            Ok(a) => round.start(a, None),
+            Err(f) => round.refuse(&job, &f, &self.dialect),
+        }
+    }
+
+    /// Admits the jobs of the round's group that arrived since the last tick.
+    fn admit_arrivals(&mut self, round: &mut Round<'_>, inbox: &mut Inbox) {
+        while round.admits() {
+            let Some(job) = inbox.arrival(&round.key) else {
+                break;
+            };
+            round.in_loop.enter(job.clone());
+            fail_if_asked(std::slice::from_ref(&job));
+            self.admit(round, job);
+        }
+        inbox.give_back(round.take_held_back());
+    }
+
+    /// One tick of the round's loop, then what follows for each generation that stopped.
+    fn step(&mut self, round: &mut Round<'_>, slot: &mut ModelSlot) {
+        let Some(model) = model_of(&mut self.remotes, slot) else {
+            return round.fail_all(&Failure::new(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                "the endpoint client was dropped",
+            ));
         };
-        let waiting: Vec<(Arc<AtomicBool>, Instant)> = attempts
-            .iter()
-            .map(|a| (a.job.cancel.clone(), a.job.deadline))
-            .collect();
-        let model: &mut dyn Model = match slot {
-            ModelSlot::Local(m) => m.as_mut(),
-            ModelSlot::Remote(key) => match self.remotes.get_mut(key.as_str()) {
-                Some(r) => {
-                    r.set_abort(Some(Arc::new(move || {
-                        waiting
-                            .iter()
-                            .all(|(c, d)| c.load(Ordering::Relaxed) || Instant::now() > *d)
-                    })));
-                    r
-                }
-                None => {
-                    let f = Failure::new(
-                        PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                        "the endpoint client was dropped",
-                    );
-                    return attempts.into_iter().map(|a| a.failed(f.clone())).collect();
-                }
-            },
-        };
-        let outcomes = decoder.run(&specs, model, &mut writer, &mut cancel);
+        let outcomes = round.tick(model);
         let client_error = match slot {
             ModelSlot::Remote(key) => self
                 .remotes
@@ -603,38 +599,239 @@ impl Engine {
             ModelSlot::Local(_) => None,
         };
         if let Some(ClientError::VocabMismatch { .. }) = &client_error {
-            // The server changed models: fetch its vocabulary again at the next ask.
-            self.vocabularies.remove(&spec.vocabulary_key());
-            self.remotes.clear();
+            round.stale = true;
         }
-        let mut sink = writer.into_sink();
-        let outcomes = match outcomes {
-            Ok(o) => o,
-            Err(e) => {
-                let f = Failure::new(
-                    PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                    format!("the audit chain refused a write: {e}"),
-                );
-                return attempts.into_iter().map(|a| a.failed(f.clone())).collect();
+        match outcomes {
+            Ok(outcomes) => {
+                for o in outcomes {
+                    round.settle(o, client_error.as_ref());
+                }
             }
-        };
-        attempts
-            .into_iter()
-            .map(|a| {
-                let outcome = outcomes
-                    .iter()
-                    .find(|o| o.generation == a.generation)
-                    .cloned();
-                let seal = sink
-                    .seals
-                    .iter()
-                    .find(|s| s.generation == a.generation)
-                    .cloned();
-                let steps = sink.steps.remove(&a.generation).unwrap_or_default();
-                Attempted::new(a, outcome, seal, steps, client_error.as_ref())
-            })
-            .collect()
+            Err(e) => round.fail_all(&audit_failure(&e)),
+        }
     }
+}
+
+/// `grid.debug_fault = 'panic'`: the engine panics as a bug would; every job of the loop
+/// is answered with an error and the worker goes on (see [`run_engine`]).
+fn fail_if_asked(jobs: &[Arc<Job>]) {
+    if jobs
+        .iter()
+        .any(|j| j.ask.settings.fault.as_deref() == Some("panic"))
+    {
+        panic!("grid.debug_fault = 'panic'");
+    }
+}
+
+/// The model a tick asks (borrowed for the tick only: admissions between ticks need the
+/// engine).
+fn model_of<'a>(
+    remotes: &'a mut HashMap<String, Remote>,
+    slot: &'a mut ModelSlot,
+) -> Option<&'a mut dyn Model> {
+    match slot {
+        ModelSlot::Local(m) => Some(m.as_mut()),
+        ModelSlot::Remote(key) => remotes.get_mut(key.as_str()).map(|r| r as &mut dyn Model),
+    }
+}
+
+/// A live generation of a round and what its job waits for.
+struct Running {
+    attempt: Attempt,
+    /// For a repair: the first attempt, answered with it.
+    first: Option<Attempted>,
+}
+
+/// One decode loop of a group of jobs (same endpoint and sampling). Jobs of the group
+/// that arrive while it runs join it at the next tick; each job is answered as soon as
+/// its last generation stops; a repair joins the loop as a new generation. So a short
+/// ask never waits for a long one, nor an arrival for the loop to end (unless a job of
+/// another group came before it: see [`Inbox::arrival`]).
+struct Round<'l> {
+    key: String,
+    vocab: &'l VocabState,
+    /// The languages of the round's generations (outlives `batch`).
+    pinned: &'l Pinned<Compiled>,
+    decoder: Decoder<'l>,
+    batch: Batch<'l>,
+    writer: ChainWriter<ForwardSink<'l>>,
+    /// The live generations, by id.
+    running: BTreeMap<u64, Running>,
+    in_loop: &'l InLoop,
+    outbox: &'l dyn Outbox,
+    /// Jobs whose language did not fit in `pinned`: back to the queue.
+    held_back: Vec<Arc<Job>>,
+    /// The endpoint serves another vocabulary than ours: no more admissions.
+    stale: bool,
+}
+
+impl<'l> Round<'l> {
+    fn new(
+        key: String,
+        vocab: &'l VocabState,
+        pinned: &'l Pinned<Compiled>,
+        cache: Arc<MaskCache>,
+        in_loop: &'l InLoop,
+        outbox: &'l dyn Outbox,
+    ) -> Round<'l> {
+        let decoder = Decoder::new(
+            &vocab.vocab,
+            Masker::with_cache(vocab.trie.clone(), cache),
+            &vocab.speller,
+            DecodeOptions {
+                masks_per_tick: None,
+                cache: true,
+            },
+        );
+        let sink = ForwardSink {
+            outbox,
+            seals: HashMap::new(),
+            steps: HashMap::new(),
+            unrecorded: HashSet::new(),
+        };
+        Round {
+            key,
+            vocab,
+            pinned,
+            decoder,
+            batch: Batch::new(),
+            writer: ChainWriter::new(sink),
+            running: BTreeMap::new(),
+            in_loop,
+            outbox,
+            held_back: Vec::new(),
+            stale: false,
+        }
+    }
+
+    /// Whether a generation is live or an outcome is still to be handed back.
+    fn runs(&self) -> bool {
+        !self.batch.is_empty()
+    }
+
+    /// Whether jobs that arrive may still join (none held back: they came first).
+    fn admits(&self) -> bool {
+        !self.stale && self.held_back.is_empty()
+    }
+
+    fn hold_back(&mut self, job: Arc<Job>) {
+        self.in_loop.leave(&job);
+        self.held_back.push(job);
+    }
+
+    fn take_held_back(&mut self) -> Vec<Arc<Job>> {
+        std::mem::take(&mut self.held_back)
+    }
+
+    /// Begins an attempt's generation at the next tick.
+    fn start(&mut self, attempt: Attempt, first: Option<Attempted>) {
+        let pinned: &'l Pinned<Compiled> = self.pinned;
+        let Some(compiled) = pinned.pin(&attempt.compiled) else {
+            let f = Failure::new(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                "the decode loop holds too many languages",
+            );
+            return self.conclude(first, attempt.failed(f));
+        };
+        if attempt.job.ask.settings.audit == "off" {
+            self.writer.sink_mut().unrecorded.insert(attempt.generation);
+        }
+        let spec = attempt.spec(compiled);
+        match self.decoder.admit(&mut self.batch, spec, &mut self.writer) {
+            Ok(()) => {
+                self.running
+                    .insert(attempt.generation, Running { attempt, first });
+            }
+            Err(e) => self.conclude(first, attempt.failed(audit_failure(&e))),
+        }
+    }
+
+    fn tick(&mut self, model: &mut dyn Model) -> Result<Vec<Outcome>, WriteError> {
+        let running = &self.running;
+        let mut cancel = |generation: u64, _: usize| {
+            running
+                .get(&generation)
+                .is_none_or(|r| r.attempt.job.gone())
+        };
+        self.decoder
+            .tick(&mut self.batch, model, &mut self.writer, &mut cancel)
+    }
+
+    /// A generation stopped: its attempt is judged, then its job answered or repaired.
+    fn settle(&mut self, outcome: Outcome, client_error: Option<&ClientError>) {
+        let Some(run) = self.running.remove(&outcome.generation) else {
+            return;
+        };
+        let sink = self.writer.sink_mut();
+        let seal = sink.seals.remove(&outcome.generation);
+        let steps = sink.steps.remove(&outcome.generation).unwrap_or_default();
+        sink.unrecorded.remove(&outcome.generation);
+        let done = Attempted::new(run.attempt, outcome, seal, steps, client_error);
+        self.conclude(run.first, done);
+    }
+
+    /// An attempt is over: its job is answered, or its repair joins the loop.
+    fn conclude(&mut self, first: Option<Attempted>, done: Attempted) {
+        if let Some(first) = first {
+            let (seals, response) = first.finish(Some(&done), self.vocab);
+            return self.answer(&first.job, seals, response);
+        }
+        match done.repair(self.vocab) {
+            Some(repair) => self.start(repair, Some(done)),
+            None => {
+                let (seals, response) = done.finish(None, self.vocab);
+                self.answer(&done.job, seals, response);
+            }
+        }
+    }
+
+    /// Every live generation fails with `f` (they stay unsealed: the chain refused a
+    /// write, or no model is left to step them), and the loop ends.
+    fn fail_all(&mut self, f: &Failure) {
+        self.batch = Batch::new();
+        for run in std::mem::take(&mut self.running).into_values() {
+            self.conclude(run.first, run.attempt.failed(f.clone()));
+        }
+    }
+
+    fn refuse(&mut self, job: &Arc<Job>, f: &Failure, dialect: &Dialect) {
+        refuse(self.outbox, self.in_loop, job, f, dialect);
+    }
+
+    fn answer(&mut self, job: &Job, seals: Vec<SealToWrite>, response: Response) {
+        answer(self.outbox, self.in_loop, job, seals, response);
+    }
+}
+
+fn audit_failure(e: &WriteError) -> Failure {
+    Failure::new(
+        PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+        format!("the audit chain refused a write: {e}"),
+    )
+}
+
+/// Answers a job that cannot be asked: sealed as `unreached`, with the failure.
+fn refuse(outbox: &dyn Outbox, in_loop: &InLoop, job: &Job, f: &Failure, dialect: &Dialect) {
+    let seal = unreached(job, f, dialect);
+    answer(
+        outbox,
+        in_loop,
+        job,
+        seal.into_iter().collect(),
+        error_response(f),
+    );
+}
+
+/// Sends a job's seals and answer; the job leaves the loop.
+fn answer(
+    outbox: &dyn Outbox,
+    in_loop: &InLoop,
+    job: &Job,
+    seals: Vec<SealToWrite>,
+    response: Response,
+) {
+    finish_with(outbox, job, seals, response);
+    in_loop.leave(job);
 }
 
 enum ModelSlot {
@@ -694,14 +891,15 @@ fn finish_with(outbox: &dyn Outbox, job: &Job, seals: Vec<SealToWrite>, response
 
 /// The sink of the engine's chain writer: step records go to the main thread at once
 /// (so that a generation in flight is on disk up to its last step), seals are kept until
-/// the run ends (the main thread anchors them to the stored head).
+/// the job is answered (the main thread anchors them to the stored head).
 struct ForwardSink<'o> {
     outbox: &'o dyn Outbox,
-    seals: Vec<Seal>,
-    /// Every step record, per generation (for `grid.explain()`).
+    /// The seals of generations not settled yet.
+    seals: HashMap<u64, Seal>,
+    /// The step records of generations not settled yet (for `grid.explain()`).
     steps: HashMap<u64, Vec<StepRecord>>,
-    /// Generations asked with `grid.audit = off`: nothing of theirs is stored.
-    unrecorded: std::collections::HashSet<u64>,
+    /// Live generations asked with `grid.audit = off`: nothing of theirs is stored.
+    unrecorded: HashSet<u64>,
 }
 
 impl AuditSink for ForwardSink<'_> {
@@ -713,15 +911,17 @@ impl AuditSink for ForwardSink<'_> {
                 }
                 self.steps.entry(r.generation).or_default().push(r.clone());
             }
-            Entry::Seal(s) => self.seals.push(s.clone()),
+            Entry::Seal(s) => {
+                self.seals.insert(s.generation, s.clone());
+            }
         }
         Ok(())
     }
 }
 
 /// One generation to run for a job.
-struct Attempt<'j> {
-    job: &'j Job,
+struct Attempt {
+    job: Arc<Job>,
     generation: u64,
     compiled: Arc<Compiled>,
     prompt: Vec<u32>,
@@ -729,15 +929,15 @@ struct Attempt<'j> {
     repair_of: Option<(u64, Vec<String>)>,
 }
 
-impl<'j> Attempt<'j> {
+impl Attempt {
     /// The first attempt, or why the question cannot be put to the model (the backend
     /// refuses the same questions first; a request sent straight to the socket meets it
     /// here, and is never asked without its schema).
     fn first(
-        job: &'j Job,
+        job: Arc<Job>,
         compiled: Arc<Compiled>,
         vocab: &VocabState,
-    ) -> Result<Attempt<'j>, Failure> {
+    ) -> Result<Attempt, Failure> {
         let dialect = compiled.language.dialect.clone();
         let reserved = |w: &str| dialect.is_reserved(w);
         let text = prompt::question_prompt(
@@ -753,15 +953,37 @@ impl<'j> Attempt<'j> {
             )
         })?;
         Ok(Attempt {
-            job,
             generation: job.ids[0],
+            job,
             prompt: vocab.vocab.encode(&text),
             compiled,
             repair_of: None,
         })
     }
 
-    fn failed(self, f: Failure) -> Attempted<'j> {
+    /// The generation to run, over the language `compiled` (this attempt's, as kept
+    /// for the loop's life).
+    fn spec<'l>(&self, compiled: &'l Compiled) -> GenerationSpec<'l> {
+        let ask = &self.job.ask;
+        GenerationSpec {
+            id: self.generation,
+            language: &compiled.language,
+            reserve: &compiled.reserve,
+            prompt: self.prompt.clone(),
+            max_tokens: ask.settings.max_tokens,
+            seed: mix(0x6772_6964, self.generation),
+            meta: SealMeta {
+                role: Some(crate::audit::sealed_role(
+                    &ask.session_user,
+                    &ask.current_user,
+                )),
+                question_digest: Some(text_digest(&ask.question)),
+                sql_digest: None,
+            },
+        }
+    }
+
+    fn failed(self, f: Failure) -> Attempted {
         Attempted {
             job: self.job,
             generation: self.generation,
@@ -778,8 +1000,8 @@ impl<'j> Attempt<'j> {
 }
 
 /// A generation that ran.
-struct Attempted<'j> {
-    job: &'j Job,
+struct Attempted {
+    job: Arc<Job>,
     generation: u64,
     compiled: Arc<Compiled>,
     seal: Option<Seal>,
@@ -793,23 +1015,20 @@ struct Attempted<'j> {
     repair_of: Option<(u64, Vec<String>)>,
 }
 
-impl<'j> Attempted<'j> {
+impl Attempted {
     fn new(
-        a: Attempt<'j>,
-        outcome: Option<Outcome>,
+        a: Attempt,
+        o: Outcome,
         seal: Option<Seal>,
         steps: Vec<StepRecord>,
         client_error: Option<&ClientError>,
-    ) -> Attempted<'j> {
+    ) -> Attempted {
         let a_deadline = a.job.deadline;
         let a_gone = a.job.cancel.load(Ordering::Relaxed);
         let timeout_ms = a.job.ask.settings.timeout_ms;
         let mut seal = seal;
-        let mut done = a.failed(Failure::new(
-            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            "the decode loop returned no outcome",
-        ));
-        let Some(o) = outcome else { return done };
+        // Every field but the failure is set below.
+        let mut done = a.failed(Failure::new(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, ""));
         let sql = String::from_utf8_lossy(&o.text).into_owned();
         if let Some(s) = seal.as_mut() {
             s.meta.sql_digest = Some(text_digest(&sql));
@@ -881,7 +1100,7 @@ impl<'j> Attempted<'j> {
     }
 
     /// The repair attempt, when the checker refused the statement of a first attempt.
-    fn repair(&self, vocab: &VocabState) -> Option<Attempt<'j>> {
+    fn repair(&self, vocab: &VocabState) -> Option<Attempt> {
         if self.repair_of.is_some() || self.violations.is_empty() {
             return None;
         }
@@ -899,7 +1118,7 @@ impl<'j> Attempted<'j> {
         )
         .ok()?;
         Some(Attempt {
-            job: self.job,
+            job: self.job.clone(),
             generation: self.job.ids[1],
             compiled: self.compiled.clone(),
             prompt: vocab.vocab.encode(&text),
@@ -924,8 +1143,12 @@ impl<'j> Attempted<'j> {
         })
     }
 
-    /// Sends the job's seals and answer (`again`: its repair, if one ran).
-    fn finish(&self, again: Option<&Attempted<'_>>, vocab: &VocabState, outbox: &dyn Outbox) {
+    /// The job's seals and answer (`again`: its repair, if one ran).
+    fn finish(
+        &self,
+        again: Option<&Attempted>,
+        vocab: &VocabState,
+    ) -> (Vec<SealToWrite>, Response) {
         let mut seals: Vec<SealToWrite> = self.seal_to_write(vocab).into_iter().collect();
         if let Some(r) = again {
             seals.extend(r.seal_to_write(vocab));
@@ -981,7 +1204,7 @@ impl<'j> Attempted<'j> {
                 "the generation produced no statement",
             ),
         };
-        finish_with(outbox, self.job, seals, response);
+        (seals, response)
     }
 }
 
@@ -1155,79 +1378,63 @@ fn explain(steps: &[StepRecord], vocab: &VocabState) -> Vec<ExplainStep> {
         .collect()
 }
 
-/// The engine's thread: takes jobs, groups those that share an endpoint and its
-/// settings into one decode loop, and serves them; a panic fails the jobs of its group
-/// (with an error each) and the engine starts afresh.
+/// The engine's thread: takes jobs, and serves each group (jobs that share an endpoint
+/// and its settings) in one decode loop, which admits the group's later jobs while it
+/// runs; a panic fails the jobs of the loop not answered yet (with an error each) and
+/// the engine starts afresh.
 pub fn run_engine(jobs: std::sync::mpsc::Receiver<Job>, outbox: Arc<dyn Outbox + Send + Sync>) {
     // Built before the first ask (the dialect's tables take a moment), not during it.
     let mut engine: Option<Engine> = Engine::new().ok();
-    while let Ok(first) = jobs.recv() {
-        let mut pending = vec![first];
-        while let Ok(more) = jobs.try_recv() {
-            pending.push(more);
+    let mut inbox = Inbox::new(jobs);
+    while let Some(group) = inbox.next_group() {
+        // Outside the unwind boundary: what a panic leaves unanswered is answered here.
+        let in_loop = InLoop::default();
+        for job in &group {
+            in_loop.enter(job.clone());
         }
-        let mut groups: Vec<Vec<Job>> = Vec::new();
-        for job in pending {
-            let key = group_key(&job);
-            match groups
-                .iter_mut()
-                .find(|g| g.first().map(group_key).as_ref() == Some(&key))
-            {
-                Some(g) => g.push(job),
-                None => groups.push(vec![job]),
-            }
-        }
-        for group in groups {
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let e = match engine.as_mut() {
-                    Some(e) => e,
-                    None => match Engine::new() {
-                        Ok(e) => engine.insert(e),
-                        Err(f) => {
-                            for job in &group {
-                                finish_with(outbox.as_ref(), job, Vec::new(), error_response(&f));
-                            }
-                            return;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let e = match engine.as_mut() {
+                Some(e) => e,
+                None => match Engine::new() {
+                    Ok(e) => engine.insert(e),
+                    Err(f) => {
+                        for job in &group {
+                            answer(
+                                outbox.as_ref(),
+                                &in_loop,
+                                job,
+                                Vec::new(),
+                                error_response(&f),
+                            );
                         }
-                    },
-                };
-                e.serve(&group, outbox.as_ref());
-            }));
-            if let Err(panic) = outcome {
+                        return;
+                    }
+                },
+            };
+            e.serve(group, &mut inbox, &in_loop, outbox.as_ref());
+        }));
+        let why = match outcome {
+            Ok(()) => "the decode loop ended without answering".to_string(),
+            Err(panic) => {
+                engine = None;
                 let what = panic
                     .downcast_ref::<String>()
                     .cloned()
                     .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_else(|| "unknown".into());
-                engine = None;
-                for job in &group {
-                    finish_with(
-                        outbox.as_ref(),
-                        job,
-                        Vec::new(),
-                        Response::error(
-                            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                            format!("the generation failed inside the worker (panic: {what}); the worker goes on"),
-                        ),
-                    );
-                }
+                format!("panic: {what}")
             }
+        };
+        for job in in_loop.drain() {
+            finish_with(
+                outbox.as_ref(),
+                &job,
+                Vec::new(),
+                Response::error(
+                    PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                    format!("the generation failed inside the worker ({why}); the worker goes on"),
+                ),
+            );
         }
     }
-}
-
-/// Jobs with equal keys share one decode loop (same model, same sampling).
-fn group_key(job: &Job) -> String {
-    let s = &job.ask.settings;
-    format!(
-        "{:?}\0{}\0{}\0{}\0{}",
-        s.endpoint,
-        s.temperature.to_bits(),
-        s.timeout_ms,
-        s.model.as_deref().unwrap_or(""),
-        job.api_key
-            .as_deref()
-            .map(|k| to_hex(&text_digest(k)))
-            .unwrap_or_default()
-    )
 }

@@ -3,6 +3,8 @@
 //! backends' way to reach it.
 //!
 //! - `protocol`: frames and messages on the socket.
+//! - `engine`: the generation engine (its own thread): languages, the decode loop.
+//! - `queue`: how jobs reach the engine's running decode loop.
 //! - `server`: the worker process.
 //! - `transaction`: the worker's own transactions (the audit writes).
 //! - `client`: a backend's interruptible request.
@@ -13,6 +15,7 @@
 mod client;
 pub mod engine;
 pub mod protocol;
+mod queue;
 mod server;
 mod transaction;
 

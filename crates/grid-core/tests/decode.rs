@@ -1,7 +1,8 @@
 //! The decode loop: termination by the token reserve (tiny budgets, random and adversarial
 //! models, the reserve against a brute-force search over masks), EOS only at ACCEPT, the
 //! audit log of every run verified and replayed bit for bit, deferral equivalence,
-//! cancellation and model failures. Data-free.
+//! cancellation and model failures; generations admitted while the loop runs decode as
+//! if alone and are handed back as soon as they stop. Data-free.
 
 mod common;
 
@@ -10,11 +11,12 @@ use std::sync::Arc;
 
 use common::{dialect, Rng};
 use grid_core::audit::{
-    replay, verify, AuditLog, Entry, SealMeta, StepKind, StopReason, VerifyOptions,
+    replay, verify, AuditLog, Entry, Seal, SealMeta, StepKind, StepRecord, StopReason,
+    VerifyOptions,
 };
 use grid_core::decode::{
-    Choice, DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, ModelError, ModelStep,
-    Outcome, Recomputer,
+    Batch, Choice, DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, ModelError,
+    ModelStep, Outcome, Recomputer,
 };
 use grid_core::mask::Masker;
 use grid_core::reserve::{ReserveMemo, ReserveTable, Speller, UNREACHABLE};
@@ -556,4 +558,331 @@ fn a_memo_kept_across_steps_gives_the_fresh_reserve() {
         }
     }
     assert!(compared > 300);
+}
+
+/// One generation to admit at a tick of a staggered run.
+struct Admission<'l> {
+    tick: usize,
+    spec: GenerationSpec<'l>,
+}
+
+/// What a staggered run hands back: each outcome with the tick that delivered it and the
+/// generations still live at that moment.
+struct Delivered {
+    tick: usize,
+    outcome: Outcome,
+    still_live: Vec<u64>,
+}
+
+impl Bench {
+    /// A loop that admits each generation at its tick (before that tick's step).
+    fn staggered(
+        &self,
+        admissions: Vec<Admission<'_>>,
+        model: &mut dyn Model,
+        cancel: &mut dyn FnMut(u64, usize) -> bool,
+    ) -> (Vec<Delivered>, AuditLog) {
+        let mut log = AuditLog::in_memory();
+        let mut dec = Decoder::new(
+            &self.vocab,
+            Masker::new(self.trie.clone()),
+            &self.speller,
+            DecodeOptions::default(),
+        );
+        let mut batch = Batch::new();
+        let mut admissions = admissions;
+        admissions.sort_by_key(|a| a.tick);
+        let mut waiting: VecDeque<Admission<'_>> = admissions.into();
+        let mut delivered = Vec::new();
+        let mut tick = 0;
+        while !batch.is_empty() || !waiting.is_empty() {
+            while waiting.front().is_some_and(|a| a.tick <= tick) {
+                let a = waiting.pop_front().expect("front");
+                dec.admit(&mut batch, a.spec, &mut log).expect("begin");
+            }
+            let out = dec
+                .tick(&mut batch, model, &mut log, cancel)
+                .expect("audit writes");
+            let still_live: Vec<u64> = batch.generations().collect();
+            delivered.extend(out.into_iter().map(|outcome| Delivered {
+                tick,
+                outcome,
+                still_live: still_live.clone(),
+            }));
+            tick += 1;
+        }
+        (delivered, log)
+    }
+
+    fn spec(&self, id: u64, max_tokens: u32) -> GenerationSpec<'_> {
+        GenerationSpec {
+            id,
+            language: &self.lang,
+            reserve: &self.table,
+            prompt: vec![id as u32 % 7],
+            max_tokens,
+            seed: 7000 + id,
+            meta: SealMeta::default(),
+        }
+    }
+}
+
+fn steps_of(log: &AuditLog, generation: u64) -> Vec<StepRecord> {
+    log.entries()
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Step(r) if r.generation == generation => Some(r.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A generation's seal without the fields that chain it to the other seals.
+fn own_seal(log: &AuditLog, generation: u64) -> Seal {
+    let mut seal = log
+        .entries()
+        .iter()
+        .find_map(|e| match e {
+            Entry::Seal(s) if s.generation == generation => Some(s.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("generation {generation} is not sealed"));
+    seal.index = 0;
+    seal.prev_seal_hash = [0; 32];
+    seal.hash = [0; 32];
+    seal
+}
+
+fn outcome_of(delivered: &[Delivered], generation: u64) -> &Delivered {
+    delivered
+        .iter()
+        .find(|d| d.outcome.generation == generation)
+        .unwrap_or_else(|| panic!("no outcome for generation {generation}"))
+}
+
+/// Neighbours that keep the loop busy: budgets 12 to 40.
+fn neighbours(b: &Bench) -> Vec<Admission<'_>> {
+    (0..8)
+        .map(|i| Admission {
+            tick: 0,
+            spec: b.spec(100 + i, 12 + 4 * i as u32),
+        })
+        .collect()
+}
+
+#[test]
+fn a_generation_admitted_at_any_tick_decodes_as_if_alone() {
+    let b = Bench::new(&select_only());
+    let mut compared = 0;
+    for (name, budget) in [("random", 30), ("adversarial", 14), ("adversarial", 25)] {
+        let model = || -> Box<dyn Model> {
+            match name {
+                "random" => Box::new(RandomModel { calls: 0 }),
+                _ => Box::new(AdversarialModel { vocab: vocab() }),
+            }
+        };
+        for id in 0..3u64 {
+            let target = b.spec(id, budget);
+            let (alone, alone_log) = b.run(
+                std::slice::from_ref(&target),
+                model().as_mut(),
+                DecodeOptions::default(),
+            );
+            for k in [0, 1, 4, 9] {
+                let mut admissions = neighbours(&b);
+                admissions.push(Admission {
+                    tick: k,
+                    spec: target.clone(),
+                });
+                let (delivered, log) = b.staggered(admissions, model().as_mut(), &mut |_, _| false);
+                let got = &outcome_of(&delivered, id).outcome;
+                let want = &alone[0];
+                let what = format!("{name}, generation {id} admitted at tick {k}");
+                assert_eq!(
+                    (&got.tokens, &got.text, got.stop, &got.error),
+                    (&want.tokens, &want.text, want.stop, &want.error),
+                    "{what}"
+                );
+                assert_eq!(got.completed_tokens, want.completed_tokens, "{what}");
+                let steps = steps_of(&log, id);
+                assert!(!steps.is_empty(), "{what}: no step recorded");
+                assert_eq!(steps, steps_of(&alone_log, id), "{what}: step records");
+                assert_eq!(own_seal(&log, id), own_seal(&alone_log, id), "{what}: seal");
+                // The neighbours were mid-flight when the target came in (k > 0).
+                let first_target_step = log
+                    .entries()
+                    .iter()
+                    .position(|e| matches!(e, Entry::Step(r) if r.generation == id))
+                    .unwrap_or(0);
+                let before = log.entries()[..first_target_step]
+                    .iter()
+                    .filter(|e| matches!(e, Entry::Step(r) if r.generation >= 100))
+                    .count();
+                assert!(before >= k, "{what}: {before} neighbour steps before it");
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 36);
+}
+
+#[test]
+fn a_short_generation_is_handed_back_before_a_long_one_stops() {
+    let b = Bench::new(&select_only());
+    // The adversarial model never ends on its own: each runs to its budget.
+    let admissions = vec![
+        Admission {
+            tick: 0,
+            spec: b.spec(1, 60),
+        },
+        Admission {
+            tick: 0,
+            spec: b.spec(2, 10),
+        },
+        // Admitted late, short: back before the long one too.
+        Admission {
+            tick: 5,
+            spec: b.spec(3, 9),
+        },
+    ];
+    let mut model = AdversarialModel { vocab: vocab() };
+    let (delivered, log) = b.staggered(admissions, &mut model, &mut |_, _| false);
+    let long = outcome_of(&delivered, 1);
+    assert_eq!(long.outcome.stop, StopReason::BudgetCompleted);
+    for short in [2, 3] {
+        let d = outcome_of(&delivered, short);
+        assert_eq!(d.outcome.stop, StopReason::BudgetCompleted, "{short}");
+        assert!(
+            d.tick < long.tick,
+            "generation {short} handed back at tick {}, the long one at {}",
+            d.tick,
+            long.tick
+        );
+        assert!(
+            d.still_live.contains(&1),
+            "the long generation was still running when {short} came back"
+        );
+    }
+    // Handed back in the order they stopped, each sealed before the next tick.
+    let order: Vec<u64> = delivered.iter().map(|d| d.outcome.generation).collect();
+    let seals: Vec<u64> = log
+        .entries()
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Seal(s) => Some(s.generation),
+            Entry::Step(_) => None,
+        })
+        .collect();
+    assert_eq!(order, seals);
+    b.replay(&log);
+}
+
+#[test]
+fn admitted_generations_are_cancelled_and_completed_like_the_first() {
+    let b = Bench::new(&select_only());
+    let budgets = [8u32, 9, 11, 12, 15, 20];
+    let admissions: Vec<Admission<'_>> = budgets
+        .iter()
+        .enumerate()
+        .map(|(i, &budget)| Admission {
+            tick: 2 * i,
+            spec: b.spec(i as u64, budget),
+        })
+        .chain([
+            // Cancelled once it has two tokens.
+            Admission {
+                tick: 3,
+                spec: b.spec(50, 40),
+            },
+            // Below the reserve of the empty statement: stopped at admission.
+            Admission {
+                tick: 4,
+                spec: b.spec(51, 1),
+            },
+        ])
+        .collect();
+    let mut model = AdversarialModel { vocab: vocab() };
+    let (delivered, log) = b.staggered(admissions, &mut model, &mut |g, n| g == 50 && n >= 2);
+    let specs: Vec<GenerationSpec<'_>> = budgets
+        .iter()
+        .enumerate()
+        .map(|(i, &budget)| b.spec(i as u64, budget))
+        .collect();
+    let completed: Vec<Outcome> = specs
+        .iter()
+        .map(|s| outcome_of(&delivered, s.id).outcome.clone())
+        .collect();
+    check_outcomes(&b, &specs, &completed);
+    assert!(completed
+        .iter()
+        .all(|o| o.stop == StopReason::BudgetCompleted && o.completed_tokens > 0));
+
+    let cancelled = &outcome_of(&delivered, 50).outcome;
+    assert_eq!(cancelled.stop, StopReason::Cancelled);
+    assert!(cancelled.tokens.len() >= 2, "{:?}", cancelled.tokens);
+    // What it wrote is what it would have written alone.
+    let (alone, _) = b.run(
+        &[b.spec(50, 40)],
+        &mut AdversarialModel { vocab: vocab() },
+        DecodeOptions::default(),
+    );
+    assert!(alone[0].tokens.starts_with(&cancelled.tokens));
+    assert!(alone[0].tokens.len() > cancelled.tokens.len());
+
+    let below = outcome_of(&delivered, 51);
+    assert!(
+        matches!(
+            below.outcome.error,
+            Some(DecodeError::BudgetBelowReserve { .. })
+        ),
+        "{:?}",
+        below.outcome.error
+    );
+    assert_eq!(below.tick, 4, "handed back by the tick after its admission");
+    assert!(steps_of(&log, 51).is_empty());
+    assert_eq!(own_seal(&log, 51).stop, StopReason::Error);
+    assert_eq!(own_seal(&log, 50).stop, StopReason::Cancelled);
+    b.replay(&log);
+}
+
+#[test]
+fn a_log_with_admissions_verifies_and_replays() {
+    let b = Bench::new(&select_only());
+    let n = 30u64;
+    let admissions: Vec<Admission<'_>> = (0..n)
+        .map(|i| Admission {
+            tick: (i as usize * 3) % 17,
+            spec: b.spec(i, 8 + (i % 13) as u32 * 3),
+        })
+        .collect();
+    let mut model = RandomModel { calls: 0 };
+    let (delivered, log) = b.staggered(admissions, &mut model, &mut |g, n| g % 11 == 4 && n >= 3);
+    assert_eq!(delivered.len() as u64, n);
+    assert!(delivered
+        .iter()
+        .any(|d| d.outcome.stop == StopReason::Cancelled));
+    let summary = verify(log.entries(), &VerifyOptions::default()).expect("the log verifies");
+    assert_eq!(summary.generations, n);
+    // The generations ran interleaved: a later one stepped before an earlier one's seal.
+    let first_seal = log
+        .entries()
+        .iter()
+        .position(|e| matches!(e, Entry::Seal(_)))
+        .expect("a seal");
+    let stepped_before: HashSet<u64> = log.entries()[..first_seal]
+        .iter()
+        .map(Entry::generation)
+        .collect();
+    assert!(stepped_before.len() > 2, "{stepped_before:?}");
+    assert!(b.replay(&log) > 0);
+    // A tampered step of an admitted generation is caught.
+    let mut entries = log.entries().to_vec();
+    let k = entries
+        .iter()
+        .rposition(|e| matches!(e, Entry::Step(_)))
+        .expect("a step");
+    if let Entry::Step(r) = &mut entries[k] {
+        r.blocked_count ^= 1;
+    }
+    assert!(verify(&entries, &VerifyOptions::default()).is_err());
 }

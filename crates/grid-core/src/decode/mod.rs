@@ -8,6 +8,11 @@
 //! (each interior token of a forced span too) gets an audit record. EOS is accepted only
 //! when the mask's EOS bit is set, i.e. at ACCEPT.
 //!
+//! A loop is a [`Batch`]: generations join it between ticks ([`Decoder::admit`]) and each
+//! is handed back, sealed, by the tick in which it stops ([`Decoder::tick`]), so none
+//! waits for a longer neighbour. [`Decoder::run`] admits a fixed set at the first tick and
+//! ticks until all have stopped.
+//!
 //! Termination (paper §5). The budget `max_tokens` counts vocabulary tokens of the output
 //! (EOS not included). The loop keeps the invariant `reserve(κ) ≤ budget left` at every
 //! step: before it commits any token `t` (sampled or forced), it computes
@@ -22,7 +27,7 @@ mod commit;
 mod model;
 mod replay;
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 
 use blake2::digest::consts::U16;
 use blake2::{Blake2b, Digest};
@@ -136,7 +141,7 @@ pub fn fingerprints(lang: &Language, vocab_fingerprint: &str) -> Fingerprints {
 
 /// Per-generation state between ticks.
 struct Live<'l> {
-    spec: &'l GenerationSpec<'l>,
+    spec: GenerationSpec<'l>,
     session: Session<'l>,
     memo: ReserveMemo,
     cfg: Config,
@@ -148,6 +153,117 @@ struct Live<'l> {
     deferred: u32,
     /// Set when the generation has stopped (and been sealed).
     done: Option<(StopReason, Option<DecodeError>)>,
+}
+
+impl<'l> Live<'l> {
+    fn new(spec: GenerationSpec<'l>) -> Live<'l> {
+        let mut session = Session::new(spec.language);
+        let cfg = session.start();
+        Live {
+            spec,
+            session,
+            memo: ReserveMemo::default(),
+            cfg,
+            tokens: Vec::new(),
+            text: Vec::new(),
+            mask: None,
+            completed: 0,
+            deferred: 0,
+            done: None,
+        }
+    }
+
+    fn into_outcome(self) -> Outcome {
+        let (stop, error) = self.done.unwrap_or((StopReason::Error, None));
+        Outcome {
+            generation: self.spec.id,
+            tokens: self.tokens,
+            text: self.text,
+            stop,
+            error,
+            completed_tokens: self.completed,
+            deferred: self.deferred,
+        }
+    }
+}
+
+/// The generations of one decode loop between its ticks: [`Decoder::admit`] adds one (at
+/// any tick), [`Decoder::tick`] steps them all once and hands back the outcomes of those
+/// that stopped. A generation's masks, tokens and audit records depend only on its spec
+/// and on the model's choices for it, never on when it was admitted or on its neighbours;
+/// only the interleaving of records of different generations in the log does.
+///
+/// Lifetimes: the batch owns each admitted spec, and each live generation's
+/// `Session<'l>` reads the spec's language at every step until it stops. So everything a
+/// spec borrows (its `&'l Language` and `&'l ReserveTable`) must outlive the batch, not
+/// just the call that admits it. The borrow checker enforces this: `'l` is fixed when the
+/// batch is made, so a caller that builds languages while the loop runs keeps them in
+/// storage declared before the batch that neither moves nor drops an element while the
+/// batch lives (an append-only arena).
+///
+/// A batch is ticked by the decoder that admitted its generations (the masks are over its
+/// vocabulary). After a [`WriteError`] the batch must be dropped: the generations in it
+/// stay unsealed, as the audit chain requires of a write it refused.
+#[derive(Default)]
+pub struct Batch<'l> {
+    /// Live generations, in the order the next tick visits them (those that waited for
+    /// their mask first).
+    live: Vec<Live<'l>>,
+    /// Generations stopped at admission, handed back by the next tick.
+    stopped: Vec<Outcome>,
+}
+
+impl<'l> Batch<'l> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// No live generation and no outcome left to hand back: the loop is over.
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty() && self.stopped.is_empty()
+    }
+
+    /// Generations that have not stopped.
+    pub fn live(&self) -> usize {
+        self.live.len()
+    }
+
+    /// The ids of the generations that have not stopped.
+    pub fn generations(&self) -> impl Iterator<Item = u64> + '_ {
+        self.live.iter().map(|g| g.spec.id)
+    }
+
+    /// Ends a tick: the generations that stopped leave (their outcomes are returned, in
+    /// the order they stopped), and the next tick visits those that waited for their mask
+    /// first, then those that were ready.
+    fn retire(&mut self, waited: &[usize], ready: &[usize], stopped: &[usize]) -> Vec<Outcome> {
+        let mut slots: Vec<Option<Live<'l>>> = std::mem::take(&mut self.live)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let mut outcomes = std::mem::take(&mut self.stopped);
+        outcomes.extend(
+            stopped
+                .iter()
+                .filter_map(|&i| slots.get_mut(i)?.take())
+                .map(Live::into_outcome),
+        );
+        self.live = waited
+            .iter()
+            .chain(ready)
+            .filter_map(|&i| slots.get_mut(i)?.take())
+            .filter(|g| g.done.is_none())
+            .collect();
+        // Every generation is in one of the lists; none is dropped if that ever changes.
+        for g in slots.into_iter().flatten() {
+            if g.done.is_some() {
+                outcomes.push(g.into_outcome());
+            } else {
+                self.live.push(g);
+            }
+        }
+        outcomes
+    }
 }
 
 /// What a generation does this tick, once its mask is known.
@@ -188,161 +304,202 @@ impl<'v> Decoder<'v> {
         self.masker.trie().n_ids()
     }
 
-    /// Runs every generation to its stop, writing records and seals to `audit`.
-    /// `cancel(generation, tokens so far)` is asked once per tick per live generation.
-    /// Only an audit write failure aborts the run.
+    fn mode(&self) -> Mode {
+        Mode {
+            decode: DecodeMode::Mode1,
+            cache: self.options.cache,
+        }
+    }
+
+    /// Runs every generation to its stop, writing records and seals to `audit`, and
+    /// returns the outcomes in the order of `specs`. `cancel(generation, tokens so far)`
+    /// is asked once per tick per live generation. Only an audit write failure aborts the
+    /// run. (All generations admitted at the first tick; see [`Decoder::tick`] for a loop
+    /// that admits more as it goes.)
     pub fn run<'l, S: AuditSink>(
         &mut self,
-        specs: &'l [GenerationSpec<'l>],
+        specs: &[GenerationSpec<'l>],
         model: &mut dyn Model,
         audit: &mut ChainWriter<S>,
         cancel: &mut dyn FnMut(u64, usize) -> bool,
     ) -> Result<Vec<Outcome>, WriteError> {
-        let mode = Mode {
-            decode: DecodeMode::Mode1,
-            cache: self.options.cache,
-        };
-        let mut live: Vec<Live<'l>> = Vec::with_capacity(specs.len());
+        let mut batch = Batch::new();
         for spec in specs {
-            audit.begin(spec.id)?;
-            let mut session = Session::new(spec.language);
-            let cfg = session.start();
-            live.push(Live {
-                spec,
-                session,
-                memo: ReserveMemo::default(),
-                cfg,
-                tokens: Vec::new(),
-                text: Vec::new(),
-                mask: None,
-                completed: 0,
-                deferred: 0,
-                done: None,
-            });
+            self.admit(&mut batch, spec.clone(), audit)?;
         }
-        for g in live.iter_mut() {
-            let r = g
-                .spec
-                .reserve
-                .reserve(&mut g.session, &mut g.memo, &g.cfg, self.speller);
-            if r > g.spec.max_tokens {
-                let e = DecodeError::BudgetBelowReserve {
-                    max_tokens: g.spec.max_tokens,
-                    reserve: r,
-                };
-                self.stop(g, audit, mode, StopReason::Error, Some(e))?;
-            }
+        let mut outcomes = Vec::with_capacity(specs.len());
+        while !batch.is_empty() {
+            outcomes.extend(self.tick(&mut batch, model, audit, cancel)?);
         }
-        // Generations that waited last tick get the first masks of the next.
-        let mut order: VecDeque<usize> = (0..live.len()).collect();
-        while live.iter().any(|g| g.done.is_none()) {
-            let mut walks = 0usize;
-            let mut ready: Vec<usize> = Vec::new();
-            let mut waited: Vec<usize> = Vec::new();
-            for &i in &order {
-                let g = &mut live[i];
-                if g.done.is_some() {
-                    continue;
-                }
-                if cancel(g.spec.id, g.tokens.len()) {
-                    self.stop(g, audit, mode, StopReason::Cancelled, None)?;
-                    continue;
-                }
-                if g.mask.is_none() {
-                    if self.options.masks_per_tick.is_some_and(|m| walks >= m) {
-                        g.deferred += 1;
-                        waited.push(i);
-                        continue;
-                    }
-                    walks += 1;
-                    g.mask = Some(self.masker.mask(&mut g.session, &g.cfg));
-                }
-                ready.push(i);
-            }
-            order = waited
-                .iter()
-                .copied()
-                .chain(ready.iter().copied())
-                .chain(
-                    order
-                        .iter()
-                        .copied()
-                        .filter(|i| !waited.contains(i) && !ready.contains(i)),
-                )
-                .collect();
-            let mut to_sample: Vec<usize> = Vec::new();
-            for &i in &ready {
-                let g = &mut live[i];
-                match self.plan(g) {
-                    Err(e) => self.stop(g, audit, mode, StopReason::Error, Some(e))?,
-                    Ok(Plan::Complete) => self.complete(g, audit, mode)?,
-                    Ok(Plan::Forced(run)) => self.forced(g, &run, audit, mode)?,
-                    Ok(Plan::Sample) => to_sample.push(i),
-                }
-            }
-            if to_sample.is_empty() {
+        // Ids are unique among open generations (`begin` refuses an open one).
+        let position: HashMap<u64, usize> =
+            specs.iter().enumerate().map(|(k, s)| (s.id, k)).collect();
+        outcomes.sort_by_key(|o| position.get(&o.generation).copied());
+        Ok(outcomes)
+    }
+
+    /// Begins `spec`'s generation in `batch`; its first step is taken at the next tick. A
+    /// budget below the reserve of the empty statement stops it at once (sealed; its
+    /// outcome comes with the next tick's).
+    pub fn admit<'l, S: AuditSink>(
+        &mut self,
+        batch: &mut Batch<'l>,
+        spec: GenerationSpec<'l>,
+        audit: &mut ChainWriter<S>,
+    ) -> Result<(), WriteError> {
+        audit.begin(spec.id)?;
+        let mut g = Live::new(spec);
+        let cfg = g.cfg.clone();
+        let r = self.reserve_of(&mut g, &cfg);
+        if r > g.spec.max_tokens {
+            let e = DecodeError::BudgetBelowReserve {
+                max_tokens: g.spec.max_tokens,
+                reserve: r,
+            };
+            self.stop(&mut g, audit, self.mode(), StopReason::Error, Some(e))?;
+            batch.stopped.push(g.into_outcome());
+        } else {
+            batch.live.push(g);
+        }
+        Ok(())
+    }
+
+    /// One tick: every live generation of `batch` takes its next step (a token, a forced
+    /// span or its completion; at most one model request for all of them), and the
+    /// outcomes of the generations that stopped are returned at once (with those stopped
+    /// at admission), sealed, in the order they stopped. `cancel(generation, tokens so
+    /// far)` is asked once per live generation. Only an audit write failure returns `Err`.
+    pub fn tick<'l, S: AuditSink>(
+        &mut self,
+        batch: &mut Batch<'l>,
+        model: &mut dyn Model,
+        audit: &mut ChainWriter<S>,
+        cancel: &mut dyn FnMut(u64, usize) -> bool,
+    ) -> Result<Vec<Outcome>, WriteError> {
+        let mut stopped: Vec<usize> = Vec::new();
+        let (ready, waited) = self.visit(&mut batch.live, audit, cancel, &mut stopped)?;
+        let to_sample = self.act(&mut batch.live, &ready, audit, &mut stopped)?;
+        self.sample(&mut batch.live, &to_sample, model, audit, &mut stopped)?;
+        Ok(batch.retire(&waited, &ready, &stopped))
+    }
+
+    /// Asks `cancel` of every live generation and computes the masks (up to
+    /// `masks_per_tick`); returns the generations ready to step and those that wait for
+    /// their mask.
+    fn visit<S: AuditSink>(
+        &mut self,
+        live: &mut [Live<'_>],
+        audit: &mut ChainWriter<S>,
+        cancel: &mut dyn FnMut(u64, usize) -> bool,
+        stopped: &mut Vec<usize>,
+    ) -> Result<(Vec<usize>, Vec<usize>), WriteError> {
+        let mode = self.mode();
+        let mut walks = 0usize;
+        let mut ready: Vec<usize> = Vec::new();
+        let mut waited: Vec<usize> = Vec::new();
+        for (i, g) in live.iter_mut().enumerate() {
+            if cancel(g.spec.id, g.tokens.len()) {
+                self.stop(g, audit, mode, StopReason::Cancelled, None)?;
+                stopped.push(i);
                 continue;
             }
-            let entry_ids: Vec<[u8; 16]> = to_sample
-                .iter()
-                .map(|&i| live[i].mask.as_ref().map_or([0; 16], mask_entry_id))
-                .collect();
-            let result = {
-                let batch: Vec<ModelStep<'_>> = to_sample
-                    .iter()
-                    .zip(&entry_ids)
-                    .filter_map(|(&i, id)| {
-                        let g = &live[i];
-                        Some(ModelStep {
-                            generation: g.spec.id,
-                            prompt: &g.spec.prompt,
-                            generated: &g.tokens,
-                            mask: g.mask.as_ref()?,
-                            mask_entry_id: *id,
-                            seed: g.spec.seed,
-                        })
-                    })
-                    .collect();
-                model.step(&batch)
-            };
-            match result {
-                Err(e) => {
-                    for &i in &to_sample {
-                        let g = &mut live[i];
-                        self.stop(g, audit, mode, StopReason::Error, Some(e.clone().into()))?;
-                    }
+            if g.mask.is_none() {
+                if self.options.masks_per_tick.is_some_and(|m| walks >= m) {
+                    g.deferred += 1;
+                    waited.push(i);
+                    continue;
                 }
-                Ok(choices) => {
-                    for (k, &i) in to_sample.iter().enumerate() {
-                        let g = &mut live[i];
-                        let choice = choices.get(k).cloned().unwrap_or_else(|| {
-                            Err(ModelError("the model answered too few steps".into()))
-                        });
-                        match choice {
-                            Err(e) => {
-                                self.stop(g, audit, mode, StopReason::Error, Some(e.into()))?
-                            }
-                            Ok(c) => self.take(g, c, entry_ids[k], audit, mode)?,
-                        }
-                    }
-                }
+                walks += 1;
+                g.mask = Some(self.masker.mask(&mut g.session, &g.cfg));
+            }
+            ready.push(i);
+        }
+        Ok((ready, waited))
+    }
+
+    /// Takes the step of every ready generation that needs no model (completion, forced
+    /// span, or an error); returns those that need a sample.
+    fn act<S: AuditSink>(
+        &mut self,
+        live: &mut [Live<'_>],
+        ready: &[usize],
+        audit: &mut ChainWriter<S>,
+        stopped: &mut Vec<usize>,
+    ) -> Result<Vec<usize>, WriteError> {
+        let mode = self.mode();
+        let mut to_sample: Vec<usize> = Vec::new();
+        for &i in ready {
+            let Some(g) = live.get_mut(i) else { continue };
+            match self.plan(g) {
+                Err(e) => self.stop(g, audit, mode, StopReason::Error, Some(e))?,
+                Ok(Plan::Complete) => self.complete(g, audit, mode)?,
+                Ok(Plan::Forced(run)) => self.forced(g, &run, audit, mode)?,
+                Ok(Plan::Sample) => to_sample.push(i),
+            }
+            if g.done.is_some() {
+                stopped.push(i);
             }
         }
-        Ok(live
-            .into_iter()
-            .map(|g| {
-                let (stop, error) = g.done.unwrap_or((StopReason::Error, None));
-                Outcome {
-                    generation: g.spec.id,
-                    tokens: g.tokens,
-                    text: g.text,
-                    stop,
-                    error,
-                    completed_tokens: g.completed,
-                    deferred: g.deferred,
-                }
+        Ok(to_sample)
+    }
+
+    /// One model request for every generation in `to_sample`, and their steps.
+    fn sample<S: AuditSink>(
+        &mut self,
+        live: &mut [Live<'_>],
+        to_sample: &[usize],
+        model: &mut dyn Model,
+        audit: &mut ChainWriter<S>,
+        stopped: &mut Vec<usize>,
+    ) -> Result<(), WriteError> {
+        if to_sample.is_empty() {
+            return Ok(());
+        }
+        let mode = self.mode();
+        let entry_ids: Vec<[u8; 16]> = to_sample
+            .iter()
+            .map(|&i| {
+                live.get(i)
+                    .and_then(|g| g.mask.as_ref())
+                    .map_or([0; 16], mask_entry_id)
             })
-            .collect())
+            .collect();
+        let result = {
+            let batch: Vec<ModelStep<'_>> = to_sample
+                .iter()
+                .zip(&entry_ids)
+                .filter_map(|(&i, id)| {
+                    let g = live.get(i)?;
+                    Some(ModelStep {
+                        generation: g.spec.id,
+                        prompt: &g.spec.prompt,
+                        generated: &g.tokens,
+                        mask: g.mask.as_ref()?,
+                        mask_entry_id: *id,
+                        seed: g.spec.seed,
+                    })
+                })
+                .collect();
+            model.step(&batch)
+        };
+        for (k, &i) in to_sample.iter().enumerate() {
+            let Some(g) = live.get_mut(i) else { continue };
+            let choice = match &result {
+                Err(e) => Err(e.clone()),
+                Ok(choices) => choices
+                    .get(k)
+                    .cloned()
+                    .unwrap_or_else(|| Err(ModelError("the model answered too few steps".into()))),
+            };
+            match choice {
+                Err(e) => self.stop(g, audit, mode, StopReason::Error, Some(e.into()))?,
+                Ok(c) => self.take(g, c, entry_ids[k], audit, mode)?,
+            }
+            if g.done.is_some() {
+                stopped.push(i);
+            }
+        }
+        Ok(())
     }
 
     fn budget_left(g: &Live<'_>) -> u32 {
@@ -516,9 +673,8 @@ impl<'v> Decoder<'v> {
     ) -> Result<(), WriteError> {
         let step = g.tokens.len() as u32;
         let cfg = g.cfg.clone();
-        let spec = g.spec;
-        let tokens = spec
-            .reserve
+        let reserve = g.spec.reserve;
+        let tokens = reserve
             .completion(&mut g.session, &mut g.memo, &cfg, self.speller)
             .and_then(|bytes| self.speller.segment(&bytes));
         let Some(tokens) = tokens else {
