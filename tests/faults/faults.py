@@ -404,6 +404,11 @@ def arm_security(cl, vocab, injections):
         hits = c.execute("SELECT count(*) FROM evil.hits").fetchone()[0]
     rows.append(("search_path = evil, pg_catalog: evil functions run", hits))
     check("security", hits == 0, f"{hits} evil calls")
+    # The analyst owns evil.hits, so it may write there, and a relation off the search
+    # path is offered to it qualified: gone before the injections, which need a role that
+    # may write nothing.
+    with cl.connect() as c:
+        c.execute("DROP SCHEMA evil CASCADE")
     # The API key: a canary set cluster-wide, then looked for everywhere.
     canary = f"sk-canary-{os.getpid()}-{random.randrange(1 << 30)}"
     # In a file only the server's OS user reads (grid.api_key_file): grid.api_key set
@@ -447,6 +452,12 @@ def arm_security(cl, vocab, injections):
         c.execute("ALTER ROLE f_analyst SET grid.endpoint = 'mock:adversarial'")
     bad, statements, refused = [], 0, 0
     tag = f"inj{time.time_ns()}"
+    writable = cl.one(
+        """SELECT jsonb_path_query_array(grid.catalog_snapshot(),
+                  '$.relations[*] ? (@.privileges[*] != "select" ||
+                                     @.columns[*].privileges[*] != "select").name')""",
+        user="f_analyst")[0]
+    check("security", writable == [], f"the analyst may write to {writable}")
     with cl.connect("f_analyst") as c:
         c.execute("SET grid.max_tokens = 48")
         for i in range(injections):

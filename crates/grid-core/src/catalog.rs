@@ -57,6 +57,12 @@ pub struct CatalogSnapshot {
     pub search_path: Vec<String>,
     #[serde(default)]
     pub relations: Vec<Relation>,
+    /// Names of [`crate::lexicon::DEFAULT_FUNCTIONS`] of which the role may execute no
+    /// overload (a DBA revoked EXECUTE): left out of the function lexicon. Empty for a
+    /// role that may call them all, and then absent from the JSON and the fingerprint, so
+    /// that snapshots from before the field still mean (and hash) what they meant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denied_functions: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -288,6 +294,7 @@ impl CatalogSnapshot {
             role: role.to_string(),
             search_path: vec!["public".into()],
             relations,
+            denied_functions: Vec::new(),
         }
     }
 
@@ -463,6 +470,9 @@ impl CatalogSnapshot {
             BTreeSet::new()
         };
         lx.retain_relations(LexiconKind::Table, |k| readable.contains(k));
+        lx.retain_words(LexiconKind::Function, |f| {
+            !self.denied_functions.iter().any(|d| d == f)
+        });
         Ok(lx)
     }
 
@@ -530,6 +540,14 @@ impl CatalogSnapshot {
                 for c in &fk.ref_columns {
                     e.str(c);
                 }
+            }
+        }
+        if !self.denied_functions.is_empty() {
+            let denied: BTreeSet<&String> = self.denied_functions.iter().collect();
+            e.tag(b"denied-functions");
+            e.num(denied.len() as u64);
+            for f in denied {
+                e.str(f);
             }
         }
         e.0.finalize().into()

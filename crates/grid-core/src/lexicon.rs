@@ -246,6 +246,14 @@ impl Lexicon {
         }
     }
 
+    /// Keeps, of the words of `kind` (a category without qualified words: functions,
+    /// types, columns), those `keep` accepts.
+    pub fn retain_words(&mut self, kind: LexiconKind, keep: impl Fn(&str) -> bool) {
+        if let Some(w) = self.words.get_mut(&kind) {
+            w.retain(|n| keep(n));
+        }
+    }
+
     /// The bare words of `kind`.
     pub fn words(&self, kind: LexiconKind) -> impl Iterator<Item = &String> {
         self.words.get(&kind).into_iter().flatten()

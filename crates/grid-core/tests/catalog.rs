@@ -347,4 +347,39 @@ fn fingerprint_is_canonical() {
         base,
         changed(&|s| s.relations[1].columns[3].ty = "timestamp".into())
     );
+    assert_ne!(
+        base,
+        changed(&|s| s.denied_functions = vec!["upper".into()])
+    );
+    // The order of the denied names does not matter.
+    let mut x = demo();
+    x.denied_functions = vec!["upper".into(), "lower".into()];
+    let mut y = demo();
+    y.denied_functions = vec!["lower".into(), "upper".into()];
+    assert_eq!(x.fingerprint(), y.fingerprint());
+}
+
+#[test]
+fn a_function_the_role_may_not_execute_leaves_the_language() {
+    let d = common::dialect();
+    let all = demo().language(Arc::clone(&d), &Policy::default()).unwrap();
+    let mut s = Session::new(&all);
+    assert!(s.complete(b"SELECT upper(name) FROM employees"));
+    assert!(s.complete(b"SELECT lower(name) FROM employees"));
+    // The JSON form a snapshot takes when a DBA revoked EXECUTE on upper from PUBLIC.
+    let mut v: serde_json::Value = serde_json::from_str(DEMO).unwrap();
+    v["denied_functions"] = serde_json::json!(["upper"]);
+    let snap = CatalogSnapshot::from_json(&v.to_string()).unwrap();
+    let denied = snap.language(Arc::clone(&d), &Policy::default()).unwrap();
+    let mut s = Session::new(&denied);
+    assert!(
+        !s.viable(b"SELECT upper("),
+        "a revoked function is not offered"
+    );
+    assert!(!s.viable(b"SELECT UPPER("), "in any spelling");
+    assert!(s.complete(b"SELECT lower(name) FROM employees"));
+    assert_ne!(all.fingerprint, denied.fingerprint);
+    // Nothing denied: the field stays out of the JSON (old snapshots read the same).
+    let text = serde_json::to_string(&demo()).unwrap();
+    assert!(!text.contains("denied_functions"), "{text}");
 }

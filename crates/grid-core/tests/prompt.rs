@@ -259,6 +259,7 @@ fn trimming_is_for_the_prompt_only() {
         role: "r".into(),
         search_path: vec!["public".into()],
         relations: rels,
+        denied_functions: Vec::new(),
     };
     let ddl = schema_ddl(&snap, "invoices per customer", 600, &reserved);
     assert!(ddl.len() <= 600, "{}", ddl.len());
