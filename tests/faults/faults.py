@@ -13,6 +13,7 @@ an arm misses its criterion.
 """
 
 import argparse
+import json
 import os
 import random
 import signal
@@ -229,6 +230,45 @@ def arm_load(cl, clients, per_client, host_dir):
           ["asks", "wall s", "asks/s", "p50 s", "p99 s", "errors", "audited", "verify_audit"],
           [(asks, f"{wall:.1f}", f"{asks / wall:.1f}", f"{pct(lat, 50):.3f}", f"{pct(lat, 99):.3f}",
             asks - len(lat), audited, ok)])
+
+
+def arm_admission(cl, trials, shorts=5):
+    """Asks that arrive while a long generation of their group runs join the running
+    decode loop at its next tick and are answered as soon as they stop: none waits for the
+    long one to end."""
+    rows = []
+    for t in range(trials):
+        marks = {}
+
+        def long_ask():
+            with cl.connect("f_analyst") as c:
+                c.execute("SET grid.max_tokens = 1000")
+                c.execute("SET grid.timeout = '120s'")
+                marks["start"] = time.monotonic()
+                marks["sql"] = c.execute("SELECT grid.ask(%s)", (f"a long one {t}",)).fetchone()[0]
+                marks["end"] = time.monotonic()
+
+        th = threading.Thread(target=long_ask)
+        th.start()
+        time.sleep(0.2)
+        answered = []
+        with cl.connect("f_analyst") as c:
+            # Same endpoint, sampling and grid.timeout: the long ask's group.
+            c.execute("SET grid.timeout = '120s'")
+            for _ in range(shorts):
+                s = time.monotonic()
+                c.execute("SELECT grid.ask('list the employees')")
+                answered.append((s, time.monotonic()))
+        th.join()
+        long_s = marks["end"] - marks["start"]
+        before = sum(1 for _, e in answered if e < marks["end"])
+        worst = max(e - s for s, e in answered)
+        rows.append((t, f"{long_s:.2f}", len(marks["sql"]), f"{worst:.3f}", f"{before}/{shorts}"))
+        check("admission", before == shorts,
+              f"trial {t}: {shorts - before} short asks waited for the long one ({long_s:.2f} s)")
+    table(f"Admission ({trials} trials: one long ask, then {shorts} short asks of its group in another session)",
+          ["trial", "long ask s", "its SQL bytes", "slowest short ask s", "short asks answered before the long one"],
+          rows)
 
 
 def verify(c, head=None):
@@ -551,12 +591,17 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--db", required=True)
     ap.add_argument("--full", action="store_true")
-    ap.add_argument("--arms", default="endpoint,cancel,load,tamper,security,kill9")
+    ap.add_argument("--arms", default="endpoint,cancel,load,admission,tamper,security,kill9")
     a = ap.parse_args()
     cl = Cluster(a.host, a.port, a.db)
     script = os.path.join(a.host, "script.json")
     with open(script, "w") as f:
-        f.write('{"entries":[{"match":"list the employees","sql":"SELECT name FROM employees"}]}')
+        f.write(json.dumps({"entries": [
+            {"match": "list the employees", "sql": "SELECT name FROM employees"},
+            # Several hundred steps: the mock spells the literal a few bytes a token.
+            {"match": "a long one", "sql": "SELECT name FROM employees WHERE name = '"
+                                           + "grid " * 120 + "'"},
+        ]}))
     os.chmod(script, 0o644)
     vocab = os.path.join(a.host, "vocab.json")
     setup(cl, script)
@@ -568,6 +613,8 @@ def main():
         arm_cancel(cl, 100 if full else 10, vocab)
     if "load" in arms:
         arm_load(cl, 32, 50 if full else 5, a.host)
+    if "admission" in arms:
+        arm_admission(cl, 20 if full else 3)
     if "tamper" in arms:
         arm_tamper(cl, 1000 if full else 100)
     if "security" in arms:
