@@ -13,11 +13,14 @@ SELECT * FROM grid.run('How many employees are in each department?');
 SELECT * FROM grid.run('Show the three largest orders and who took them');
 
 \echo '== analyst: what is the average salary? (the model tries salaries; the mask blocks it)'
--- A short budget: once blocked, the scripted mock has nothing sensible to say, and
--- the loop closes its statement with the shortest legal completion.
+-- The mask has neither the column salary nor the table salaries for the analyst. Blocked,
+-- the scripted mock writes what the mask leaves it (a made-up qualifier, salary . id),
+-- and a short budget closes the statement with the shortest legal completion. The
+-- privilege check then refuses it, twice (one repair): an error, and no SQL.
 SET grid.max_tokens = 14;
 SELECT grid.ask('What is the average salary?') AS sql;
-\echo '   the steps, with how many tokens each mask allowed and blocked:'
+\echo '   the steps, with how many tokens each mask allowed and blocked (a refused'
+\echo '   statement is never returned, so its tokens are not shown; the auditor sees them):'
 SELECT step, token, allowed, blocked, kind FROM grid.explain('What is the average salary?');
 RESET grid.max_tokens;
 

@@ -82,9 +82,12 @@ if [ "$check" -eq 1 ]; then
         "SELECT bool_and(n >= want) FROM (VALUES ('analyst', 5), ('hr', 2), ('clerk', 2)) AS w(role, want)
            LEFT JOIN LATERAL (SELECT count(*) AS n FROM grid.generations
                                WHERE current_user_name = w.role) AS c ON true" t
-    expect "the analyst never got a statement naming salaries" \
+    expect "no statement the model wrote as the analyst names salaries" \
         "SELECT count(*) FROM grid.generations WHERE current_user_name = 'analyst'
-            AND final_sql ILIKE '%salar%'" 0
+            AND final_sql ~* '\msalaries\M'" 0
+    expect "the analyst's salary question returned no statement (refused, repaired, refused)" \
+        "SELECT bool_and(refused IS NOT NULL) AND count(*) = 4 FROM grid.generations
+          WHERE current_user_name = 'analyst' AND question ILIKE '%salary%'" t
     expect "hr's salary question names salaries" \
         "SELECT bool_or(final_sql ILIKE '%FROM salaries%') FROM grid.generations
           WHERE current_user_name = 'hr' AND question ILIKE '%salary%'" t
@@ -94,13 +97,16 @@ if [ "$check" -eq 1 ]; then
     expect "the clerk's grid.run wrote nothing" \
         "SELECT count(*) FROM orders WHERE id = 104" 0
     expect "grid.verify_audit() passes" "SELECT ok FROM grid.verify_audit()" t
-    # The one error the session shows on purpose: grid.run refuses the clerk's INSERT.
+    # The two errors the session shows on purpose: the analyst's refused salary statement,
+    # and grid.run refusing the clerk's INSERT.
     errors=$(grep -c '^psql:.*ERROR:' "$dir/session.log" || true)
-    expect_errors=$(grep -c 'ERROR:  grid.run runs read-only statements' "$dir/session.log" || true)
-    if [ "$errors" -eq 1 ] && [ "$expect_errors" -eq 1 ]; then
-        note "ok: the session's only error is grid.run refusing the clerk's INSERT"
+    refused=$(grep -c 'ERROR:  grid.ask: the model.s statement is not allowed for role "analyst"' \
+        "$dir/session.log" || true)
+    read_only=$(grep -c 'ERROR:  grid.run runs read-only statements' "$dir/session.log" || true)
+    if [ "$errors" -eq 2 ] && [ "$refused" -eq 1 ] && [ "$read_only" -eq 1 ]; then
+        note "ok: the session's only errors are the analyst's refused statement and grid.run refusing the clerk's INSERT"
     else
-        printf '!!! demo check failed: %s errors in the session (expected only the read-only refusal)\n' \
+        printf '!!! demo check failed: %s errors in the session (expected the two shown on purpose)\n' \
             "$errors" >&2
         grep 'ERROR:' "$dir/session.log" >&2 || true
         failed=1
