@@ -7,7 +7,7 @@
 #   engine tests     cargo test on those crates, optimised (profile ci: heavy tests)
 #   spider parse     scripts/spider-parse.sh, when ../shared/data is beside the repo
 #   pgrx tests       the #[pg_test]s of src/ in a throwaway PostgreSQL 15
-#   fault suite      tests/faults/run.sh: endpoint faults, cancellation, load, tamper,
+#   fault suite      tests/faults/run.sh: endpoint faults, cancellation, load, admission, tamper,
 #                    security and kill -9 arms on a throwaway cluster, CI counts
 #   demo             scripts/demo.sh --check: the README's main job, with its outcome
 #                    checked (audited asks, the analyst blocked, verify_audit)

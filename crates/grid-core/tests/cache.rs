@@ -488,21 +488,6 @@ fn miss_walks_agree(
 // ---------------------------------------------------------------------------------------
 // Relations off the search path, written `schema.table`
 
-/// `hr.employees` and `"Sales"."Leads"` off the search path, `employees` on it, and a
-/// column `employees` (so `hr.employees` is also a qualifier and a column).
-fn qualified_schema() -> Schema {
-    Schema {
-        db_id: "qualified".into(),
-        tables: vec![
-            Table::with_columns("employees", &["id", "name"]),
-            Table::with_columns("orders", &["id", "total", "employees"]),
-            Table::qualified_with_columns("hr", "employees", &["id", "name", "salary"]),
-            Table::qualified_with_columns("hr", "salaries", &["id", "amount"]),
-            Table::qualified_with_columns("Sales", "Leads", &["id"]),
-        ],
-    }
-}
-
 /// The synthetic vocabulary plus fragments that spell qualified names, some after a lexeme
 /// they end (`,hr.`: an exact class, whose verdict the cache cannot hold).
 fn qualified_vocab() -> Vocabulary {
@@ -548,7 +533,11 @@ fn qualified_names_cache_on_equals_cache_off() {
     let vocab = qualified_vocab();
     let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
     let cache = Arc::new(MaskCache::new(8));
-    let lang = language(common::dialect(), &qualified_schema(), &Policy::default());
+    let lang = language(
+        common::dialect(),
+        &common::qualified_schema(),
+        &Policy::default(),
+    );
     let (mut on, mut off) = fresh(&trie, &cache);
     let mut rng = Rng(17);
     let steps = replay_over(

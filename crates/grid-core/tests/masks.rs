@@ -749,16 +749,7 @@ fn spider_gold_fast_equals_oracle_with_gpt2() {
 /// columns is called `employees` (so `hr.employees` is also a qualifier and a column when
 /// `hr` is an alias); `"Sales"."Leads"` needs quotes on both parts.
 fn qualified_language(dialect: Arc<Dialect>) -> Language {
-    let schema = Schema {
-        db_id: "qualified".into(),
-        tables: vec![
-            Table::with_columns("employees", &["id", "name"]),
-            Table::with_columns("orders", &["id", "total", "employees"]),
-            Table::qualified_with_columns("hr", "employees", &["id", "name", "salary"]),
-            Table::qualified_with_columns("hr", "salaries", &["id", "amount"]),
-            Table::qualified_with_columns("Sales", "Leads", &["id"]),
-        ],
-    };
+    let schema = common::qualified_schema();
     let reserved = |w: &str| dialect.is_reserved(w);
     let policy = Policy::default();
     let mut lx = Lexicon::from_schema(&schema, &policy, &reserved).expect("lexicon");

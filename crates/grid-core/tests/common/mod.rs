@@ -167,3 +167,20 @@ pub fn language_for(schema: &Schema, policy: &Policy) -> Arc<Language> {
     let lx = Lexicon::from_schema(schema, policy, &reserved).expect("lexicon");
     Arc::new(Language::build(d.clone(), policy, &lx).expect("language"))
 }
+
+/// `hr.employees` and `"Sales"."Leads"` off the search path, `employees` on it, and a
+/// column `employees` (so `hr.employees` is also a qualifier and a column): what the
+/// qualified-name tests spell.
+pub fn qualified_schema() -> Schema {
+    use grid_core::schema::Table;
+    Schema {
+        db_id: "qualified".into(),
+        tables: vec![
+            Table::with_columns("employees", &["id", "name"]),
+            Table::with_columns("orders", &["id", "total", "employees"]),
+            Table::qualified_with_columns("hr", "employees", &["id", "name", "salary"]),
+            Table::qualified_with_columns("hr", "salaries", &["id", "amount"]),
+            Table::qualified_with_columns("Sales", "Leads", &["id"]),
+        ],
+    }
+}
