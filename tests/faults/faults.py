@@ -327,12 +327,13 @@ def arm_tamper(cl, n):
                     expect = (nxt[0] if nxt else None, None)
             else:
                 # A forged row appended to the log: a copy of a step under a new step
-                # number, or of a seal under a new generation.
+                # number (past any generation's length: the admission arm's run over a
+                # thousand steps), or of a seal under a new generation.
                 if on_step:
                     c.execute("INSERT INTO grid.audit_log SELECT nextval('grid.audit_entry_seq'), generation, "
-                              "step + 1000, config_hash, mask_entry_id, token, blocked_count, kind, prev_hash, "
-                              "hash, recorded_at FROM grid.audit_log WHERE entry = %s", (entry,))
-                    expect = (g, s + 1000)
+                              "step + 1000000, config_hash, mask_entry_id, token, blocked_count, kind, "
+                              "prev_hash, hash, recorded_at FROM grid.audit_log WHERE entry = %s", (entry,))
+                    expect = (g, s + 1000000)
                 else:
                     forged = g + 10_000_000
                     c.execute("INSERT INTO grid.generations SELECT nextval('grid.audit_entry_seq'), %s, "
