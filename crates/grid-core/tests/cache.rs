@@ -71,16 +71,21 @@ const FRAGMENTS: &[&str] = &[
     ".5", "e", "E", " AS uu", " email", " customer", ",", ", ", " ,",
 ];
 
-fn synthetic_vocab() -> Vocabulary {
+/// EOS, a special, every byte, [`FRAGMENTS`] and `more`, then two more ids (aliases) for
+/// each spelling of `aliased`.
+fn vocab_with(more: &[&str], aliased: &[&str]) -> Vocabulary {
     let mut toks: Vec<Vec<u8>> = vec![b"<eos>".to_vec(), b"<pad>".to_vec()];
     toks.extend((0..=255u8).map(|b| vec![b]));
-    toks.extend(FRAGMENTS.iter().map(|f| f.as_bytes().to_vec()));
-    // Aliases: two more ids for a few spellings.
-    for d in ["yees", " FROM", "'),", "("] {
+    toks.extend(FRAGMENTS.iter().chain(more).map(|f| f.as_bytes().to_vec()));
+    for d in aliased {
         toks.push(d.as_bytes().to_vec());
         toks.push(d.as_bytes().to_vec());
     }
     Vocabulary::from_served(toks, &[1], Some(0)).expect("vocabulary")
+}
+
+fn synthetic_vocab() -> Vocabulary {
+    vocab_with(&[], &["yees", " FROM", "'),", "("])
 }
 
 const STATEMENTS: &[&str] = &[
@@ -512,10 +517,7 @@ fn qualified_vocab() -> Vocabulary {
         "e,hr.e",
         "es,hr.emp",
     ];
-    let mut toks: Vec<Vec<u8>> = vec![b"<eos>".to_vec(), b"<pad>".to_vec()];
-    toks.extend((0..=255u8).map(|b| vec![b]));
-    toks.extend(FRAGMENTS.iter().chain(MORE).map(|f| f.as_bytes().to_vec()));
-    Vocabulary::from_served(toks, &[1], Some(0)).expect("vocabulary")
+    vocab_with(MORE, &[])
 }
 
 const QUALIFIED_STATEMENTS: &[&str] = &[
