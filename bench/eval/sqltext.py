@@ -58,34 +58,11 @@ def tokens(sql):
             j = sql.find("*/", i + 2)
             i = n if j < 0 else j + 2
         elif c == "'" or (c in "eE" and sql.startswith("'", i + 1)):
-            i += 1 if c == "'" else 2
-            buf = []
-            while i < n:
-                if sql[i] == "'" and sql.startswith("''", i):
-                    buf.append("'")
-                    i += 2
-                elif sql[i] == "'":
-                    i += 1
-                    break
-                else:
-                    buf.append(sql[i])
-                    i += 1
-            out.append(Token("str", "".join(buf), depth))
+            text, i = _quoted(sql, i + (1 if c == "'" else 2), "'")
+            out.append(Token("str", text, depth))
         elif c == '"':
-            j = i + 1
-            buf = []
-            while j < n:
-                if sql.startswith('""', j):
-                    buf.append('"')
-                    j += 2
-                elif sql[j] == '"':
-                    j += 1
-                    break
-                else:
-                    buf.append(sql[j])
-                    j += 1
-            out.append(Token("qid", "".join(buf), depth))
-            i = j
+            text, i = _quoted(sql, i + 1, '"')
+            out.append(Token("qid", text, depth))
         elif c == "$":
             m = re.match(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$", sql[i:])
             if m:
@@ -122,6 +99,22 @@ def tokens(sql):
             out.append(Token("op", op, depth))
             i += len(op)
     return out
+
+
+def _quoted(sql, i, quote):
+    """The text of a quoted string or name whose body starts at i (a doubled quote is
+    one), and the position after its closing quote (the end of `sql` when none)."""
+    buf = []
+    while i < len(sql):
+        if sql.startswith(quote * 2, i):
+            buf.append(quote)
+            i += 2
+        elif sql[i] == quote:
+            return "".join(buf), i + 1
+        else:
+            buf.append(sql[i])
+            i += 1
+    return "".join(buf), i
 
 
 def statement_count(sql):

@@ -119,6 +119,12 @@ class Reading(unittest.TestCase):
                           ("word", "from"), ("word", "t"), ("word", "where"), ("word", "x"), ("op", "="),
                           ("num", "1.5")])
 
+    def test_unterminated_and_escaped(self):
+        self.assertEqual([(t.kind, t.text) for t in sqltext.tokens("SELECT E'a''b', 'open")],
+                         [("word", "select"), ("str", "a'b"), ("punct", ","), ("str", "open")])
+        self.assertEqual([(t.kind, t.text) for t in sqltext.tokens('"a""b" "c')],
+                         [("qid", 'a"b'), ("qid", "c")])
+
     def test_statement_count(self):
         self.assertEqual(sqltext.statement_count("SELECT 1;"), 1)
         self.assertEqual(sqltext.statement_count("SELECT ';'; "), 1)
