@@ -11,6 +11,8 @@
 #                    security and kill -9 arms on a throwaway cluster, CI counts
 #   demo             scripts/demo.sh --check: the README's main job, with its outcome
 #                    checked (audited asks, the analyst blocked, verify_audit)
+#   eval harness     bench/eval/test.sh: the accuracy harness's unit tests, and bench/eval.sh
+#                    against the scripted mock with EX checked against hand-computed values
 #   fuzz             the fuzz crate (fuzz/, its own workspace): fmt, clippy, its seeds
 #                    as unit tests, then fuzz/run.sh for 30 s per cargo-fuzz target
 set -euo pipefail
@@ -92,5 +94,6 @@ step "pgrx tests" pgrx_tests
 # After the pgrx tests, which installed the extension it runs.
 step "fault suite" bash tests/faults/run.sh
 step "demo" bash scripts/demo.sh --check
+step "eval harness" bash bench/eval/test.sh
 step "fuzz" fuzz_checks
 current=""

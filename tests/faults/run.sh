@@ -17,10 +17,7 @@ source "$GRID_ROOT/scripts/cluster.sh"
 cd "$GRID_ROOT"
 
 venv=${GRID_FAULTS_VENV:-/tmp/grid-faults-venv}
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import psycopg" 2>/dev/null; then
-    run_logged "python venv for the fault suite" python3 -m venv "$venv"
-    run_logged "pip install psycopg" "$venv/bin/pip" install --quiet "psycopg[binary]==3.3.*"
-fi
+ensure_py_venv "$venv"
 run_logged "cargo build -p grid-endpoint" cargo build -p grid-endpoint
 
 dir=$(mktemp -d /tmp/grid-faults.XXXXXX)
