@@ -492,12 +492,7 @@ fn wire_step(p: &Pending<'_>) -> GenerationStep {
 pub fn parse_vocabulary_reply(body: &[u8]) -> Result<ServedVocabulary, ClientError> {
     let header: VocabularyHeader = serde_json::from_slice(body)
         .map_err(|e| ClientError::malformed(format!("vocabulary reply: {e}")))?;
-    if header.protocol != PROTOCOL {
-        return Err(ClientError::ProtocolMismatch {
-            expected: PROTOCOL.into(),
-            got: header.protocol,
-        });
-    }
+    speaks_protocol(&header.protocol)?;
     let text = std::str::from_utf8(body)
         .map_err(|e| ClientError::malformed(format!("vocabulary reply: {e}")))?;
     let vocabulary = Vocabulary::from_served_json(text)
@@ -519,6 +514,17 @@ pub fn parse_vocabulary_reply(body: &[u8]) -> Result<ServedVocabulary, ClientErr
     Ok(ServedVocabulary { header, vocabulary })
 }
 
+/// A reply's `protocol` must be [`PROTOCOL`].
+fn speaks_protocol(got: &str) -> Result<(), ClientError> {
+    if got == PROTOCOL {
+        return Ok(());
+    }
+    Err(ClientError::ProtocolMismatch {
+        expected: PROTOCOL.into(),
+        got: got.to_string(),
+    })
+}
+
 /// Parses a `POST /v1/prompt` reply body for a client whose vocabulary has `fingerprint`
 /// and `universe` ids: the protocol, the vocabulary, and every id inside it.
 pub fn parse_prompt_reply(
@@ -528,12 +534,7 @@ pub fn parse_prompt_reply(
 ) -> Result<PromptResponse, ClientError> {
     let reply: PromptResponse = serde_json::from_slice(body)
         .map_err(|e| ClientError::malformed(format!("prompt reply: {e}")))?;
-    if reply.protocol != PROTOCOL {
-        return Err(ClientError::ProtocolMismatch {
-            expected: PROTOCOL.into(),
-            got: reply.protocol,
-        });
-    }
+    speaks_protocol(&reply.protocol)?;
     if reply.vocab_fingerprint != fingerprint {
         return Err(ClientError::VocabMismatch {
             client: fingerprint.to_string(),
@@ -559,12 +560,7 @@ pub fn parse_step_reply(
 ) -> Result<StepResponse, ClientError> {
     let response: StepResponse = serde_json::from_slice(body)
         .map_err(|e| ClientError::malformed(format!("step reply: {e}")))?;
-    if response.protocol != PROTOCOL {
-        return Err(ClientError::ProtocolMismatch {
-            expected: PROTOCOL.into(),
-            got: response.protocol,
-        });
-    }
+    speaks_protocol(&response.protocol)?;
     if response.results.len() != ids.len() {
         return Err(ClientError::malformed(format!(
             "step reply has {} results for {} generations",

@@ -253,13 +253,11 @@ impl Server {
     /// Handles a prompt request body: the messages rendered by the backend's chat
     /// template, or plainly joined and encoded with the served vocabulary.
     pub async fn handle_prompt(&self, body: &[u8]) -> (StatusCode, Bytes) {
-        let req: PromptRequest = match serde_json::from_slice(body) {
-            Ok(r) => r,
-            Err(e) => return not_a(body, "prompt request", &e),
-        };
-        if req.protocol != PROTOCOL {
-            return unsupported(&req.protocol);
-        }
+        let req: PromptRequest =
+            match parse(body, "prompt request", |r: &PromptRequest| &r.protocol) {
+                Ok(r) => r,
+                Err(reply) => return reply,
+            };
         let templated = self.shared.backend.chat_template();
         let rendered = match self.shared.backend.render_chat(&req.messages) {
             Some(fut) => match fut.await {
@@ -292,33 +290,21 @@ impl Server {
                 None,
             );
         }
-        let reply = PromptResponse {
+        ok_reply(&PromptResponse {
             protocol: PROTOCOL.into(),
             vocab_fingerprint: self.shared.fingerprint.clone(),
             tokens: rendered.tokens,
             text: rendered.text,
             chat_template: templated,
-        };
-        match serde_json::to_vec(&reply) {
-            Ok(b) => (StatusCode::OK, Bytes::from(b)),
-            Err(e) => error_body(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                request_codes::INTERNAL,
-                &format!("cannot serialize the reply: {e}"),
-                None,
-            ),
-        }
+        })
     }
 
     /// Handles a step request body: the reply status and JSON body.
     pub async fn handle_step(&self, body: &[u8]) -> (StatusCode, Bytes) {
-        let req: StepRequest = match serde_json::from_slice(body) {
+        let req: StepRequest = match parse(body, "step request", |r: &StepRequest| &r.protocol) {
             Ok(r) => r,
-            Err(e) => return not_a(body, "step request", &e),
+            Err(reply) => return reply,
         };
-        if req.protocol != PROTOCOL {
-            return unsupported(&req.protocol);
-        }
         if req.vocab_fingerprint != self.shared.fingerprint {
             return error_body(
                 StatusCode::CONFLICT,
@@ -357,15 +343,7 @@ impl Server {
                 )
             }
         };
-        match serde_json::to_vec(&response) {
-            Ok(b) => (StatusCode::OK, Bytes::from(b)),
-            Err(e) => error_body(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                request_codes::INTERNAL,
-                &format!("cannot serialize the reply: {e}"),
-                None,
-            ),
-        }
+        ok_reply(&response)
     }
 
     /// Tells the backend which generations the core dropped.
@@ -453,6 +431,33 @@ fn vocabulary_reply(vocab: &Vocabulary, header: &VocabularyHeader) -> Bytes {
 
 /// Every route, for 404 and 405 replies.
 const ROUTES: &str = "GET /v1/vocabulary, POST /v1/step, POST /v1/prompt";
+
+/// A request body parsed as `T` (named `what` in messages) and speaking [`PROTOCOL`], or
+/// the error reply.
+fn parse<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    what: &str,
+    protocol: impl Fn(&T) -> &String,
+) -> Result<T, (StatusCode, Bytes)> {
+    let req: T = serde_json::from_slice(body).map_err(|e| not_a(body, what, &e))?;
+    if protocol(&req) != PROTOCOL {
+        return Err(unsupported(protocol(&req)));
+    }
+    Ok(req)
+}
+
+/// `200 OK` with `reply` as JSON.
+fn ok_reply<T: serde::Serialize>(reply: &T) -> (StatusCode, Bytes) {
+    match serde_json::to_vec(reply) {
+        Ok(b) => (StatusCode::OK, Bytes::from(b)),
+        Err(e) => error_body(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            request_codes::INTERNAL,
+            &format!("cannot serialize the reply: {e}"),
+            None,
+        ),
+    }
+}
 
 /// The reply to a body that does not parse as `what`: a wrong protocol told apart from a
 /// malformed body when possible.

@@ -30,6 +30,12 @@ fn client_for(url: &str, vocab: &Vocabulary) -> EndpointClient {
     EndpointClient::new(url, vocab.fingerprint(), ClientConfig::default()).expect("client")
 }
 
+/// The vocabulary reply's `chat_template`.
+async fn advertises_template(client: &EndpointClient) -> bool {
+    let served = client.check_vocabulary().await.expect("vocabulary");
+    served.header.chat_template
+}
+
 async fn post(url: &str, body: &Value) -> (u16, Value) {
     let resp = reqwest::Client::new()
         .post(format!("{url}/v1/prompt"))
@@ -48,14 +54,7 @@ async fn a_mock_renders_the_plain_join_with_the_served_vocabulary() {
         let mock = Arc::new(ScriptedMock::new(vocab.clone(), Script::default()));
         let server = spawn_server(vocab.clone(), mock, ServerConfig::default()).await;
         let client = client_for(&server.url(), &vocab);
-        assert!(
-            !client
-                .check_vocabulary()
-                .await
-                .unwrap()
-                .header
-                .chat_template
-        );
+        assert!(!advertises_template(&client).await);
         let (p, by) = client.render(&chat(), &vocab).await.expect("render");
         assert_eq!(by, RenderedBy::Plain);
         assert_eq!(p.text, "question: \nhow many employees?");
@@ -222,14 +221,7 @@ async fn a_backend_template_renders_and_releases_reach_the_backend() {
         };
         let server = spawn_server(vocab.clone(), backend.clone(), config).await;
         let client = client_for(&server.url(), &vocab);
-        assert!(
-            client
-                .check_vocabulary()
-                .await
-                .unwrap()
-                .header
-                .chat_template
-        );
+        assert!(advertises_template(&client).await);
         let (p, by) = client.render(&chat(), &vocab).await.expect("render");
         assert_eq!(by, RenderedBy::Template);
         assert_eq!(
