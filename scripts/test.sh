@@ -82,9 +82,12 @@ pgrx_tests() {
 
 llama_backend() {
     local model
-    cargo clippy -p grid-endpoint --features llama --all-targets -- -D warnings
+    # --profile ci: the same llama.cpp build as the tests (a dev-profile clippy would build
+    # llama.cpp a second time).
+    cargo clippy -p grid-endpoint --features llama --profile ci --all-targets -- -D warnings
     model=$(bash scripts/model.sh qwen2.5-coder-0.5b)
-    GRID_TEST_MODEL="$model" cargo test -p grid-endpoint --features llama --profile ci --lib --test llama
+    # --nocapture: the real-model tests print how often other schedules met a near tie.
+    GRID_TEST_MODEL="$model" cargo test -p grid-endpoint --features llama --profile ci --lib --test llama -- --nocapture
 }
 
 fuzz_checks() {
