@@ -5,6 +5,9 @@
 #   clippy engine    clippy -D warnings on every workspace crate but the extension
 #   clippy pg        clippy -D warnings on the extension (pgrx, PostgreSQL 15)
 #   engine tests     cargo test on those crates, optimised (profile ci: heavy tests)
+#   llama backend    grid-endpoint with feature llama (builds llama.cpp, kept in target/):
+#                    clippy, its unit tests, and the real-model tests on Qwen2.5-Coder-0.5B
+#                    (scripts/model.sh fetches it once into ~/.cache/grid_pg/models)
 #   spider parse     scripts/spider-parse.sh, when ../shared/data is beside the repo
 #   pgrx tests       the #[pg_test]s of src/ in a throwaway PostgreSQL 15
 #   fault suite      tests/faults/run.sh: endpoint faults, cancellation, load, admission, tamper,
@@ -79,6 +82,16 @@ pgrx_tests() {
     fi
 }
 
+llama_backend() {
+    local model
+    # --profile ci: the same llama.cpp build as the tests (a dev-profile clippy would build
+    # llama.cpp a second time).
+    cargo clippy -p grid-endpoint --features llama --profile ci --all-targets -- -D warnings
+    model=$(bash scripts/model.sh qwen2.5-coder-0.5b)
+    # --nocapture: the real-model tests print how often other schedules met a near tie.
+    GRID_TEST_MODEL="$model" cargo test -p grid-endpoint --features llama --profile ci --lib --test llama -- --nocapture
+}
+
 fuzz_checks() {
     (cd fuzz && cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo test --lib)
     bash fuzz/run.sh --seconds 30
@@ -89,6 +102,7 @@ step "fmt" cargo fmt --all --check
 step "clippy engine" cargo clippy "${ENGINE[@]}" --all-targets -- -D warnings
 step "clippy pg" cargo clippy -p grid_pg "${PG_FEATURES[@]}" --all-targets -- -D warnings
 step "engine tests" cargo test "${ENGINE[@]}" --profile ci
+step "llama backend" llama_backend
 step "spider parse" spider_parse
 step "pgrx tests" pgrx_tests
 # After the pgrx tests, which installed the extension it runs.
