@@ -137,7 +137,9 @@ impl Dialect {
             let re = match kind {
                 None => continue,
                 Some(TermKind::Keyword { word }) => format!("(?i:{word})"),
-                Some(TermKind::Token { regex }) | Some(TermKind::Skip { regex }) => regex.clone(),
+                Some(TermKind::Token { regex })
+                | Some(TermKind::Skip { regex })
+                | Some(TermKind::Never { regex }) => regex.clone(),
                 // A relation may be written `schema.table`, one lexeme, each part either way
                 // (the word trie holds the pairs that exist, so no schema × table
                 // product is ever spelled).
@@ -205,15 +207,15 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         let d = spec.decl(t).ok_or_else(|| {
             GridError::SpecMismatch(format!("%token {t} has no lexeme declaration"))
         })?;
-        if matches!(d.kind, TermKind::Skip { .. }) {
+        if d.kind.is_lex_only() {
             return Err(GridError::SpecMismatch(format!(
-                "{t} is a grammar token but declared SKIP"
+                "{t} is a grammar token but declared SKIP or NEVER"
             )));
         }
         kinds.push(Some(d.kind.clone()));
     }
     for d in &spec.decls {
-        if !matches!(d.kind, TermKind::Skip { .. }) && !cfg.tokens.contains(&d.name) {
+        if !d.kind.is_lex_only() && !cfg.tokens.contains(&d.name) {
             return Err(GridError::SpecMismatch(format!(
                 "{} is declared in the lexeme spec but is not a %token",
                 d.name
@@ -223,6 +225,7 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
     let eof = names.len() as u16;
     names.push("$end".into());
     kinds.push(None);
+    // After $end: the ignored terminals, then those no parser state takes.
     let mut skip = TermSet::EMPTY;
     for d in spec
         .decls
@@ -230,6 +233,14 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         .filter(|d| matches!(d.kind, TermKind::Skip { .. }))
     {
         skip.insert(names.len() as u16);
+        names.push(d.name.clone());
+        kinds.push(Some(d.kind.clone()));
+    }
+    for d in spec
+        .decls
+        .iter()
+        .filter(|d| matches!(d.kind, TermKind::Never { .. }))
+    {
         names.push(d.name.clone());
         kinds.push(Some(d.kind.clone()));
     }
