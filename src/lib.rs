@@ -8,7 +8,9 @@
 //! - `guc`: every `grid.*` configuration parameter;
 //! - `catalog`: `grid.catalog_snapshot()` (plain SQL, sql/catalog.sql);
 //! - `audit`: the append-only audit store and its verifier (sql/audit.sql);
-//! - `policy`: per-role bans, `grid.policy` (sql/policy.sql);
+//! - `policy`: per-role bans and write opt-in, `grid.policy` (sql/policy.sql);
+//! - `provenance`: whose text may reach a prompt, `grid.trusted_author()` and
+//!   `grid_curator` (sql/provenance.sql);
 //! - `worker`: the mask worker (a background worker) and the backends' socket client;
 //! - `ask`: `grid.ask()`, the backend's half of a generation.
 //!
@@ -31,7 +33,9 @@ mod caller;
 mod catalog;
 mod endpoint_faults;
 mod guc;
+mod meaning;
 mod policy;
+mod provenance;
 mod worker;
 
 #[cfg(any(test, feature = "pg_test"))]
