@@ -17,14 +17,17 @@ use crate::lexer::dfa::LexDfa;
 use crate::policy::{Ban, Policy, Verb};
 use crate::termset::TermSet;
 
-/// An unquoted identifier as PostgreSQL scans it (its bytes ≥ 0x80 are letters).
-pub const UNQUOTED_IDENT: &str = r"[A-Za-z_\x80-\xFF][A-Za-z0-9_$\x80-\xFF]*";
+/// An unquoted identifier as PostgreSQL scans it (its bytes ≥ 0x80 are letters). At most
+/// 63 bytes (NAMEDATALEN - 1), as every identifier here: PostgreSQL truncates a longer
+/// one, so two names the dialect tells apart could be one to the server (issue 16, found
+/// by comparing the mocks' outputs with PostgreSQL's own lexer).
+pub const UNQUOTED_IDENT: &str = r"[A-Za-z_\x80-\xFF][A-Za-z0-9_$\x80-\xFF]{0,62}";
 /// An unquoted identifier of generated SQL: ASCII only. A model given PostgreSQL's
 /// scanner could spell any bytes ≥ 0x80 into a free identifier (an alias), invalid UTF-8
 /// included, which the server would refuse; names outside ASCII can still be quoted.
-pub const ASCII_IDENT: &str = r"[A-Za-z_][A-Za-z0-9_$]*";
-/// A double-quoted identifier, `""` standing for `"`.
-pub const QUOTED_IDENT: &str = r#""(?:[^"]|"")+""#;
+pub const ASCII_IDENT: &str = r"[A-Za-z_][A-Za-z0-9_$]{0,62}";
+/// A double-quoted identifier, `""` standing for `"`: at most 63 bytes of name.
+pub const QUOTED_IDENT: &str = r#""(?:[^"]|""){1,63}""#;
 
 /// The L1 grammar source shipped with the crate.
 pub const POSTGRES_Y: &str = include_str!("../../../../grammars/postgres.y");
