@@ -1127,7 +1127,16 @@ mod tests {
             run("RESET ROLE");
             a.unwrap_or_default()
         };
-        // Provenance: the comment is withheld, so the question is answered as asked.
+        // Provenance: the comment is withheld from hr's snapshot (so from its prompt), and
+        // the question is answered as asked.
+        run("SET ROLE grid_t_hr");
+        let note: Option<String> = select_one(
+            "SELECT c->>'comment' FROM jsonb_array_elements(grid.catalog_snapshot()->'relations') r,
+                    jsonb_array_elements(r->'columns') c
+              WHERE r->>'name' = 'grid_t_inbox' AND c->>'name' = 'note'",
+        );
+        run("RESET ROLE");
+        assert_eq!(note, None, "the comment reached hr's snapshot");
         assert_eq!(
             as_hr("what is the average salary"),
             "ok:SELECT salary FROM grid_t_salaries"
@@ -1136,7 +1145,7 @@ mod tests {
         // still keeps INSERT out of hr's mask.
         run("GRANT grid_curator TO grid_t_mallory");
         let steered = as_hr("what is the average salary, again");
-        assert!(!steered.contains("INSERT"), "{steered}");
+        assert!(!steered.starts_with("ok:INSERT"), "{steered}");
         // Both defences down: the attack's statement, which grid.run refuses to run.
         run(r#"INSERT INTO grid.policy (role_name, policy)
                VALUES ('grid_t_hr', '{"verbs": ["select", "insert"]}')"#);
