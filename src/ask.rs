@@ -984,8 +984,8 @@ mod tests {
         assert_eq!(ok, Some(true));
     }
 
-    /// Whether `sql` names one of the `relations` (a name, quoted or not), uses a verb
-    /// that writes or changes the schema (an unquoted keyword), holds a second statement
+    /// Whether `sql` names one of the `relations` (a name, quoted or not), is a statement
+    /// that writes or changes the schema (its first word is such a verb), holds a second statement
     /// (a `;` but the one terminator at the end) or a comment. Lexed the way the dialect
     /// lexes: a string literal is data (`'delete'` names nothing and runs nothing), and
     /// a word is a whole identifier or keyword (`INSERTUPDATE` is an identifier).
@@ -1018,7 +1018,10 @@ mod tests {
                     .iter()
                     .collect::<String>()
                     .to_ascii_lowercase();
-                if VERBS.contains(&word.as_str()) || relations.contains(&word.as_str()) {
+                // A verb is a write only as the statement's first word: elsewhere it is a
+                // name (INSERT, UPDATE, DELETE are unreserved keywords: `INSERT . id`).
+                let first = chars[..i].iter().all(|c| c.is_whitespace());
+                if (first && VERBS.contains(&word.as_str())) || relations.contains(&word.as_str()) {
                     return true;
                 }
                 i = end;
@@ -1048,6 +1051,7 @@ mod tests {
         }
         for fine in [
             "SELECT INSERTUPDATE.id FROM grid_t_orders",
+            "VALUES (1 IN (INSERT . id))",
             "SELECT 'delete; drop' FROM grid_t_orders;",
             "SELECT grid_t_salaries_x FROM grid_t_orders",
             "SELECT \"GRID_T_SALARIES\".id FROM grid_t_orders",
