@@ -116,7 +116,7 @@ impl Model for Mock<'_> {
                     return Ok(Choice::Eos);
                 }
                 if !self.adversarial {
-                    if s.mask.eos && r.next() % 16 == 0 {
+                    if s.mask.eos && r.next().is_multiple_of(16) {
                         return Ok(Choice::Eos);
                     }
                     return Ok(Choice::Token(ids[(r.next() % ids.len() as u64) as usize]));
