@@ -13,7 +13,7 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::{examples, gold, language_for, permissive_schema, spider_or_skip, Langs, Rng};
+use common::{examples, language_for, permissive_schema, spider_or_skip, Langs, Rng};
 use grid_core::grammar::spec::{IdentCategory, TermKind};
 use grid_core::{Config, Language, Policy, Session};
 
