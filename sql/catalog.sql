@@ -17,6 +17,9 @@
 --     pg_catalog, information_schema, TOAST and temporary schemas and the
 --     extension's own schema grid never appear;
 --   * of those, the columns the caller holds a column privilege on;
+--   * comments (of relations and columns) only when their author, the relation's
+--     owner, is one the caller trusts (grid.trusted_author, sql/provenance.sql):
+--     another role's words never reach the caller's prompt;
 --   * a primary key or foreign key only when every column it names (on both
 --     sides, for a foreign key) appears: a key over hidden columns would leak
 --     their names into the prompt;
@@ -36,7 +39,7 @@ WITH path AS (
     SELECT coalesce(catalog_snapshot.search_path, '{}'::name[]) AS schemas
 ),
 candidate AS (
-    SELECT c.oid, n.nspname, c.relname, c.relkind,
+    SELECT c.oid, n.nspname, c.relname, c.relkind, c.relowner,
            ARRAY(SELECT p.verb
                    FROM unnest(ARRAY['select', 'insert', 'update', 'delete'])
                         WITH ORDINALITY AS p(verb, ord)
@@ -54,7 +57,8 @@ visible_column AS (
       FROM (SELECT a.attrelid, a.attnum, a.attname,
                    format_type(a.atttypid, a.atttypmod) AS type,
                    a.attnotnull,
-                   col_description(a.attrelid, a.attnum) AS comment,
+                   CASE WHEN grid.trusted_author(r.relowner)
+                        THEN col_description(a.attrelid, a.attnum) END AS comment,
                    ARRAY(SELECT p.verb
                            FROM unnest(ARRAY['select', 'insert', 'update'])
                                 WITH ORDINALITY AS p(verb, ord)
@@ -127,7 +131,8 @@ SELECT jsonb_build_object(
                                        AND array_position((SELECT schemas FROM path), 'pg_catalog') IS NULL)
                                    OR array_position((SELECT schemas FROM path), n2.nspname)
                                       < array_position((SELECT schemas FROM path), r.nspname))),
-                   'comment', obj_description(r.oid, 'pg_class'),
+                   'comment', CASE WHEN grid.trusted_author(r.relowner)
+                                   THEN obj_description(r.oid, 'pg_class') END,
                    'privileges', to_jsonb(r.privileges),
                    'columns', coalesce((
                        SELECT jsonb_agg(jsonb_build_object(

@@ -8,7 +8,7 @@ use pgrx::prelude::*;
 extension_sql_file!(
     "../sql/catalog.sql",
     name = "catalog_snapshot",
-    requires = ["bootstrap"]
+    requires = ["bootstrap", "provenance"]
 );
 
 /// The body of `grid.catalog_snapshot(search_path)` as one query taking the path as

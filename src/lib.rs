@@ -8,7 +8,9 @@
 //! - `guc`: every `grid.*` configuration parameter;
 //! - `catalog`: `grid.catalog_snapshot()` (plain SQL, sql/catalog.sql);
 //! - `audit`: the append-only audit store and its verifier (sql/audit.sql);
-//! - `policy`: per-role bans, `grid.policy` (sql/policy.sql);
+//! - `policy`: per-role bans and write opt-in, `grid.policy` (sql/policy.sql);
+//! - `provenance`: whose text may reach a prompt, `grid.trusted_author()` and
+//!   `grid_curator` (sql/provenance.sql);
 //! - `worker`: the mask worker (a background worker) and the backends' socket client;
 //! - `ask`: `grid.ask()`, the backend's half of a generation.
 //!
@@ -31,7 +33,9 @@ mod caller;
 mod catalog;
 mod endpoint_faults;
 mod guc;
+mod meaning;
 mod policy;
+mod provenance;
 mod worker;
 
 #[cfg(any(test, feature = "pg_test"))]
@@ -154,7 +158,13 @@ mod tests {
               WHERE p.pronamespace = 'grid'::regnamespace
                 AND pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')",
         );
-        assert_eq!(public, None, "functions PUBLIC may execute");
+        // The one exception (sql/privileges.sql): the provenance predicate the snapshot
+        // applies to every comment, read as the caller of grid.ask.
+        assert_eq!(
+            public.as_deref(),
+            Some("grid.trusted_author(oid)"),
+            "functions PUBLIC may execute"
+        );
     }
 
     #[pg_test]

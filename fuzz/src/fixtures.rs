@@ -35,9 +35,19 @@ fn language(dialect: &Arc<Dialect>, schema: &Schema, policy: &Policy) -> Arc<Lan
     Arc::new(Language::build(dialect.clone(), policy, &lx).expect("fixture language"))
 }
 
+/// `shop` plus another role's table off the search path, written `atk.inbox`.
+fn shop_with_inbox() -> Schema {
+    let mut s = shop_schema();
+    let mut inbox = Table::with_columns("inbox", &["id", "note"]);
+    inbox.qualifier = Some("atk".into());
+    s.tables.push(inbox);
+    s
+}
+
 /// The roles the targets pick from: every verb and SELECT-only over `hr` with the full
-/// dialect (comments), and SELECT-only over `shop` with the extension's dialect (no
-/// comments, ASCII identifiers).
+/// dialect (comments), and with the extension's dialect (no comments, ASCII
+/// identifiers) SELECT-only over `shop` and every verb over `shop` with a qualified
+/// relation.
 pub static LANGUAGES: LazyLock<Vec<Arc<Language>>> = LazyLock::new(|| {
     let full = Arc::new(Dialect::postgres().expect("postgres dialect"));
     let ext = Arc::new(Dialect::postgres_without_comments().expect("extension dialect"));
@@ -45,6 +55,7 @@ pub static LANGUAGES: LazyLock<Vec<Arc<Language>>> = LazyLock::new(|| {
         language(&full, &hr_schema(), &Policy::default()),
         language(&full, &hr_schema(), &Policy::select_only()),
         language(&ext, &shop_schema(), &Policy::select_only()),
+        language(&ext, &shop_with_inbox(), &Policy::default()),
     ]
 });
 

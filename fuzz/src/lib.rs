@@ -8,5 +8,6 @@ pub mod endpoint_reply;
 pub mod fixtures;
 pub mod lexer_parser;
 pub mod mask_oracle;
+pub mod reserve_completion;
 #[cfg(test)]
 mod seeds;

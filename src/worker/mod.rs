@@ -60,8 +60,10 @@ pub fn unexpected(what: &str, response: &Response) -> ! {
     )
 }
 
-/// Raises an ERROR with `code`.
+/// Raises an ERROR with `code`. The message is made ASCII: it may quote generated text
+/// or catalog names, and must reach a client of any `client_encoding`.
 pub fn raise(code: PgSqlErrorCode, message: String) -> ! {
+    let message = grid_core::message::ascii(&message).into_owned();
     ereport!(ERROR, code, message);
 }
 

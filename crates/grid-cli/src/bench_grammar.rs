@@ -118,7 +118,7 @@ impl<'a> PeerSource<'a> {
             let def = match self.kind(name)? {
                 TermKind::Keyword { word } => format!("{}i", json_str(word)),
                 TermKind::Token { regex } => lark_regex(regex),
-                TermKind::Skip { .. } => continue,
+                TermKind::Skip { .. } | TermKind::Never { .. } => continue,
                 TermKind::Ident(IdentCategory::Free) => {
                     need_ident = true;
                     "(UNQUOTED_IDENT | QUOTED_IDENT) & ~RESERVED_WORD".to_string()
@@ -198,7 +198,7 @@ impl<'a> PeerSource<'a> {
                         GridError::Grammar(format!("no EBNF form for the lexeme of {name}"))
                     })?
                 }
-                TermKind::Skip { .. } => continue,
+                TermKind::Skip { .. } | TermKind::Never { .. } => continue,
                 TermKind::Ident(IdentCategory::Free | IdentCategory::Cte) => {
                     need_ident = true;
                     "ident".to_string()
@@ -222,7 +222,7 @@ impl<'a> PeerSource<'a> {
             );
         }
         s.push_str(
-            "ws ::= ([ \\t\\r\\n\\f] | \"--\" [^\\n]* | \"/*\" ([^*] | \"*\"+ [^*/])* \"*\"+ \"/\")*\n",
+            "ws ::= ([ \\t\\n] | \"--\" [^\\n]* | \"/*\" ([^*] | \"*\"+ [^*/])* \"*\"+ \"/\")*\n",
         );
         Ok(s)
     }
@@ -319,8 +319,8 @@ fn ebnf_token(name: &str) -> Option<&'static str> {
         "TYPECAST" => "\"::\"",
         "LBRACKET" => "\"[\"",
         "RBRACKET" => "\"]\"",
-        "STRING" => "\"'\" ([^'] | \"''\")* \"'\"",
-        "ESTRING" => "[eE] \"'\" ([^'\\\\] | \"\\\\\" [\\x00-\\U0010FFFF] | \"''\")* \"'\"",
+        "STRING" => "\"'\" ([^'\\\\\\x00-\\x08\\x0b-\\x1f\\x7f] | \"''\")* \"'\"",
+        "ESTRING" => "[eE] \"'\" ([^'\\\\\\x00-\\x08\\x0b-\\x1f\\x7f] | \"\\\\\" [^'\\x00-\\x08\\x0b-\\x1f\\x7f] | \"''\")* \"'\"",
         "INTEGER" => "[0-9]+",
         "DECIMAL" => {
             "(([0-9]+ \".\" [0-9]* | \".\" [0-9]+) ([eE] [+\\-]? [0-9]+)? | [0-9]+ [eE] [+\\-]? [0-9]+)"

@@ -12,6 +12,7 @@ pub mod language;
 pub mod lexer;
 pub mod lexicon;
 pub mod mask;
+pub mod message;
 pub mod oracle;
 pub mod parser;
 pub mod policy;
@@ -20,6 +21,7 @@ pub mod recognizer;
 pub mod registry;
 pub mod reserve;
 pub mod schema;
+pub mod statement;
 pub mod termset;
 pub mod trie;
 

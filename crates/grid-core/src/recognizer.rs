@@ -74,9 +74,9 @@ pub(crate) enum ScanStop<E> {
 pub(crate) trait ScanHost {
     type Refused;
 
-    /// A finished lexeme (ignored ones included) with its candidates and start offset;
-    /// `Err` refuses it.
-    fn lexeme(&mut self, cands: TermSet, at: usize) -> Result<(), Self::Refused>;
+    /// A finished lexeme (ignored ones included) with its candidates, start offset and
+    /// length; `Err` refuses it.
+    fn lexeme(&mut self, cands: TermSet, at: usize, len: usize) -> Result<(), Self::Refused>;
 
     /// Whether the parser expects a relation where the lexeme in progress started, asked at
     /// the dot of a `schema.table` word; `None` when the host cannot tell.
@@ -151,7 +151,7 @@ pub(crate) fn scan_byte<H: ScanHost>(
                 kind: StopKind::SplitWord,
             });
         }
-        host.lexeme(cands, start)
+        host.lexeme(cands, start, len)
             .map_err(|refused| ScanStop::Lexeme { at: start, refused })?;
         let mut requeued: SmallVec<[u8; 32]> = SmallVec::from_slice(&scan.rem[len..]);
         requeued.extend_from_slice(&queue[i..]);
@@ -166,8 +166,12 @@ pub(crate) fn scan_byte<H: ScanHost>(
 /// What a [`Session::push_byte_with`] watcher is told.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Scanned {
-    /// A lexeme handed to the parser, by its candidates.
-    Lexeme(TermSet),
+    /// A lexeme handed to the parser: its candidates, start offset and length.
+    Lexeme {
+        cands: TermSet,
+        at: usize,
+        len: usize,
+    },
     /// The parser was asked whether the dot of a `schema.table` word joins it.
     Dot,
 }
@@ -182,12 +186,12 @@ struct Parse<'a, 'l, F> {
 impl<F: FnMut(Scanned)> ScanHost for Parse<'_, '_, F> {
     type Refused = TermSet;
 
-    fn lexeme(&mut self, cands: TermSet, _at: usize) -> Result<(), TermSet> {
+    fn lexeme(&mut self, cands: TermSet, at: usize, len: usize) -> Result<(), TermSet> {
         if !self.session.emit_on(self.stacks, cands) {
             return Err(cands);
         }
         if !cands.intersects(&self.session.lang.terms().skip) {
-            (self.watch)(Scanned::Lexeme(cands));
+            (self.watch)(Scanned::Lexeme { cands, at, len });
         }
         Ok(())
     }
@@ -577,4 +581,35 @@ impl<'l> Session<'l> {
         self.feed(&mut c, text)?;
         self.finish(&c)
     }
+
+    /// The lexemes of the statement `text` as the scanner hands them to the parser
+    /// (ignored ones left out), in order: what PostgreSQL's own lexer must agree with
+    /// (docs/security.md). An error when `text` is not a sentence.
+    pub fn lexemes(&mut self, text: &[u8]) -> Result<Vec<Lexeme>, Stop> {
+        self.check(text)?;
+        let mut c = self.start();
+        let mut out = Vec::new();
+        // A space after a sentence ends its last lexeme (never a string or a quoted name
+        // left open: the sentence is complete) and is itself ignored.
+        for &b in text.iter().chain(b" ") {
+            self.push_byte_with(&mut c, b, &mut |e| {
+                if let Scanned::Lexeme { cands, at, len } = e {
+                    out.push(Lexeme {
+                        start: at,
+                        end: at + len,
+                        terms: cands,
+                    });
+                }
+            })?;
+        }
+        Ok(out)
+    }
+}
+
+/// One lexeme of a statement: its byte range and its candidate terminals.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lexeme {
+    pub start: usize,
+    pub end: usize,
+    pub terms: TermSet,
 }

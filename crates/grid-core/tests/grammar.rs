@@ -73,6 +73,13 @@ fn refuses_what_postgres_refuses() {
         "SELECT name FROM dogs /* open comment",
         "SELECT 1ex",
         "COPY dogs TO '/tmp/x'",
+        // PostgreSQL requires ON, USING, NATURAL or CROSS.
+        "SELECT * FROM dogs JOIN owners",
+        "SELECT * FROM dogs d JOIN owners o WHERE d.owner_id = o.owner_id",
+        "SELECT * FROM dogs LEFT JOIN owners",
+        // One meaning under every setting (tests/one_meaning.json has the rest).
+        "SELECT 'a\\' FROM dogs",
+        "SELECT E'\\'' FROM dogs",
     ] {
         assert!(!s.complete(bad.as_bytes()), "accepted: {bad}");
     }

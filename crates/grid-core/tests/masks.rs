@@ -245,7 +245,7 @@ const PG_STATEMENTS: &[&str] = &[
     "SELECT e.name, o.total FROM employees AS e JOIN orders o ON e.id = o.employee_id",
     "INSERT INTO orders VALUES ('a'),('b');",
     "SELECT \"Rating_(millions)\" FROM employees_public AS p, employees",
-    "SELECT 'it''s', E'quote\\'s', 1.5e3, .5, 1e5 FROM employees",
+    "SELECT 'it''s', E'quote''s', E'tab\\t', 1.5e3, .5, 1e5 FROM employees",
     "SELECT /* c */ name -- x\nFROM employees_public WHERE name LIKE 'a%'",
     "SELECT count(*) FROM employees GROUP BY name ORDER BY count(*) DESC LIMIT 3",
     "SELECT id::text FROM orders WHERE total <> 0 AND id IN (SELECT id FROM employees)",

@@ -13,7 +13,7 @@ mod common;
 
 use std::collections::HashSet;
 
-use common::{examples, gold, language_for, permissive_schema, spider_or_skip, Langs, Rng};
+use common::{examples, language_for, permissive_schema, spider_or_skip, Langs, Rng};
 use grid_core::grammar::spec::{IdentCategory, TermKind};
 use grid_core::{Config, Language, Policy, Session};
 
@@ -330,7 +330,9 @@ fn viable_agrees_with_its_definition_on_spider_gold() {
     let Some(dir) = spider_or_skip("viable_agrees_with_its_definition_on_spider_gold") else {
         return;
     };
-    let gold = gold(&dir);
+    // Every line, those PostgreSQL refuses included: they are edited at random here, and
+    // the rounds stay the ones this test has always drawn.
+    let gold = common::gold_all(&dir);
     let texts: Vec<String> = gold.iter().map(|g| g.sql.clone()).collect();
     let mut langs = Langs::new(&dir, Policy::default());
     let (pos, neg) = check_corpus(&mut |k| langs.get(&gold[k].db), &texts, 11);

@@ -441,7 +441,7 @@ struct StackFree<'a> {
 impl ScanHost for StackFree<'_> {
     type Refused = ();
 
-    fn lexeme(&mut self, c: TermSet, _at: usize) -> Result<(), ()> {
+    fn lexeme(&mut self, c: TermSet, _at: usize, _len: usize) -> Result<(), ()> {
         if c.intersects(&self.skip) {
             return Ok(());
         }
