@@ -59,14 +59,13 @@ pub fn check_question(question: &str) -> Result<(), QuestionError> {
     }
 }
 
-/// Sets `search_path` until the end of the calling grid function (whose own SET clause
-/// restores the caller's value when it returns) or of the enclosing subtransaction.
+/// Sets `search_path` (`$1`) until the end of the calling grid function (whose own SET
+/// clause restores the caller's value when it returns) or of the enclosing subtransaction.
+const SET_SEARCH_PATH: &str = "SELECT pg_catalog.set_config('search_path', $1, true)";
+
 fn set_search_path(what: &str, path: &str) {
     use pgrx::prelude::*;
-    if let Err(e) = Spi::run_with_args(
-        "SELECT pg_catalog.set_config('search_path', $1, true)",
-        &[path.into()],
-    ) {
+    if let Err(e) = Spi::run_with_args(SET_SEARCH_PATH, &[path.into()]) {
         crate::worker::raise(
             PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
             format!("{what}: setting search_path: {e}"),
@@ -268,12 +267,9 @@ fn run_read_only(sql: &str, max_rows: i32, search_path: &str) -> serde_json::Val
     };
     let rows = pgrx::PgTryBuilder::new(|| {
         // The statement's names are the caller's: it runs under the caller's path.
-        Spi::run_with_args(
-            "SELECT pg_catalog.set_config('search_path', $1, true)",
-            &[search_path.into()],
-        )
-        .and_then(|()| Spi::run("SET LOCAL transaction_read_only = on"))
-        .and_then(|()| Spi::get_one::<pgrx::JsonB>(&query))
+        Spi::run_with_args(SET_SEARCH_PATH, &[search_path.into()])
+            .and_then(|()| Spi::run("SET LOCAL transaction_read_only = on"))
+            .and_then(|()| Spi::get_one::<pgrx::JsonB>(&query))
     })
     .catch_others(|e| {
         end();

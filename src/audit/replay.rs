@@ -98,11 +98,7 @@ fn verdict_differs(
         "SELECT refused FROM grid.generations WHERE generation = $1",
         &[generation.into()],
     )?;
-    let violations: Vec<String> = checker::check(sql, snapshot)
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    let recomputed = crate::worker::engine::refusal(&violations);
+    let recomputed = crate::worker::engine::refusal(&checker::check(sql, snapshot));
     Ok((stored != recomputed).then(|| {
         format!(
             "the masks replay, but the checker's verdict on the final statement differs: \

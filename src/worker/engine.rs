@@ -28,7 +28,7 @@ use grid_core::audit::{
 };
 use grid_core::cache::MaskCache;
 use grid_core::catalog::{CatalogError, CatalogSnapshot};
-use grid_core::checker;
+use grid_core::checker::{self, Violation};
 use grid_core::decode::{
     fingerprints, Batch, DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, Outcome,
 };
@@ -925,8 +925,8 @@ struct Attempt {
     generation: u64,
     compiled: Arc<Compiled>,
     prompt: Vec<u32>,
-    /// Set for a repair: the first attempt and why it was refused.
-    repair_of: Option<(u64, Vec<String>)>,
+    /// Set for a repair: the first attempt's generation.
+    repair_of: Option<u64>,
 }
 
 impl Attempt {
@@ -1009,10 +1009,10 @@ struct Attempted {
     sql: Option<String>,
     stop: Option<StopReason>,
     /// What the semantic checker found in `sql`.
-    violations: Vec<String>,
+    violations: Vec<Violation>,
     /// Why the generation gives no statement.
     failure: Option<Failure>,
-    repair_of: Option<(u64, Vec<String>)>,
+    repair_of: Option<u64>,
 }
 
 impl Attempted {
@@ -1090,10 +1090,7 @@ impl Attempted {
             )),
         };
         if done.failure.is_none() {
-            done.violations = checker::check(&sql, &done.compiled.snapshot)
-                .iter()
-                .map(ToString::to_string)
-                .collect();
+            done.violations = checker::check(&sql, &done.compiled.snapshot);
         }
         done.sql = Some(sql);
         done
@@ -1107,13 +1104,12 @@ impl Attempted {
         let sql = self.sql.as_deref()?;
         let dialect = self.compiled.language.dialect.clone();
         let reserved = |w: &str| dialect.is_reserved(w);
-        let found = checker::check(sql, &self.compiled.snapshot);
         let text = prompt::repair_prompt(
             &self.compiled.snapshot,
             &self.job.ask.question,
             PROMPT_SCHEMA_BYTES,
             sql,
-            &found,
+            &self.violations,
             &reserved,
         )
         .ok()?;
@@ -1122,7 +1118,7 @@ impl Attempted {
             generation: self.job.ids[1],
             compiled: self.compiled.clone(),
             prompt: vocab.vocab.encode(&text),
-            repair_of: Some((self.generation, self.violations.clone())),
+            repair_of: Some(self.generation),
         })
     }
 
@@ -1137,7 +1133,7 @@ impl Attempted {
             current_user: self.job.ask.current_user.clone(),
             final_sql: self.sql.clone(),
             refused: refusal(&self.violations),
-            repair_of: self.repair_of.as_ref().map(|(g, _)| *g),
+            repair_of: self.repair_of,
             artefacts: artefacts(&self.compiled, vocab),
             started_at: self.job.started_at,
         })
@@ -1163,11 +1159,11 @@ impl Attempted {
                 stop: last.stop.map_or("error", StopReason::name).to_string(),
                 repaired_from: again.map(|_| i64::try_from(self.generation).unwrap_or(i64::MAX)),
                 repair_reasons: if again.is_some() {
-                    self.violations.clone()
+                    reasons(&self.violations)
                 } else {
                     Vec::new()
                 },
-                steps: explain(&last.steps, vocab),
+                steps: explain(&last.steps, vocab, true),
                 head: String::new(),
                 refused: None,
             }),
@@ -1180,18 +1176,14 @@ impl Attempted {
                     refusal(&last.violations).unwrap_or_default()
                 );
                 if self.job.ask.explain {
-                    let mut steps = explain(&last.steps, vocab);
-                    for s in &mut steps {
-                        s.token = None;
-                    }
                     Response::Generated(Generated {
                         generation: i64::try_from(last.generation).unwrap_or(i64::MAX),
                         sql: String::new(),
                         stop: last.stop.map_or("error", StopReason::name).to_string(),
                         repaired_from: again
                             .map(|_| i64::try_from(self.generation).unwrap_or(i64::MAX)),
-                        repair_reasons: self.violations.clone(),
-                        steps,
+                        repair_reasons: reasons(&self.violations),
+                        steps: explain(&last.steps, vocab, false),
                         head: String::new(),
                         refused: Some(why),
                     })
@@ -1306,10 +1298,15 @@ fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<SealToWr
     })
 }
 
+/// The checker's violations as messages name them.
+fn reasons(violations: &[Violation]) -> Vec<String> {
+    violations.iter().map(ToString::to_string).collect()
+}
+
 /// The checker's violations as `grid.generations.refused` records them (and
 /// `grid.replay()` recomputes them): `None` when there are none.
-pub fn refusal(violations: &[String]) -> Option<String> {
-    (!violations.is_empty()).then(|| violations.join("; "))
+pub fn refusal(violations: &[Violation]) -> Option<String> {
+    (!violations.is_empty()).then(|| reasons(violations).join("; "))
 }
 
 /// The artefacts a replay of a generation needs, content-addressed by the seal's
@@ -1352,18 +1349,19 @@ fn artefacts(c: &Compiled, vocab: &VocabState) -> Vec<Artefact> {
     ]
 }
 
-/// The steps of a generation as `grid.explain()` shows them.
-fn explain(steps: &[StepRecord], vocab: &VocabState) -> Vec<ExplainStep> {
+/// The steps of a generation as `grid.explain()` shows them; without their tokens
+/// (`None`) for a statement that is not returned.
+fn explain(steps: &[StepRecord], vocab: &VocabState, with_tokens: bool) -> Vec<ExplainStep> {
     let n = u32::try_from(vocab.vocab.len()).unwrap_or(u32::MAX);
     steps
         .iter()
         .map(|r| ExplainStep {
             step: r.step,
             token: match r.token {
-                Token::Id(id) => {
+                Token::Id(id) if with_tokens => {
                     Some(String::from_utf8_lossy(vocab.vocab.token_bytes(id)).into_owned())
                 }
-                Token::Eos => None,
+                Token::Id(_) | Token::Eos => None,
             },
             allowed: n.saturating_sub(r.blocked_count),
             blocked: r.blocked_count,

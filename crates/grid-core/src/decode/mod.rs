@@ -223,11 +223,6 @@ impl<'l> Batch<'l> {
         self.live.is_empty() && self.stopped.is_empty()
     }
 
-    /// Generations that have not stopped.
-    pub fn live(&self) -> usize {
-        self.live.len()
-    }
-
     /// The ids of the generations that have not stopped.
     pub fn generations(&self) -> impl Iterator<Item = u64> + '_ {
         self.live.iter().map(|g| g.spec.id)
