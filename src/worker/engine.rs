@@ -17,7 +17,6 @@
 //! - the endpoint clients, so the server's mask cache is reused across asks.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -42,7 +41,9 @@ use grid_endpoint::backend::mock::{mix, AdversarialMock, ScriptedMock};
 use grid_endpoint::backend::script::Script;
 use grid_endpoint::client::ApiKey;
 use grid_endpoint::model::{InProcess, Remote, SamplingPlan};
-use grid_endpoint::{Backend, ClientConfig, ClientError, EndpointClient, HttpConfig};
+use grid_endpoint::{
+    Backend, ClientConfig, ClientError, EndpointClient, EndpointSpec, HttpConfig, SpecError,
+};
 use grid_vocab::Vocabulary;
 use pgrx::PgSqlErrorCode;
 
@@ -134,54 +135,25 @@ pub trait Outbox: Send + Sync {
     fn send(&self, output: Output);
 }
 
-/// Which model `grid.endpoint` names.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum EndpointSpec {
-    /// `mock:scripted[:<script file>]`, in process, over the built-in vocabulary.
-    Scripted(Option<PathBuf>),
-    /// `mock:adversarial`, in process, over the built-in vocabulary.
-    Adversarial,
-    /// A `grid-endpoint/1` server.
-    Http(String),
+/// The model `grid.endpoint` names.
+fn endpoint_spec(endpoint: Option<&str>) -> Result<EndpointSpec, Failure> {
+    EndpointSpec::parse(endpoint).map_err(|e| match e {
+        SpecError::Unset => Failure::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("grid.endpoint is {e}"),
+        ),
+        SpecError::Invalid(_) => Failure::new(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("grid.endpoint {e}"),
+        ),
+    })
 }
 
-impl EndpointSpec {
-    fn parse(endpoint: Option<&str>) -> Result<EndpointSpec, Failure> {
-        let e = endpoint.map(str::trim).unwrap_or("");
-        if e.is_empty() {
-            return Err(Failure::new(
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                "grid.endpoint is not set: set it to the URL of a grid-endpoint/1 server (e.g. \
-                 'http://127.0.0.1:8077'), or to 'mock:scripted:<script file>' or \
-                 'mock:adversarial' for the built-in mock models",
-            ));
-        }
-        if e == "mock:adversarial" {
-            return Ok(EndpointSpec::Adversarial);
-        }
-        if e == "mock:scripted" {
-            return Ok(EndpointSpec::Scripted(None));
-        }
-        if let Some(path) = e.strip_prefix("mock:scripted:") {
-            return Ok(EndpointSpec::Scripted(Some(PathBuf::from(path))));
-        }
-        if e.starts_with("http://") || e.starts_with("https://") {
-            return Ok(EndpointSpec::Http(e.to_string()));
-        }
-        Err(Failure::new(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!(
-                "grid.endpoint {e:?} is not an http(s) URL, 'mock:scripted[:<script file>]' or \
-                 'mock:adversarial'"
-            ),
-        ))
-    }
-
-    fn vocabulary_key(&self) -> String {
-        match self {
-            EndpointSpec::Scripted(_) | EndpointSpec::Adversarial => "builtin".into(),
-            EndpointSpec::Http(url) => url.clone(),
-        }
+/// The key of an endpoint's vocabulary (one for both mocks: the built-in one).
+fn vocabulary_key(spec: &EndpointSpec) -> String {
+    match spec {
+        EndpointSpec::Scripted(_) | EndpointSpec::Adversarial => "builtin".into(),
+        EndpointSpec::Http(url) => url.clone(),
     }
 }
 
@@ -258,7 +230,7 @@ impl Engine {
         spec: &EndpointSpec,
         http: &HttpConfig,
     ) -> Result<Arc<VocabState>, Failure> {
-        let key = spec.vocabulary_key();
+        let key = vocabulary_key(spec);
         if let Some(v) = self.vocabularies.get(&key) {
             return Ok(v.clone());
         }
@@ -504,7 +476,7 @@ impl Engine {
         self.unwatch(&slot);
         if round.stale {
             // The server changed models: fetch its vocabulary again at the next ask.
-            self.vocabularies.remove(&endpoint.vocabulary_key());
+            self.vocabularies.remove(&vocabulary_key(&endpoint));
             self.remotes.clear();
         }
     }
@@ -515,7 +487,7 @@ impl Engine {
         first: &Job,
     ) -> Result<(EndpointSpec, Arc<VocabState>, ModelSlot), Failure> {
         let http = http_config(&first.ask, first.api_key.as_deref());
-        let spec = EndpointSpec::parse(first.ask.settings.endpoint.as_deref())?;
+        let spec = endpoint_spec(first.ask.settings.endpoint.as_deref())?;
         let vocab = self.vocabulary(&spec, &http)?;
         if let Some(wanted) = first.ask.settings.model.as_deref() {
             if wanted != vocab.model {

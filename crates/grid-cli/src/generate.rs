@@ -31,7 +31,7 @@ use grid_core::{Dialect, GridError, Language, Lexicon, Schema, Session};
 use grid_endpoint::backend::mock::{AdversarialMock, ScriptedMock};
 use grid_endpoint::backend::script::{Script, ScriptEntry};
 use grid_endpoint::model::{InProcess, Remote, SamplingPlan};
-use grid_endpoint::{Backend, ClientConfig, EndpointClient};
+use grid_endpoint::{Backend, ClientConfig, EndpointClient, EndpointSpec};
 use grid_vocab::{VocabError, Vocabulary};
 use serde_json::json;
 use thiserror::Error;
@@ -42,7 +42,9 @@ use crate::statement_check::StatementCheck;
 
 #[derive(Args)]
 pub struct GenerateArgs {
-    /// `mock:scripted`, `mock:adversarial`, or the URL of a grid-endpoint/1 server.
+    /// `mock:scripted[:<script file>]`, `mock:adversarial`, or the URL of a grid-endpoint/1
+    /// server (`grid.endpoint`'s forms; without a script file, the scripted mock's script
+    /// is the Spider gold of `--db`).
     #[arg(long)]
     endpoint: String,
     /// Tokenizer: a directory or file `grid_vocab::Vocabulary::load` reads.
@@ -175,14 +177,27 @@ fn read_questions(a: &GenerateArgs) -> Result<Vec<String>, GenerateError> {
 }
 
 fn model_for(a: &GenerateArgs, vocab: &Arc<Vocabulary>) -> Result<Box<dyn Model>, GenerateError> {
-    let backend: Arc<dyn Backend> = match a.endpoint.as_str() {
-        "mock:scripted" => Arc::new(ScriptedMock::new(
+    let spec: EndpointSpec = a
+        .endpoint
+        .parse()
+        .map_err(|e| GenerateError::Endpoint(format!("--endpoint {e}")))?;
+    let backend: Arc<dyn Backend> = match spec {
+        EndpointSpec::Scripted(None) => Arc::new(ScriptedMock::new(
             vocab.clone(),
             spider_script(&a.tables, &a.db),
         )),
-        "mock:adversarial" => Arc::new(AdversarialMock::new(vocab.clone())),
-        url => {
-            let client = EndpointClient::new(url, vocab.fingerprint(), ClientConfig::default())
+        EndpointSpec::Scripted(Some(path)) => {
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                GenerateError::Endpoint(format!("the mock script {}: {e}", path.display()))
+            })?;
+            let script = Script::parse(&text).map_err(|e| {
+                GenerateError::Endpoint(format!("the mock script {}: {e}", path.display()))
+            })?;
+            Arc::new(ScriptedMock::new(vocab.clone(), script))
+        }
+        EndpointSpec::Adversarial => Arc::new(AdversarialMock::new(vocab.clone())),
+        EndpointSpec::Http(url) => {
+            let client = EndpointClient::new(&url, vocab.fingerprint(), ClientConfig::default())
                 .map_err(|e| GenerateError::Endpoint(e.to_string()))?;
             let remote = Remote::new(client, vocab.clone(), SAMPLING)?;
             remote

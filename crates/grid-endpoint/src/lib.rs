@@ -11,6 +11,8 @@
 //!   logprobs and constrained single steps);
 //! * [`model`] (feature `decode`): the decode loop's `Model` over the mocks in process
 //!   and over an [`EndpointClient`];
+//! * [`spec`]: which model an endpoint setting names (`mock:…` or a URL), parsed once
+//!   for the extension and the CLI;
 //! * [`server`]: the reference endpoint ([`Server`]) with its [`backend`]s: deterministic
 //!   mocks (scripted, adversarial) and a vLLM front.
 //!
@@ -26,6 +28,7 @@ pub mod lru;
 pub mod model;
 pub mod protocol;
 pub mod server;
+pub mod spec;
 pub mod tokenset;
 
 pub use backend::{Allowed, Backend, Sample, SampleContext};
@@ -35,4 +38,5 @@ pub use client::{
 pub use error::{BackendError, ClientError, GenerationError};
 pub use protocol::{Sampling, PROTOCOL};
 pub use server::{Server, ServerConfig};
+pub use spec::{EndpointSpec, SpecError};
 pub use tokenset::{EntryId, TokenSet};
