@@ -927,7 +927,7 @@ impl Attempt {
         Ok(Attempt {
             generation: job.ids[0],
             job,
-            prompt: vocab.vocab.encode(&text),
+            prompt: vocab.vocab.encode(&text.flat()),
             compiled,
             repair_of: None,
         })
@@ -1089,7 +1089,7 @@ impl Attempted {
             job: self.job.clone(),
             generation: self.job.ids[1],
             compiled: self.compiled.clone(),
-            prompt: vocab.vocab.encode(&text),
+            prompt: vocab.vocab.encode(&text.flat()),
             repair_of: Some(self.generation),
         })
     }
