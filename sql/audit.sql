@@ -63,7 +63,7 @@ CREATE TABLE grid.generations (
     lexicons_fp       bytea NOT NULL CHECK (octet_length(lexicons_fp) = 16),
     policy_fp         bytea NOT NULL CHECK (octet_length(policy_fp) = 16),
     vocabulary_fp     bytea NOT NULL CHECK (octet_length(vocabulary_fp) = 16),
-    decode_mode       text NOT NULL CHECK (decode_mode IN ('mode1', 'mode2')),
+    decode_mode       text NOT NULL CHECK (decode_mode IN ('mode1', 'mode2', 'unconstrained')),
     mask_cache        boolean NOT NULL,
     prev_seal_hash    bytea NOT NULL CHECK (octet_length(prev_seal_hash) = 32),
     hash              bytea NOT NULL CHECK (octet_length(hash) = 32),

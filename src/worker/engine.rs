@@ -952,6 +952,7 @@ impl Attempt {
                 question_digest: Some(text_digest(&ask.question)),
                 sql_digest: None,
             },
+            unconstrained: false,
         }
     }
 

@@ -253,6 +253,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
                     question_digest: Some(text_digest(q)),
                     sql_digest: None,
                 },
+                unconstrained: false,
             }
         })
         .collect();

@@ -528,10 +528,11 @@ fn mutate(e: &mut Vec<Entry>, head: Head, class: usize, rng: &mut XorShift) -> V
                 7 => flip(&mut s.fingerprints.policy, rng),
                 8 => flip(&mut s.fingerprints.vocabulary, rng),
                 9 => {
-                    s.mode.decode = match s.mode.decode {
-                        DecodeMode::Mode1 => DecodeMode::Mode2,
-                        DecodeMode::Mode2 => DecodeMode::Mode1,
-                    }
+                    let others: Vec<DecodeMode> = DecodeMode::ALL
+                        .into_iter()
+                        .filter(|x| *x != s.mode.decode)
+                        .collect();
+                    s.mode.decode = others[rng.index(others.len())];
                 }
                 10 => s.mode.cache = !s.mode.cache,
                 11 => {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use common::{dialect, Rng};
 use grid_core::audit::{
-    replay, verify, AuditLog, Entry, Seal, SealMeta, StepKind, StepRecord, StopReason,
+    replay, verify, AuditLog, DecodeMode, Entry, Seal, SealMeta, StepKind, StepRecord, StopReason,
     VerifyOptions,
 };
 use grid_core::decode::{
@@ -220,6 +220,7 @@ impl Bench {
                 max_tokens: budget(i),
                 seed: 1000 + i,
                 meta: SealMeta::default(),
+                unconstrained: false,
             })
             .collect()
     }
@@ -314,6 +315,71 @@ fn tiny_budgets_always_end_in_a_statement() {
         );
     }
     b.replay(&log);
+}
+
+/// An unconstrained generation (the ablation): no mask, so the adversary writes what a
+/// mask would refuse; the budget cuts it where it stands; it is sealed in decode mode
+/// `unconstrained`, its records carry no configuration, and the log verifies and replays.
+#[test]
+fn an_unconstrained_generation_is_sealed_as_such_and_replays() {
+    let b = Bench::new(&select_only());
+    let mut specs = b.specs(6, |i| 10 + i as u32);
+    for s in &mut specs {
+        s.unconstrained = true;
+    }
+    let mut adv = AdversarialModel { vocab: vocab() };
+    let (out, log) = b.run(&specs, &mut adv, DecodeOptions::default());
+    let mut s = Session::new(&b.lang);
+    let mut unparsable = 0;
+    for (o, spec) in out.iter().zip(&specs) {
+        assert_eq!(o.stop, StopReason::BudgetTruncated, "{o:?}");
+        assert_eq!(o.tokens.len() as u32, spec.max_tokens);
+        unparsable += u32::from(!s.complete(&o.text));
+        let seal = own_seal(&log, o.generation);
+        assert_eq!(seal.mode.decode, DecodeMode::Unconstrained);
+        for r in steps_of(&log, o.generation) {
+            assert_eq!((r.config_hash, r.blocked_count), (0, 0), "{r:?}");
+            assert_eq!(r.kind, StepKind::Sampled);
+        }
+    }
+    assert!(
+        unparsable > 0,
+        "without a mask the adversary writes non-statements"
+    );
+    assert_eq!(
+        b.replay(&log),
+        out.iter().map(|o| o.tokens.len() as u64).sum::<u64>()
+    );
+
+    // The random model ends some with EOS, which the full mask always allows.
+    let mut random = RandomModel { calls: 0 };
+    let (out, log) = b.run(&specs, &mut random, DecodeOptions::default());
+    assert!(out.iter().any(|o| o.stop == StopReason::Eos), "{out:?}");
+    b.replay(&log);
+
+    // A guarded seal that claimed to be unconstrained (or the reverse) fails the replay.
+    let forged: Vec<Entry> = log
+        .entries()
+        .iter()
+        .map(|e| match e {
+            Entry::Seal(s) => {
+                let mut s = s.clone();
+                s.mode.decode = DecodeMode::Mode1;
+                s.hash = s.compute_hash();
+                Entry::Seal(s)
+            }
+            other => other.clone(),
+        })
+        .collect();
+    assert!(
+        verify(&forged, &VerifyOptions::default()).is_err() || {
+            let mut rc = Recomputer::new(b.trie.clone(), &b.vocab);
+            replay(&forged, &VerifyOptions::default(), &mut |ctx| {
+                rc.recompute(&b.lang, ctx)
+            })
+            .is_err()
+        }
+    );
 }
 
 /// Configurations the brute-force search may visit before it gives up.
@@ -623,6 +689,7 @@ impl Bench {
             max_tokens,
             seed: 7000 + id,
             meta: SealMeta::default(),
+            unconstrained: false,
         }
     }
 }

@@ -75,6 +75,10 @@ pub enum DecodeMode {
     /// Processor-only serving: the mask is applied by a logits processor that cannot
     /// append tokens; the termination guarantee weakens to EOS-only-at-ACCEPT.
     Mode2,
+    /// No mask (an ablation, for measuring what the mask brings): every non-special token
+    /// and EOS were allowed at every step, the budget cut the output where it stood. No
+    /// guarantee holds for such a generation; the seal says so.
+    Unconstrained,
 }
 
 impl DecodeMode {
@@ -83,6 +87,7 @@ impl DecodeMode {
         match self {
             DecodeMode::Mode1 => 1,
             DecodeMode::Mode2 => 2,
+            DecodeMode::Unconstrained => 3,
         }
     }
 
@@ -91,7 +96,20 @@ impl DecodeMode {
         match self {
             DecodeMode::Mode1 => "mode1",
             DecodeMode::Mode2 => "mode2",
+            DecodeMode::Unconstrained => "unconstrained",
         }
+    }
+
+    /// Every mode, in code order.
+    pub const ALL: [DecodeMode; 3] = [
+        DecodeMode::Mode1,
+        DecodeMode::Mode2,
+        DecodeMode::Unconstrained,
+    ];
+
+    /// Whether the generation's tokens were chosen under the exact mask (mode 1 or 2).
+    pub fn masked(self) -> bool {
+        self != DecodeMode::Unconstrained
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use grid_vocab::Vocabulary;
 use thiserror::Error;
 
-use super::commit::{config_hash, mask_entry_id};
+use super::commit::{config_hash, full_mask, mask_entry_id};
 use super::fingerprints;
 use crate::audit::{MaskCommit, RecomputeError, StepContext, Token};
 use crate::language::Language;
@@ -69,6 +69,21 @@ impl<'l> Recomputer<'l> {
                     artefact,
                 }));
             }
+        }
+        if !ctx.seal.mode.decode.masked() {
+            // An unconstrained generation: the same full mask at every step, no
+            // configuration (hash 0).
+            let mask = full_mask(self.masker.trie());
+            let eos_id = self.masker.trie().eos_id();
+            return Ok(MaskCommit {
+                config_hash: 0,
+                mask_entry_id: mask_entry_id(&mask),
+                blocked_count: mask.blocked,
+                token_allowed: match ctx.token {
+                    Token::Eos => true,
+                    Token::Id(id) => mask.contains(id) && Some(id) != eos_id,
+                },
+            });
         }
         let in_step = self
             .current
