@@ -105,10 +105,11 @@ fn denied_functions(what: &str) -> Vec<String> {
 
 /// Sends `question` to the worker as the caller and returns the generated statement, or
 /// raises the worker's error. `what` names the SQL function for messages.
-pub fn generate(what: &str, question: &str, explain: bool) -> crate::worker::protocol::Generated {
+pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generated {
     use crate::guc;
-    use crate::worker::protocol::{AskRequest, AskSettings, Request, Response};
+    use crate::worker::protocol::{Request, Response};
     use crate::worker::{raise, request, require_store_database, unexpected};
+    use grid_ask::{Ask, AskSettings};
     use pgrx::prelude::*;
 
     fn one<T: IntoDatum + FromDatum>(what: &str, query: &str) -> Option<T> {
@@ -176,13 +177,14 @@ pub fn generate(what: &str, question: &str, explain: bool) -> crate::worker::pro
         max_tokens: guc::max_tokens(),
         temperature: guc::temperature(),
         timeout_ms: u64::try_from(guc::timeout().as_millis()).unwrap_or(u64::MAX),
-        audit: guc::audit().name().to_string(),
+        audit: guc::audit(),
+        ablation: grid_ask::Ablation::default(),
         fault: guc::debug_fault(),
     };
     // grid.timeout bounds the whole generation in the worker; the margin lets the
     // worker's own answer (a timeout error, with its audit rows stored) arrive first.
     let wait = guc::timeout().saturating_add(std::time::Duration::from_secs(2));
-    let ask = Request::Ask(AskRequest {
+    let ask = Request::Ask(Ask {
         question: question.to_string(),
         snapshot,
         session_user: text(0),
@@ -373,7 +375,7 @@ mod grid {
                 s.token,
                 i64::from(s.allowed),
                 i64::from(s.blocked),
-                s.kind,
+                s.kind.name().to_string(),
             )
         }))
     }

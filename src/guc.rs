@@ -22,7 +22,8 @@ use std::ffi::{CStr, CString};
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
 
-/// What the audit store records for each generation (`grid.audit`).
+/// What the audit store records for each generation (`grid.audit`; the pipeline's
+/// [`grid_ask::AuditLevel`], as a setting).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
 pub enum AuditLevel {
     /// Every step record and the seal: the log verifies and replays.
@@ -31,16 +32,6 @@ pub enum AuditLevel {
     /// Nothing is recorded.
     #[name = c"off"]
     Off,
-}
-
-impl AuditLevel {
-    /// The setting's spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            AuditLevel::Full => "full",
-            AuditLevel::Off => "off",
-        }
-    }
 }
 
 static ENDPOINT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
@@ -245,8 +236,11 @@ pub fn database() -> String {
 }
 
 /// `grid.audit`.
-pub fn audit() -> AuditLevel {
-    AUDIT.get()
+pub fn audit() -> grid_ask::AuditLevel {
+    match AUDIT.get() {
+        AuditLevel::Full => grid_ask::AuditLevel::Full,
+        AuditLevel::Off => grid_ask::AuditLevel::Off,
+    }
 }
 
 #[cfg(any(test, feature = "pg_test"))]
@@ -346,7 +340,7 @@ mod tests {
             Some("grid.audit=full grid.mask_cache_mb=1024MB grid.max_tokens=512 grid.temperature=0 grid.timeout=30000ms grid.worker_threads=0")
         );
         assert_eq!(super::mask_cache_bytes(), 1 << 30);
-        assert_eq!(super::audit(), super::AuditLevel::Full);
+        assert_eq!(super::audit(), grid_ask::AuditLevel::Full);
         assert_eq!(super::endpoint(), None);
     }
 }

@@ -1,11 +1,12 @@
-//! The mask worker: a background worker that will own what is shared across sessions
-//! (grammar registry, tries, mask cache, endpoint client, decode loop), and the
-//! backends' way to reach it.
+//! The mask worker: a background worker that owns what is shared across sessions (the
+//! ask pipeline of `grid_ask` on a thread of its own, with its languages, tries, mask
+//! cache and endpoint clients) and writes the audit store, and the backends' way to
+//! reach it.
 //!
 //! - `protocol`: frames and messages on the socket.
-//! - `engine`: the generation engine (its own thread): languages, the decode loop.
-//! - `queue`: how jobs reach the engine's running decode loop.
-//! - `server`: the worker process.
+//! - `sqlstate`: the pipeline's failures as SQLSTATEs.
+//! - `server`: the worker process (socket threads, the pipeline's thread, the main
+//!   thread that alone touches PostgreSQL).
 //! - `transaction`: the worker's own transactions (the audit writes).
 //! - `client`: a backend's interruptible request.
 //!
@@ -13,10 +14,9 @@
 //! PostgreSQL process, and reachable by the server's OS user only).
 
 mod client;
-pub mod engine;
 pub mod protocol;
-mod queue;
 mod server;
+mod sqlstate;
 mod transaction;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -135,6 +135,41 @@ mod grid {
                 Ok(v) => pgrx::JsonB(v),
                 Err(e) => error!("{WHAT}: {e}"),
             },
+            other => super::unexpected(WHAT, &other),
+        }
+    }
+
+    /// `grid.audit_append_synthetic(...)`: has the mask worker append a generation of the
+    /// given sampled tokens through grid-core's chain writer, sealed with `stop` (left
+    /// unsealed when `stop` is NULL), in a transaction of the worker's own that is
+    /// committed when this returns: a ROLLBACK of the caller keeps it. For tests of the
+    /// audit store; superusers only.
+    #[pg_extern(security_invoker, volatile)]
+    #[search_path(pg_catalog, pg_temp)]
+    fn audit_append_synthetic(
+        question: Option<String>,
+        final_sql: Option<String>,
+        tokens: Vec<Option<i32>>,
+        stop: default!(Option<&str>, "'eos'"),
+    ) -> i64 {
+        const WHAT: &str = "grid.audit_append_synthetic";
+        super::require_store_database(WHAT);
+        let timeout = crate::guc::timeout();
+        // Half the caller's wait: a lock the worker cannot get is reported as such,
+        // before the caller stops waiting.
+        let lock_timeout_ms = u32::try_from(timeout.as_millis() / 2).unwrap_or(u32::MAX);
+        let request = match crate::audit::synthetic_request(
+            question,
+            final_sql,
+            &tokens,
+            stop,
+            lock_timeout_ms,
+        ) {
+            Ok(r) => r,
+            Err(e) => super::raise(e.sqlstate(), e.to_string()),
+        };
+        match super::request(WHAT, &Request::AppendSynthetic(request), timeout) {
+            Response::Appended { generation, .. } => generation,
             other => super::unexpected(WHAT, &other),
         }
     }
