@@ -178,7 +178,7 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
         temperature: guc::temperature(),
         timeout_ms: u64::try_from(guc::timeout().as_millis()).unwrap_or(u64::MAX),
         audit: guc::audit(),
-        ablation: grid_ask::Ablation::default(),
+        ablation: guc::ablation(),
         fault: guc::debug_fault(),
     };
     // grid.timeout bounds the whole generation in the worker; the margin lets the
@@ -783,6 +783,48 @@ mod tests {
                 .expect("replay");
         assert_eq!(ok, Some(false));
         assert!(reason.unwrap_or_default().contains("verdict"));
+    }
+
+    #[pg_test]
+    fn the_unconstrained_ablation_is_sealed_as_such_and_still_checked() {
+        fixture();
+        // Guarded, the analyst's salary question never names the table.
+        run("SET ROLE grid_t_analyst");
+        blocked("show the salaries");
+        run("RESET ROLE");
+        // Without the mask (a superuser's setting) the model writes it; the checker
+        // refuses it, so it is not returned, and nothing repairs it.
+        run("SET grid.ablation = unconstrained");
+        run("SET ROLE grid_t_analyst");
+        let m = assert_refused("SELECT grid.ask('show the salaries')", "42501");
+        assert!(!m.contains("SELECT"), "the refused statement leaked: {m}");
+        // The analyst can change the ablation neither way.
+        assert_refused("RESET grid.ablation", "42501");
+        assert_refused("SET grid.ablation = none", "42501");
+        run("RESET ROLE");
+        let row: Option<pgrx::JsonB> = select_one(
+            "SELECT to_jsonb(g) FROM grid.generations g ORDER BY seal_index DESC LIMIT 1",
+        );
+        let row = row.map(|j| j.0).unwrap_or_default();
+        assert_eq!(row["decode_mode"], "unconstrained", "{row}");
+        assert_eq!(
+            row["final_sql"], "SELECT salary FROM grid_t_salaries",
+            "{row}"
+        );
+        assert!(row["refused"].is_string(), "{row}");
+        let asked: Option<i64> = select_one(
+            "SELECT count(*) FROM grid.generations WHERE question = 'show the salaries'
+                AND decode_mode = 'unconstrained'",
+        );
+        assert_eq!(asked, Some(1), "no repair under the ablation");
+        let ok: Option<bool> = select_one(&format!(
+            "SELECT ok FROM grid.replay({})",
+            row["generation"]
+        ));
+        assert_eq!(ok, Some(true));
+        let ok: Option<bool> = select_one("SELECT ok FROM grid.verify_audit()");
+        assert_eq!(ok, Some(true));
+        run("RESET grid.ablation");
     }
 
     #[pg_test]
