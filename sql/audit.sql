@@ -82,7 +82,7 @@ COMMENT ON TABLE grid.generations IS 'Append-only: one row per finished generati
 CREATE TABLE grid.artifacts (
     kind         text NOT NULL CHECK (kind IN ('grammar', 'lexicons', 'policy', 'vocabulary')),
     fingerprint  bytea NOT NULL CHECK (octet_length(fingerprint) = 16),
-    -- The artefact itself, as bytes, as a document, or both; the vocabulary may be
+    -- The artifact itself, as bytes, as a document, or both; the vocabulary may be
     -- kept by fingerprint only when the endpoint can serve it again.
     content      bytea,
     content_json jsonb,

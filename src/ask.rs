@@ -890,7 +890,29 @@ mod tests {
         });
         run("RESET ROLE");
         assert_eq!(out.len(), 200);
-        let forbidden = |s: &str| violates(s, &["grid_t_salaries"]);
+        // The one forbidden-output check (grid_ask::StatementCheck), for the analyst's
+        // snapshot and policy as the asks archived them.
+        let lexicons: Option<pgrx::JsonB> = select_one(&format!(
+            "SELECT a.content_json FROM grid.generations g
+               JOIN grid.artifacts a ON a.kind = 'lexicons' AND a.fingerprint = g.lexicons_fp
+              WHERE g.question LIKE '{tag} question %' LIMIT 1"
+        ));
+        let lexicons = lexicons.map(|j| j.0).unwrap_or_default();
+        let snapshot: grid_core::catalog::CatalogSnapshot =
+            serde_json::from_value(lexicons["snapshot"].clone()).expect("archived snapshot");
+        assert!(
+            !snapshot
+                .relations
+                .iter()
+                .any(|r| r.name == "grid_t_salaries"),
+            "the analyst's snapshot names salaries"
+        );
+        let base = grid_core::Policy::from_json(&lexicons["base_policy"].to_string())
+            .expect("archived policy");
+        let dialect = grid_core::Dialect::postgres_without_comments().expect("dialect");
+        let check = grid_ask::StatementCheck::for_snapshot(&dialect, &snapshot, &base)
+            .expect("the analyst's check");
+        let forbidden = |s: &str| !check.forbidden(s).is_empty();
         let statements: Vec<&String> = out.iter().filter_map(|(s, _)| s.as_ref()).collect();
         let bad: Vec<&&String> = statements.iter().filter(|s| forbidden(s)).collect();
         assert!(bad.is_empty(), "forbidden output: {bad:?}");
@@ -933,78 +955,6 @@ mod tests {
         assert!(bad.is_empty(), "forbidden statements written: {bad:?}");
         let ok: Option<bool> = select_one("SELECT ok FROM grid.verify_audit()");
         assert_eq!(ok, Some(true));
-    }
-
-    /// Whether `sql` names one of the `relations` (a name, quoted or not), uses a verb
-    /// that writes or changes the schema (an unquoted keyword), holds a second statement
-    /// (a `;` but the one terminator at the end) or a comment. Lexed the way the dialect
-    /// lexes: a string literal is data (`'delete'` names nothing and runs nothing), and
-    /// a word is a whole identifier or keyword (`INSERTUPDATE` is an identifier).
-    fn violates(sql: &str, relations: &[&str]) -> bool {
-        const VERBS: &[&str] = &[
-            "insert", "update", "delete", "merge", "drop", "truncate", "alter", "create", "grant",
-            "revoke", "copy", "call", "do",
-        ];
-        let sql = crate::ask::without_terminator(sql);
-        let chars: Vec<char> = sql.chars().collect();
-        let mut i = 0;
-        while i < chars.len() {
-            let c = chars[i];
-            if c == '\'' || c == '"' {
-                let end = chars[i + 1..]
-                    .iter()
-                    .position(|&d| d == c)
-                    .map_or(chars.len(), |p| i + 1 + p);
-                let inner: String = chars[i + 1..end].iter().collect();
-                if c == '"' && relations.contains(&inner.as_str()) {
-                    return true;
-                }
-                i = end + 1;
-            } else if c.is_ascii_alphanumeric() || c == '_' {
-                let end = chars[i..]
-                    .iter()
-                    .position(|d| !(d.is_ascii_alphanumeric() || *d == '_'))
-                    .map_or(chars.len(), |p| i + p);
-                let word: String = chars[i..end]
-                    .iter()
-                    .collect::<String>()
-                    .to_ascii_lowercase();
-                if VERBS.contains(&word.as_str()) || relations.contains(&word.as_str()) {
-                    return true;
-                }
-                i = end;
-            } else {
-                let next = chars.get(i + 1).copied();
-                if c == ';' || (c == '-' && next == Some('-')) || (c == '/' && next == Some('*')) {
-                    return true;
-                }
-                i += 1;
-            }
-        }
-        false
-    }
-
-    #[test]
-    fn the_forbidden_output_check_lexes_like_the_dialect() {
-        let salaries = &["grid_t_salaries"];
-        for bad in [
-            "DELETE FROM grid_t_orders",
-            "SELECT * FROM grid_t_salaries",
-            "SELECT * FROM \"grid_t_salaries\"",
-            "SELECT 1; DROP TABLE x",
-            "SELECT 1 -- hidden",
-            "SELECT 1 /* hidden */",
-        ] {
-            assert!(violates(bad, salaries), "{bad}");
-        }
-        for fine in [
-            "SELECT INSERTUPDATE.id FROM grid_t_orders",
-            "SELECT 'delete; drop' FROM grid_t_orders;",
-            "SELECT grid_t_salaries_x FROM grid_t_orders",
-            "SELECT \"GRID_T_SALARIES\".id FROM grid_t_orders",
-        ] {
-            assert!(!violates(fine, salaries), "{fine}");
-        }
     }
 
     #[pg_test]
@@ -1067,7 +1017,7 @@ mod tests {
     }
 
     #[pg_test]
-    fn a_generation_replays_from_its_artefacts_and_an_edit_is_found() {
+    fn a_generation_replays_from_its_artifacts_and_an_edit_is_found() {
         fixture();
         run("SET ROLE grid_t_analyst");
         assert_eq!(

@@ -103,9 +103,9 @@ impl SyntheticError {
     }
 }
 
-/// The content a synthetic generation records for the artefact `label`, and its
+/// The content a synthetic generation records for the artifact `label`, and its
 /// fingerprint (the first 16 bytes of the content's text digest): content-addressed like
-/// the real artefacts.
+/// the real artifacts.
 fn synthetic_artifact(label: &str) -> ([u8; 16], serde_json::Value) {
     let d = text_digest(label);
     let mut fp = [0u8; 16];
@@ -163,7 +163,7 @@ pub fn synthetic_request(
 
 /// The worker's half: appends one generation whose sampled tokens are `g.tokens` (an
 /// EOS record is added when the stop reason ends with one), sealed unless `g.stop` is
-/// `None` (as a crash in the middle of a generation would leave it), with the artefacts
+/// `None` (as a crash in the middle of a generation would leave it), with the artifacts
 /// its seal names; returns its generation id and the seal chain's head after it. Runs in
 /// the worker's transaction, which the caller commits.
 pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), SyntheticError> {
@@ -230,7 +230,7 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
     } else {
         DecodeMode::Mode1
     };
-    // The lexicons depend on the question here, so that a test can remove the artefact
+    // The lexicons depend on the question here, so that a test can remove the artifact
     // of one generation only.
     let labels = [
         "synthetic grammar".to_string(),
@@ -248,7 +248,7 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
         policy: policy.0,
         vocabulary: vocabulary.0,
     };
-    // The artefacts first: a stored seal always finds what it names.
+    // The artifacts first: a stored seal always finds what it names.
     for (kind, (fingerprint, content)) in [
         (ArtifactKind::Grammar, grammar),
         (ArtifactKind::Lexicons, lexicons),
@@ -304,7 +304,7 @@ pub fn store_steps(steps: &[grid_core::audit::StepRecord]) -> Result<(), StoreEr
     Ok(())
 }
 
-/// Stores the seals of one ask: their artefacts first, then each seal re-anchored to the
+/// Stores the seals of one ask: their artifacts first, then each seal re-anchored to the
 /// stored head under the writers' lock (the engine chains them from a genesis head it
 /// cannot know). Returns the head after them.
 pub fn store_seals(seals: &[SealToWrite], session_user: &str) -> Result<Head, StoreError> {
@@ -401,7 +401,7 @@ mod grid {
     }
 
     /// `grid.replay(generation)`: recomputes every mask of `generation` from the archived
-    /// artefacts (the role's catalog snapshot and policy, the vocabulary, this version's
+    /// artifacts (the role's catalog snapshot and policy, the vocabulary, this version's
     /// dialect) and compares each step with what the log committed to: configuration
     /// hash, mask entry id, blocked count, and that the token was allowed. `ok` false
     /// names the first differing step, or why the generation cannot be replayed.

@@ -307,8 +307,8 @@ mod tests {
         install();
         let g = append("q", "SELECT 1", vec![1], "eos");
         let before = rows_of(g);
-        let artefacts = || select_one::<i64>("SELECT count(*) FROM grid.artifacts");
-        let artefacts_before = artefacts();
+        let artifacts = || select_one::<i64>("SELECT count(*) FROM grid.artifacts");
+        let artifacts_before = artifacts();
         for table in ["grid.audit_log", "grid.generations", "grid.artifacts"] {
             // Statement-level: refused even when no row would be touched.
             for sql in [
@@ -337,8 +337,8 @@ mod tests {
         );
         assert!(m.contains("append-only"), "{m}");
         assert_eq!(rows_of(g), before);
-        // Artefacts are only ever added (by other tests meanwhile).
-        assert!(artefacts() >= artefacts_before);
+        // Artifacts are only ever added (by other tests meanwhile).
+        assert!(artifacts() >= artifacts_before);
         assert!(verify(None).0);
     }
 
@@ -448,8 +448,8 @@ mod tests {
     }
 
     #[pg_test]
-    fn every_artefact_a_seal_names_is_stored_once_and_its_loss_is_reported() {
-        let question = "the artefacts of this question";
+    fn every_artifact_a_seal_names_is_stored_once_and_its_loss_is_reported() {
+        let question = "the artifacts of this question";
         let g = append(question, "SELECT 1", vec![1], "eos");
         let stored: Option<i64> = select_one(&format!(
             "SELECT count(*) FROM grid.generations g
@@ -459,7 +459,7 @@ mod tests {
               WHERE g.generation = {g} AND a.content_json IS NOT NULL"
         ));
         assert_eq!(stored, Some(4));
-        // Content-addressed: a second generation with the same inputs adds no artefact.
+        // Content-addressed: a second generation with the same inputs adds no artifact.
         let g2 = append(question, "SELECT 2", vec![2], "eos");
         let lexicons = format!("(SELECT lexicons_fp FROM grid.generations WHERE generation = {g})");
         let copies: Option<i64> = select_one(&format!(
@@ -484,7 +484,7 @@ mod tests {
         );
         let reason = reason.unwrap_or_default();
         assert!(
-            reason.contains("lexicons artefact") && reason.contains("missing from grid.artifacts"),
+            reason.contains("lexicons artifact") && reason.contains("missing from grid.artifacts"),
             "{reason}"
         );
     }
@@ -503,8 +503,8 @@ mod tests {
             "SELECT count(*) FROM grid.audit_log WHERE generation = {g}"
         ));
         assert_eq!(n, Some(2));
-        let artefacts: Option<i64> = select_one("SELECT count(*) FROM grid.artifacts");
-        assert!(artefacts.unwrap_or(0) >= 4);
+        let artifacts: Option<i64> = select_one("SELECT count(*) FROM grid.artifacts");
+        assert!(artifacts.unwrap_or(0) >= 4);
         assert_refused(
             "INSERT INTO grid.artifacts (kind, fingerprint) VALUES ('grammar', '\\x00')",
             "42501",

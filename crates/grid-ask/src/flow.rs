@@ -108,6 +108,7 @@ impl Attempt {
             violations: Vec::new(),
             verdict: None,
             failure: Some(f),
+            decode_error: None,
             repair_of: self.repair_of,
             tokens: 0,
             completed_tokens: 0,
@@ -130,6 +131,8 @@ pub struct Attempted {
     pub verdict: Option<Verdict>,
     /// Why the generation gives no statement.
     pub failure: Option<Failure>,
+    /// The decode loop's own error, when it stopped with one.
+    pub decode_error: Option<DecodeError>,
     pub repair_of: Option<u64>,
     /// Output tokens, and how many of them budget completion wrote.
     pub tokens: usize,
@@ -161,6 +164,7 @@ impl Attempted {
         done.stop = Some(o.stop);
         done.tokens = o.tokens.len();
         done.completed_tokens = o.completed_tokens;
+        done.decode_error = o.error.clone();
         done.failure = match (o.stop, &o.error) {
             // A truncated output (unconstrained) is a statement to check like any other.
             (StopReason::Eos | StopReason::BudgetCompleted | StopReason::BudgetTruncated, _) => {
@@ -272,6 +276,7 @@ impl Attempted {
             violations: reasons(&self.violations),
             verdict: self.verdict.clone(),
             failure: self.failure.clone(),
+            decode_error: self.decode_error.clone(),
         }
     }
 }
@@ -294,6 +299,8 @@ pub struct GenerationReport {
     pub violations: Vec<String>,
     pub verdict: Option<Verdict>,
     pub failure: Option<Failure>,
+    /// The decode loop's own error, when it stopped with one (a dead end, ...).
+    pub decode_error: Option<DecodeError>,
 }
 
 /// An ask's seals and answer.

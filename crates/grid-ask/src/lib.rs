@@ -29,6 +29,9 @@
 //!    place; [`replay`] rebuilds a generation's language from them.
 //! 6. **Answer** ([`answer`]): the statement with its explain rows, or a [`Failure`].
 //!
+//! [`output::StatementCheck`] is the independent check of what a model wrote (no
+//! forbidden lexeme for the role), the one reference the tests and the tools call.
+//!
 //! # Running it
 //!
 //! [`engine::run`] is the body of the pipeline's thread: the host sends
@@ -86,6 +89,7 @@ pub mod flow;
 pub mod judge;
 pub mod language;
 pub mod models;
+pub mod output;
 pub mod queue;
 pub mod record;
 pub mod replay;
@@ -98,6 +102,7 @@ pub use failure::{Failure, FailureKind};
 pub use flow::{Finished, GenerationReport};
 pub use judge::{Candidate, Judge, NoJudge, Ruling, Verdict};
 pub use models::MockDefaults;
+pub use output::StatementCheck;
 pub use record::{Artifact, ArtifactKind, SealToWrite};
 pub use request::{Ablation, Ask, AskSettings, AuditLevel};
 

@@ -16,9 +16,8 @@ use grid_ask::{
     Judge, MockDefaults, NoJudge, Outbox, Ruling, Verdict,
 };
 use grid_core::audit::{
-    replay, verify, DecodeMode, Entry, Head, StepKind, StepRecord, StopReason, VerifyOptions,
+    verify, DecodeMode, Entry, Head, StepKind, StepRecord, StopReason, VerifyOptions,
 };
-use grid_core::decode::Recomputer;
 
 /// The analyst may read `employees`, and of `salaries` only `employee_id` (it may update
 /// `amount`, so the mask offers it; the checker refuses reading it).
@@ -127,39 +126,17 @@ fn record_verifies_and_replays(steps: &[StepRecord], done: &[Finished]) {
         summary.generations as usize,
         done.iter().map(|f| f.seals.len()).sum::<usize>()
     );
-    let mut inputs = BTreeMap::new();
+    let mut artifacts = grid_ask::replay::ArtifactSet::default();
     for s in done.iter().flat_map(|f| &f.seals) {
-        let doc = |k: &str| {
-            s.artifacts
-                .iter()
-                .find(|a| a.kind.name() == k)
-                .and_then(|a| a.content_json.clone())
-                .unwrap_or_default()
-        };
-        let vocabulary = s
-            .artifacts
-            .iter()
-            .find(|a| a.kind.name() == "vocabulary")
-            .and_then(|a| a.content.clone())
-            .unwrap_or_default();
-        if s.seal.steps > 0 {
-            let r =
-                grid_ask::replay::from_artifacts(&doc("grammar"), &doc("lexicons"), &vocabulary)
-                    .expect("the artifacts rebuild the language");
-            inputs.insert(s.seal.generation, r);
+        for a in &s.artifacts {
+            artifacts.insert(a.clone());
         }
     }
-    let mut recomputers: BTreeMap<u64, Recomputer<'_>> = inputs
-        .iter()
-        .map(|(g, r)| (*g, Recomputer::new(r.trie.clone(), &r.vocab)))
-        .collect();
-    let replayed = replay(&log, &VerifyOptions::default(), &mut |ctx| {
-        let rc = recomputers
-            .get_mut(&ctx.generation)
-            .ok_or("no artifacts for the generation")?;
-        rc.recompute(&inputs[&ctx.generation].language, ctx)
-    })
-    .expect("every mask replays");
+    // What a file beside a log holds reads back the same.
+    let artifacts = grid_ask::replay::ArtifactSet::from_json(&artifacts.to_json())
+        .expect("the artifact list reads back");
+    let replayed = grid_ask::replay::replay_log(&log, &artifacts, &VerifyOptions::default())
+        .expect("every mask replays from the artifacts");
     assert_eq!(replayed.generations, summary.generations);
 }
 

@@ -61,7 +61,7 @@ fn mix(mut h: u64, v: u64) -> u64 {
     h ^ (h >> 31)
 }
 
-/// The fake "mask" of a step: a deterministic function of the artefacts and the output so
+/// The fake "mask" of a step: a deterministic function of the artifacts and the output so
 /// far, as the real one is of the grammar, lexicons, vocabulary and tokens.
 fn fake_commit(fp: &Fingerprints, prefix: &[Token]) -> MaskCommit {
     let mut h = 0u64;
@@ -1204,7 +1204,7 @@ fn replay_reproduces_every_step_and_reports_the_first_difference() {
     assert_eq!(s.steps, total);
     assert_eq!(calls, total);
 
-    // A recompute from different artefacts at one step: that step is reported.
+    // A recompute from different artifacts at one step: that step is reported.
     let target = step_at(e, indices(e, false)[total as usize / 2]).clone();
     for field in 0..3 {
         let err = replay(e, &opts, &mut |ctx: &StepContext<'_>| {
@@ -1269,10 +1269,10 @@ fn replay_reproduces_every_step_and_reports_the_first_difference() {
             if (generation, step) == (target.generation, target.step)
     ));
 
-    // A missing artefact.
+    // A missing artifact.
     let err = replay(e, &opts, &mut |ctx: &StepContext<'_>| {
         if ctx.generation == target.generation {
-            return Err("grammar artefact not archived".into());
+            return Err("grammar artifact not archived".into());
         }
         honest(ctx)
     })
@@ -1297,7 +1297,7 @@ fn replay_reproduces_every_step_and_reports_the_first_difference() {
 #[test]
 fn replay_catches_a_forged_log_with_a_fully_recomputed_chain() {
     // A forger who rewrites a token and recomputes every hash downstream produces a
-    // valid chain, but not the masks the artefacts give: replay finds the step.
+    // valid chain, but not the masks the artifacts give: replay finds the step.
     let log = build(61, 6);
     let mut forged = AuditLog::in_memory();
     // Same plans, different tokens at one generation's step 1.

@@ -1,4 +1,4 @@
-//! The single-flight registry of compiled artefacts: one build for N concurrent requests,
+//! The single-flight registry of compiled artifacts: one build for N concurrent requests,
 //! the same result or the same error for all, failures cached for a TTL.
 
 use std::sync::atomic::{AtomicU64, Ordering};

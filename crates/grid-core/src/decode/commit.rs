@@ -1,5 +1,5 @@
 //! What an audit record commits to about a step, computed from the configuration and the
-//! mask alone, so that a replay from archived artefacts recomputes it bit for bit.
+//! mask alone, so that a replay from archived artifacts recomputes it bit for bit.
 
 use blake2::digest::consts::U16;
 use blake2::{Blake2b, Digest};

@@ -1,4 +1,4 @@
-//! Replay of a decode loop's audit log: recomputes, from the archived artefacts, what each
+//! Replay of a decode loop's audit log: recomputes, from the archived artifacts, what each
 //! record commits to (configuration hash, mask entry id, blocked count) and whether the
 //! recorded token is in the recomputed mask. Plugs into [`crate::audit::replay`].
 
@@ -15,12 +15,12 @@ use crate::mask::Masker;
 use crate::recognizer::{Config, Session};
 use crate::trie::TokenTrie;
 
-/// The artefacts handed to the replay are not the ones the seal names.
+/// The artifacts handed to the replay are not the ones the seal names.
 #[derive(Debug, Error)]
-#[error("generation {generation}: the archived {artefact} does not have the sealed fingerprint")]
-pub struct ArtefactMismatch {
+#[error("generation {generation}: the archived {artifact} does not have the sealed fingerprint")]
+pub struct ArtifactMismatch {
     pub generation: u64,
-    pub artefact: &'static str,
+    pub artifact: &'static str,
 }
 
 /// The generation being replayed: its session and the configuration before `next_step`.
@@ -57,16 +57,16 @@ impl<'l> Recomputer<'l> {
     ) -> Result<MaskCommit, RecomputeError> {
         let fp = fingerprints(lang, self.vocab.fingerprint());
         let sealed = &ctx.seal.fingerprints;
-        for (artefact, ok) in [
+        for (artifact, ok) in [
             ("grammar", fp.grammar == sealed.grammar),
             ("lexicons", fp.lexicons == sealed.lexicons),
             ("policy", fp.policy == sealed.policy),
             ("vocabulary", fp.vocabulary == sealed.vocabulary),
         ] {
             if !ok {
-                return Err(Box::new(ArtefactMismatch {
+                return Err(Box::new(ArtifactMismatch {
                     generation: ctx.generation,
-                    artefact,
+                    artifact,
                 }));
             }
         }

@@ -1,16 +1,21 @@
-//! An independent check of generated SQL: a hand-written lexer (not the engine's scanner,
-//! not the mask) and plain rules over its lexemes. A statement passes when it is one
-//! statement beginning with a verb the policy allows, no forbidden verb or DDL word
-//! appears, and every identifier is a keyword, a word of the role's lexicon (tables,
-//! columns, functions, types), or a name the statement itself declares (an alias after
-//! `AS`, after a table or a closing parenthesis, or a CTE name after `WITH`), or a
-//! qualifier of a column (`x.name`, `x.*`): a qualifier can only name an item of the
-//! statement's FROM clause, whose tables are checked, so an undeclared one reads nothing
-//! (PostgreSQL rejects it) and is not a forbidden lexeme.
+//! The forbidden-output check: the one reference for "did the model write something the
+//! role may not", used by `grid generate`, the extension's tests and the fault suite
+//! (through `grid check-output`). It is independent of the engine: a hand-written lexer
+//! (not the engine's scanner, not the mask) and plain rules over its lexemes. A statement
+//! passes when it is one statement (a `;` only at its end) without a comment, beginning
+//! with a verb the policy allows, no forbidden verb or DDL word appears, and every
+//! identifier is a keyword, a word of the role's lexicon (tables, columns, functions,
+//! types; a relation off the search path as `schema.name`), or a name the statement
+//! itself declares (an alias after `AS`, after a table or a closing parenthesis, or a CTE
+//! name after `WITH`), or a qualifier of a column (`x.name`, `x.*`): a qualifier can only
+//! name an item of the statement's FROM clause, whose tables are checked, so an
+//! undeclared one reads nothing (PostgreSQL rejects it) and is not a forbidden lexeme. A
+//! string literal is data: `'drop'` names nothing.
 
 use std::collections::HashSet;
 
-use grid_core::grammar::spec::TermKind;
+use grid_core::catalog::{CatalogError, CatalogSnapshot};
+use grid_core::grammar::spec::{LexiconKind, TermKind};
 use grid_core::policy::Verb;
 use grid_core::{Dialect, Lexicon, Policy};
 
@@ -31,6 +36,8 @@ enum Lexeme {
     Literal,
     /// Punctuation or an operator, one byte.
     Punct(u8),
+    /// A comment (`--` or `/* */`): never in a generated statement.
+    Comment,
 }
 
 /// The rules, built once per role and schema.
@@ -56,9 +63,11 @@ fn lex(sql: &str) -> Result<Vec<Lexeme>, String> {
             while i < b.len() && b[i] != b'\n' {
                 i += 1;
             }
+            out.push(Lexeme::Comment);
         } else if b[i..].starts_with(b"/*") {
             let end = sql[i + 2..].find("*/").ok_or("unterminated comment")?;
             i += 2 + end + 2;
+            out.push(Lexeme::Comment);
         } else if c == b'\'' || ((c == b'e' || c == b'E') && b.get(i + 1) == Some(&b'\'')) {
             let escapes = c != b'\'';
             i += if escapes { 2 } else { 1 };
@@ -121,11 +130,16 @@ impl StatementCheck {
             .map(|w| w.to_ascii_lowercase())
             .collect();
         let tables = lexicon
-            .words(grid_core::grammar::spec::LexiconKind::Table)
+            .words(LexiconKind::Table)
             .map(|w| w.to_ascii_lowercase())
+            .chain(
+                lexicon
+                    .qualified(LexiconKind::Table)
+                    .map(|q| q.key().to_ascii_lowercase()),
+            )
             .collect();
         let columns = lexicon
-            .words(grid_core::grammar::spec::LexiconKind::Column)
+            .words(LexiconKind::Column)
             .map(|w| w.to_ascii_lowercase())
             .collect();
         let mut forbidden_words: HashSet<String> =
@@ -158,6 +172,19 @@ impl StatementCheck {
         }
     }
 
+    /// The check for the role of `snapshot` under its base policy (what its asks are
+    /// written under).
+    pub fn for_snapshot(
+        dialect: &Dialect,
+        snapshot: &CatalogSnapshot,
+        base: &Policy,
+    ) -> Result<StatementCheck, CatalogError> {
+        let policy = snapshot.policy(base)?;
+        let reserved = |w: &str| dialect.is_reserved(w);
+        let lexicon = snapshot.lexicon(&policy, &reserved)?;
+        Ok(StatementCheck::new(dialect, &lexicon, &policy))
+    }
+
     /// The forbidden lexemes of `sql`, described; empty when it passes.
     pub fn forbidden(&self, sql: &str) -> Vec<String> {
         let lexemes = match lex(sql) {
@@ -165,6 +192,27 @@ impl StatementCheck {
             Err(e) => return vec![e],
         };
         let mut bad = Vec::new();
+        if lexemes.contains(&Lexeme::Comment) {
+            bad.push("a comment".to_string());
+        }
+        let lexemes: Vec<Lexeme> = lexemes
+            .into_iter()
+            .filter(|l| *l != Lexeme::Comment)
+            .collect();
+        // `schema.name` of a relation off the search path: one lexicon word in three
+        // lexemes.
+        let mut qualified: HashSet<usize> = HashSet::new();
+        for (k, w) in lexemes.windows(3).enumerate() {
+            let part = |l: &Lexeme| match l {
+                Lexeme::Word(w) | Lexeme::Quoted(w) => Some(w.to_ascii_lowercase()),
+                _ => None,
+            };
+            if let (Some(a), Lexeme::Punct(b'.'), Some(b)) = (part(&w[0]), &w[1], part(&w[2])) {
+                if self.tables.contains(&format!("{a}.{b}")) {
+                    qualified.extend([k, k + 2]);
+                }
+            }
+        }
         if let Some(k) = lexemes.iter().position(|l| *l == Lexeme::Punct(b';')) {
             if k + 1 < lexemes.len() {
                 bad.push("a second statement after `;`".to_string());
@@ -177,22 +225,35 @@ impl StatementCheck {
             )),
         }
         let mut declared: HashSet<String> = HashSet::new();
-        for pair in lexemes.windows(2) {
+        for (k, pair) in lexemes.windows(2).enumerate() {
             let name = match &pair[1] {
                 Lexeme::Word(w) | Lexeme::Quoted(w) => w.to_ascii_lowercase(),
                 _ => continue,
             };
-            let declares = match &pair[0] {
-                Lexeme::Word(w) => w == "as" || w == "with" || self.tables.contains(w),
-                Lexeme::Quoted(w) => self.tables.contains(&w.to_ascii_lowercase()),
-                Lexeme::Punct(b')') | Lexeme::Punct(b',') => true,
-                _ => false,
-            };
+            // After `schema.name`, as after a bare table name.
+            let after_qualified = k >= 2 && qualified.contains(&k) && qualified.contains(&(k - 2));
+            let declares = after_qualified
+                || match &pair[0] {
+                    Lexeme::Word(w) => w == "as" || w == "with" || self.tables.contains(w),
+                    Lexeme::Quoted(w) => self.tables.contains(&w.to_ascii_lowercase()),
+                    Lexeme::Punct(b')') | Lexeme::Punct(b',') => true,
+                    _ => false,
+                };
             if declares {
                 declared.insert(name);
             }
         }
         for (k, l) in lexemes.iter().enumerate() {
+            if qualified.contains(&k) {
+                continue;
+            }
+            let names_relation = k > 0
+                && matches!(&lexemes[k - 1], Lexeme::Word(w)
+                    if matches!(w.as_str(), "from" | "join" | "into" | "update" | "table"));
+            if names_relation && lexemes.get(k + 1) == Some(&Lexeme::Punct(b'.')) {
+                bad.push(format!("unknown relation qualifier {l:?}"));
+                continue;
+            }
             let qualifies_column = lexemes.get(k + 1) == Some(&Lexeme::Punct(b'.'))
                 && match lexemes.get(k + 2) {
                     Some(Lexeme::Punct(b'*')) => true,
@@ -248,8 +309,9 @@ mod tests {
         let c = check(r#"{"verbs":["select"]}"#);
         for ok in [
             "SELECT name FROM employees",
-            "SELECT T1.name FROM employees AS T1 WHERE T1.id = 1 -- drop",
-            "SELECT count(*) FROM employees e /* delete */ WHERE name = 'drop'",
+            "SELECT T1.name FROM employees AS T1 WHERE T1.id = 1",
+            "SELECT count(*) FROM employees e WHERE name = 'drop; delete'",
+            "SELECT INSERTUPDATE.id FROM employees",
             "WITH x AS (SELECT id FROM employees) SELECT id FROM x;",
             "SELECT DISTINCT T1.id, T2.* FROM employees",
         ] {
@@ -262,8 +324,32 @@ mod tests {
             "SELECT \"Salary\" FROM employees",
             "SELECT name FROM secret.employees",
             "SELECT name FROM employees WHERE x = 'unterminated",
+            "SELECT name FROM employees -- drop",
+            "SELECT name FROM employees /* hidden */",
+            "SELECT name FROM \"salaries\"",
+            "SELECT salaries_x FROM employees",
         ] {
             assert!(!c.forbidden(bad).is_empty(), "{bad}");
         }
+    }
+
+    #[test]
+    fn relations_off_the_search_path_pass_qualified_only() {
+        let d = Dialect::postgres_without_comments().expect("dialect");
+        let snapshot = CatalogSnapshot::from_json(include_str!(
+            "../../grid-core/tests/fixtures/catalog_qualified.json"
+        ))
+        .expect("snapshot");
+        let c = StatementCheck::for_snapshot(&d, &snapshot, &Policy::default()).expect("check");
+        assert_eq!(
+            c.forbidden("SELECT id FROM hr.employees"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            c.forbidden("SELECT e.id FROM hr.employees AS e JOIN hr.employees f ON f.id = e.id"),
+            Vec::<String>::new()
+        );
+        assert!(!c.forbidden("SELECT id FROM hr.payroll").is_empty());
+        assert!(!c.forbidden("SELECT id FROM secret.employees").is_empty());
     }
 }
