@@ -785,6 +785,103 @@ mod tests {
         assert!(reason.unwrap_or_default().contains("verdict"));
     }
 
+    /// grid.ask and the pipeline `grid generate` runs (grid_ask::ask_all, with no judge)
+    /// answer the same question, with its repair, with the same statement and the same
+    /// seals: given the same generation ids, every field but the chain position.
+    #[pg_test]
+    fn grid_ask_and_grid_generate_run_one_pipeline() {
+        fixture();
+        run("SET ROLE grid_t_analyst");
+        let sql = ask("repair me");
+        run("RESET ROLE");
+        let ids: Vec<i64> = Spi::connect(|c| {
+            c.select(
+                "SELECT generation FROM (SELECT generation FROM grid.generations
+                  WHERE question = 'repair me' ORDER BY generation DESC LIMIT 2) g
+                  ORDER BY generation",
+                None,
+                &[],
+            )
+            .expect("generations")
+            .filter_map(|r| r.get::<i64>(1).ok().flatten())
+            .collect()
+        });
+        assert_eq!(ids.len(), 2, "a first attempt and its repair");
+        let stored: Vec<(grid_core::audit::Seal, Option<String>)> = ids
+            .iter()
+            .map(|&g| {
+                crate::audit::stored_seal(g)
+                    .expect("readable")
+                    .expect("sealed")
+            })
+            .collect();
+        let (session_user, lexicons): (Option<String>, Option<pgrx::JsonB>) =
+            Spi::get_two(&format!(
+                "SELECT g.session_user_name, a.content_json FROM grid.generations g
+               JOIN grid.artifacts a ON a.kind = 'lexicons' AND a.fingerprint = g.lexicons_fp
+              WHERE g.generation = {}",
+                ids[0]
+            ))
+            .expect("the first attempt's artifacts");
+        let lexicons = lexicons.map(|j| j.0).unwrap_or_default();
+        let job = grid_ask::Job {
+            ids: [ids[0] as u64, ids[1] as u64],
+            ask: grid_ask::Ask {
+                question: "repair me".into(),
+                snapshot: lexicons["snapshot"].clone(),
+                session_user: session_user.unwrap_or_default(),
+                current_user: "grid_t_analyst".into(),
+                database: String::new(),
+                policy: Some(lexicons["base_policy"].clone()),
+                explain: false,
+                settings: grid_ask::AskSettings {
+                    endpoint: crate::guc::endpoint(),
+                    model: None,
+                    max_tokens: crate::guc::max_tokens(),
+                    temperature: crate::guc::temperature(),
+                    timeout_ms: 60_000,
+                    audit: grid_ask::AuditLevel::Full,
+                    ablation: grid_ask::Ablation::default(),
+                    fault: None,
+                },
+            },
+            api_key: None,
+            cancel: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            deadline: std::time::Instant::now() + std::time::Duration::from_secs(60),
+            started_at: 0.0,
+            threads: 1,
+            mask_cache_bytes: 64 << 20,
+            seed: grid_ask::SEED,
+        };
+        let outputs = grid_ask::ask_all(
+            vec![job],
+            &mut grid_ask::NoJudge,
+            grid_ask::MockDefaults::default(),
+        );
+        let finished = outputs
+            .into_iter()
+            .find_map(|o| match o {
+                grid_ask::Output::Finish(f) => Some(*f),
+                grid_ask::Output::Steps(_) => None,
+            })
+            .expect("the pipeline answers");
+        match &finished.answer {
+            grid_ask::Answer::Generated(g) => assert_eq!(g.sql, sql),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(finished.seals.len(), 2);
+        for (mine, (theirs, final_sql)) in finished.seals.iter().zip(&stored) {
+            let (a, b) = (&mine.seal, theirs);
+            assert_eq!(
+                (a.generation, a.stop, a.steps, a.last_step_hash),
+                (b.generation, b.stop, b.steps, b.last_step_hash)
+            );
+            assert_eq!((a.fingerprints, a.mode), (b.fingerprints, b.mode));
+            assert_eq!(a.meta, b.meta);
+            assert_eq!(&mine.final_sql, final_sql);
+        }
+    }
+
     #[pg_test]
     fn the_unconstrained_ablation_is_sealed_as_such_and_still_checked() {
         fixture();

@@ -62,6 +62,16 @@ pub struct SyntheticGeneration {
     pub lock_timeout_ms: u32,
 }
 
+/// A stored generation's seal and final statement, if it is sealed (for tests).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn stored_seal(
+    generation: i64,
+) -> Result<Option<(grid_core::audit::Seal, Option<String>)>, String> {
+    Ok(replay::read(generation)?
+        .0
+        .map(|row| (row.seal, row.final_sql)))
+}
+
 /// The stored head, as text `<seals>:<64 hex digits>`.
 pub fn head_text() -> Result<String, StoreError> {
     Ok(sink::stored_head()?.to_string())

@@ -32,7 +32,7 @@ impl Replayed {
 }
 
 /// The generation's seal and steps as stored.
-fn read(generation: i64) -> Result<(Option<SealRow>, Vec<StepRecord>), String> {
+pub fn read(generation: i64) -> Result<(Option<SealRow>, Vec<StepRecord>), String> {
     Spi::connect(|client| {
         let seal = client
             .select(

@@ -277,3 +277,95 @@ fn generate_runs_the_ask_pipeline_on_a_snapshot() {
         .is_some_and(|v| !v.is_empty()));
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// `grid generate` is the pipeline: its log holds, seal for seal, what `grid_ask::ask_all`
+/// gives for the same ask (the extension's pgrx test shows the same of `grid.ask`).
+#[test]
+fn generate_seals_what_the_pipeline_seals() {
+    let tmp = std::env::temp_dir().join(format!("grid-generate-same-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let snapshot = tmp.join("snapshot.json");
+    std::fs::write(&snapshot, SNAPSHOT).expect("snapshot");
+    let script = tmp.join("script.json");
+    std::fs::write(&script, SCRIPT).expect("script");
+    let endpoint = format!("mock:scripted:{}", script.display());
+    let log = tmp.join("log.jsonl");
+    let (ok, _, err) = grid(&[
+        "generate",
+        "--endpoint",
+        &endpoint,
+        "--snapshot",
+        snapshot.to_str().unwrap_or_default(),
+        "--question",
+        "who earns what",
+        "--max-tokens",
+        "40",
+        "--audit-out",
+        log.to_str().unwrap_or_default(),
+    ]);
+    assert!(ok, "{err}");
+    let file = std::fs::File::open(&log).expect("log");
+    let written: Vec<grid_core::audit::Seal> =
+        grid_core::audit::read_jsonl(std::io::BufReader::new(file))
+            .expect("log reads")
+            .into_iter()
+            .filter_map(|e| match e {
+                grid_core::audit::Entry::Seal(s) => Some(s),
+                grid_core::audit::Entry::Step(_) => None,
+            })
+            .collect();
+    let job = grid_ask::Job {
+        ids: [1, 2],
+        ask: grid_ask::Ask {
+            question: "who earns what".into(),
+            snapshot: serde_json::from_str(SNAPSHOT).expect("snapshot"),
+            session_user: "grid".into(),
+            current_user: "analyst".into(),
+            database: String::new(),
+            policy: None,
+            explain: false,
+            settings: grid_ask::AskSettings {
+                endpoint: Some(endpoint.clone()),
+                model: None,
+                max_tokens: 40,
+                temperature: 0.0,
+                timeout_ms: 60_000,
+                audit: grid_ask::AuditLevel::Full,
+                ablation: grid_ask::Ablation::default(),
+                fault: None,
+            },
+        },
+        api_key: None,
+        cancel: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        deadline: std::time::Instant::now() + std::time::Duration::from_secs(60),
+        started_at: 0.0,
+        threads: 1,
+        mask_cache_bytes: 64 << 20,
+        seed: grid_ask::SEED,
+    };
+    let sealed: Vec<grid_core::audit::Seal> = grid_ask::ask_all(
+        vec![job],
+        &mut grid_ask::NoJudge,
+        grid_ask::MockDefaults::default(),
+    )
+    .into_iter()
+    .filter_map(|o| match o {
+        grid_ask::Output::Finish(f) => Some(f),
+        grid_ask::Output::Steps(_) => None,
+    })
+    .flat_map(|f| f.seals.into_iter().map(|s| s.seal))
+    .collect();
+    assert_eq!(written.len(), 2, "a first attempt and its repair");
+    assert_eq!(sealed.len(), written.len());
+    for (a, b) in sealed.iter().zip(&written) {
+        assert_eq!(
+            (a.generation, a.stop, a.steps, a.last_step_hash),
+            (b.generation, b.stop, b.steps, b.last_step_hash)
+        );
+        assert_eq!(
+            (a.fingerprints, a.mode, &a.meta),
+            (b.fingerprints, b.mode, &b.meta)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}
