@@ -6,10 +6,6 @@ use clap::{Parser, Subcommand};
 
 mod audit;
 mod bench;
-mod bench_export;
-mod bench_grammar;
-mod bench_r;
-mod bench_stats;
 mod check_output;
 mod corpus;
 mod generate;
@@ -30,9 +26,9 @@ enum Command {
     /// Time per-step masks of GRID and llguidance over the same gold token sequences.
     Bench(bench::BenchArgs),
     /// Write the vocabulary, gold ids and peer grammars for an out-of-process peer engine.
-    BenchExport(bench_export::BenchExportArgs),
+    BenchExport(bench::export::BenchExportArgs),
     /// Time the mask along n-token streams at fixed nesting depths: is the cost flat?
-    BenchR(bench_r::BenchRArgs),
+    BenchR(bench::r::BenchRArgs),
     /// Check statements for what a role may not write (the forbidden-output check).
     CheckOutput(check_output::CheckOutputArgs),
     /// Ask questions through the ask pipeline grid.ask runs, against an endpoint or a mock.
@@ -48,8 +44,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Audit(a) => return audit::run(&a),
         Command::Bench(a) => bench::run(&a).map_err(|e| e.to_string()),
-        Command::BenchExport(a) => bench_export::run(&a).map_err(|e| e.to_string()),
-        Command::BenchR(a) => bench_r::run(&a).map_err(|e| e.to_string()),
+        Command::BenchExport(a) => bench::export::run(&a).map_err(|e| e.to_string()),
+        Command::BenchR(a) => bench::r::run(&a).map_err(|e| e.to_string()),
         Command::CheckOutput(a) => check_output::run(&a).map_err(|e| e.to_string()),
         Command::Generate(a) => generate::run(&a).map_err(|e| e.to_string()),
         Command::Parse(a) => parse::run(&a).map_err(|e| e.to_string()),

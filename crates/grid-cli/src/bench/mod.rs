@@ -15,6 +15,14 @@
 //! as the last line of stdout:
 //! `{"vocab":…,"steps":N,"engines":{"grid":{"p50_us":…,"p90_us":…,"p99_us":…,"max_us":…,
 //! "compile_ms":…,"hit_rate":…,…},…}}`.
+//!
+//! The other benchmark commands live beside it: `export` (`grid bench-export`), `r`
+//! (`grid bench-r`), `grammar` (the peers' grammars), `stats` (percentiles, fits).
+
+pub mod export;
+pub mod grammar;
+pub mod r;
+pub mod stats;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -23,7 +31,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use grid_core::cache::MaskCache;
 use grid_core::mask::{Mask, Masker};
 use grid_core::schema::load_spider;
 use grid_core::trie::{TokenTrie, TrieError};
@@ -35,24 +42,17 @@ use llguidance::{Matcher, ParserFactory};
 use serde_json::json;
 use thiserror::Error;
 
-use crate::bench_grammar::PeerSource;
-use crate::bench_stats::Percentiles;
-use crate::corpus::{read_gold, read_policy, GoldLine, Languages};
+use crate::corpus::{CacheMode, CorpusArgs, GoldLine, Languages};
+use grammar::PeerSource;
+use stats::Percentiles;
 
 #[derive(Args)]
 pub struct BenchArgs {
     /// Tokenizer: a directory or file `grid_vocab::Vocabulary::load` reads.
     #[arg(long)]
     tokenizer: PathBuf,
-    /// Spider-format tables.json with every database's schema.
-    #[arg(long)]
-    tables: PathBuf,
-    /// File of `SQL<TAB>db_id` lines.
-    #[arg(long)]
-    gold: PathBuf,
-    /// Policy JSON file (default: every verb, no bans).
-    #[arg(long)]
-    policy: Option<PathBuf>,
+    #[command(flatten)]
+    corpus: CorpusArgs,
     /// Comma-separated engines: grid, llguidance.
     #[arg(long, default_value = "grid,llguidance", value_delimiter = ',')]
     engines: Vec<EngineKind>,
@@ -77,12 +77,6 @@ pub struct BenchArgs {
 pub enum EngineKind {
     Grid,
     Llguidance,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CacheMode {
-    On,
-    Off,
 }
 
 #[derive(Debug, Error)]
@@ -147,18 +141,10 @@ impl GridEngine {
         Ok(GridEngine {
             langs: Languages::new(tables, policy)?,
             vocab,
-            masker: grid_masker(trie, cache),
+            masker: cache.masker(trie),
             built: HashSet::new(),
             compiles: Vec::new(),
         })
-    }
-}
-
-/// The one place where `--cache` reaches the engine.
-pub(crate) fn grid_masker(trie: Arc<TokenTrie>, cache: CacheMode) -> Masker {
-    match cache {
-        CacheMode::On => Masker::with_cache(trie, Arc::new(MaskCache::new(64))),
-        CacheMode::Off => Masker::new(trie),
     }
 }
 
@@ -403,8 +389,8 @@ pub fn run(a: &BenchArgs) -> Result<(), BenchError> {
     if a.engines.is_empty() {
         return Err(BenchError::Usage("--engines names no engine".into()));
     }
-    let policy = read_policy(a.policy.as_deref())?;
-    let gold = sample(read_gold(&a.gold)?, a.every, a.limit);
+    let policy = a.corpus.policy()?;
+    let gold = sample(a.corpus.gold()?, a.every, a.limit);
     let n = gold.len();
     let t0 = Instant::now();
     let vocab = Arc::new(Vocabulary::load(&a.tokenizer)?);
@@ -429,12 +415,14 @@ pub fn run(a: &BenchArgs) -> Result<(), BenchError> {
         let t = Instant::now();
         let e: Box<dyn Engine> = match kind {
             EngineKind::Grid => Box::new(GridEngine::new(
-                &a.tables,
+                &a.corpus.tables,
                 policy.clone(),
                 vocab.clone(),
                 a.cache,
             )?),
-            EngineKind::Llguidance => Box::new(LlgEngine::new(&a.tables, policy.clone(), &vocab)?),
+            EngineKind::Llguidance => {
+                Box::new(LlgEngine::new(&a.corpus.tables, policy.clone(), &vocab)?)
+            }
         };
         engines.push((e, t.elapsed().as_secs_f64() * 1e3));
     }

@@ -26,8 +26,9 @@ use grid_core::{Dialect, Language, Lexicon, Policy, Session};
 use grid_vocab::Vocabulary;
 use serde_json::json;
 
-use crate::bench::{grid_masker, vocab_label, BenchError, CacheMode};
-use crate::bench_stats::fit_by_position;
+use crate::bench::stats::fit_by_position;
+use crate::bench::{vocab_label, BenchError};
+use crate::corpus::CacheMode;
 
 #[derive(Args)]
 pub struct BenchRArgs {
@@ -93,7 +94,7 @@ pub fn run(a: &BenchRArgs) -> Result<(), BenchError> {
     let policy = Policy::default();
     let lexicon = Lexicon::from_schema(&schema, &policy, &|w| dialect.is_reserved(w))?;
     let lang = Language::build(dialect.clone(), &policy, &lexicon)?;
-    let mut masker = grid_masker(TokenTrie::shared(&vocab)?, a.cache);
+    let mut masker = a.cache.masker(TokenTrie::shared(&vocab)?);
     let n = a.n as usize;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

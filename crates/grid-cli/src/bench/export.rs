@@ -14,24 +14,17 @@ use clap::Args;
 use grid_vocab::Vocabulary;
 use serde_json::json;
 
+use crate::bench::grammar::PeerSource;
 use crate::bench::{sample, vocab_label, BenchError, PeerSchemas};
-use crate::bench_grammar::PeerSource;
-use crate::corpus::{read_gold, read_policy};
+use crate::corpus::CorpusArgs;
 
 #[derive(Args)]
 pub struct BenchExportArgs {
     /// Tokenizer: a directory or file `grid_vocab::Vocabulary::load` reads.
     #[arg(long)]
     tokenizer: PathBuf,
-    /// Spider-format tables.json with every database's schema.
-    #[arg(long)]
-    tables: PathBuf,
-    /// File of `SQL<TAB>db_id` lines.
-    #[arg(long)]
-    gold: PathBuf,
-    /// Policy JSON file (default: every verb, no bans).
-    #[arg(long)]
-    policy: Option<PathBuf>,
+    #[command(flatten)]
+    corpus: CorpusArgs,
     /// Take every K-th statement, as `grid bench --every`.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     every: u64,
@@ -51,8 +44,8 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 pub fn run(a: &BenchExportArgs) -> Result<(), BenchError> {
-    let policy = read_policy(a.policy.as_deref())?;
-    let gold = sample(read_gold(&a.gold)?, a.every, a.limit);
+    let policy = a.corpus.policy()?;
+    let gold = sample(a.corpus.gold()?, a.every, a.limit);
     let n = gold.len();
     let vocab = Vocabulary::load(&a.tokenizer)?;
     let label = a
@@ -86,7 +79,7 @@ pub fn run(a: &BenchExportArgs) -> Result<(), BenchError> {
         dbs.insert(g.db.clone());
     }
     f.flush()?;
-    let schemas = PeerSchemas::load(&a.tables, policy)?;
+    let schemas = PeerSchemas::load(&a.corpus.tables, policy)?;
     for db in &dbs {
         let lexicon = schemas.lexicon(db)?;
         let src = PeerSource::new(&schemas.dialect, &schemas.policy, &lexicon)?;
