@@ -337,7 +337,7 @@ mod tests {
     fn relations_off_the_search_path_pass_qualified_only() {
         let d = Dialect::postgres_without_comments().expect("dialect");
         let snapshot = CatalogSnapshot::from_json(include_str!(
-            "../../grid-core/tests/fixtures/catalog_qualified.json"
+            "../../grid-core/tests/core/fixtures/catalog_qualified.json"
         ))
         .expect("snapshot");
         let c = StatementCheck::for_snapshot(&d, &snapshot, &Policy::default()).expect("check");

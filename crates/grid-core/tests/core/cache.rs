@@ -3,7 +3,7 @@
 //! publishes; the identifier rule on lookups; miss walks in parallel and through the tail
 //! memo equal serial plain ones.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier};

@@ -1,7 +1,7 @@
 //! The catalog snapshot: the JSON contract, what the role is offered, the policy and
 //! language derived from its grants, and the fingerprint.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! gold statement checks clean; with one column revoked, exactly the statements that use it
 //! are flagged, as an independent token scan predicts.
 
-mod common;
+use crate::common;
 
 use grid_core::catalog::CatalogSnapshot;
 use grid_core::checker::Checker;

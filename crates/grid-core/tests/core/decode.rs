@@ -4,7 +4,7 @@
 //! cancellation and model failures; generations admitted while the loop runs decode as
 //! if alone and are handed back as soon as they stop. Data-free.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;

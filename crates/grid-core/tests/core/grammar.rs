@@ -2,7 +2,7 @@
 //! conflict-free and reduced, its examples parse, projections keep the terminal numbering,
 //! and a conflicting grammar is refused.
 
-mod common;
+use crate::common;
 
 use common::{dialect, examples, language_for, permissive_schema};
 use grid_core::grammar::table::LrTable;

@@ -3,7 +3,7 @@
 //! runs; CI/CD classes; soundness and completeness on hostile text. Data-free unless a test
 //! says otherwise (those print SKIP without `../shared/data`).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -313,7 +313,7 @@ fn boundary_crossing_tokens_follow_the_stack() {
     assert!(m.contains(ids_of(&v, "''s")[0]) && m.contains(ids_of(&v, "' ")[0]));
 }
 
-/// The worked example of the paper: an identifier position under a schema lexicon.
+/// A worked example: an identifier position under a schema lexicon.
 fn identifier_rule(lang: &Language) {
     let v = synthetic_vocab();
     let mut fx = Fixture::new(synthetic_vocab());

@@ -1,7 +1,7 @@
 //! Mutated gold must be refused: one schema identifier swapped for a name the schema lacks,
 //! or a verb the policy lacks. Each family has a positive control that must still parse.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

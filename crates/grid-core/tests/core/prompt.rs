@@ -1,7 +1,7 @@
 //! The prompt: compact DDL of what the role may see, relevance trimming within a byte
 //! budget (prompt only), the question, and the repair variant.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -3,7 +3,7 @@
 //! re-derivation written here), or says the language is empty exactly when it is; and on
 //! reduced projections, random walks over the parser's allowed sets never dead-end.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

@@ -1,6 +1,6 @@
 //! The engine against SQL written by others: Spider dev gold, in each database's language.
 
-mod common;
+use crate::common;
 
 use common::{gold, spider_or_skip, Langs};
 use grid_core::{Policy, Session};

@@ -9,7 +9,7 @@
 //!   closing quotes, parentheses, comment ends, digits, a word) makes `complete` hold, and
 //!   no extension of p is viable either.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

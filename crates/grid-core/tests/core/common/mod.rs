@@ -112,7 +112,7 @@ impl Rng {
 
 /// The grammar's example statements (one per line), shipped with the repository.
 pub fn examples() -> Vec<String> {
-    include_str!("../../../../grammars/examples.sql")
+    include_str!("../../../../../grammars/examples.sql")
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("--"))
         .map(str::to_string)
