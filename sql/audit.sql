@@ -1,5 +1,5 @@
--- The audit store: the hash-chained log of every generation (DESIGN "Inside
--- PostgreSQL"; grid_core::audit). Three append-only tables:
+-- The audit store: the hash-chained log of every generation (grid_core::audit). Three
+-- append-only tables:
 --
 --   grid.audit_log    one row per decoding step: grid_core::audit::StepRecord
 --   grid.generations  one row per finished generation: its grid_core::audit::Seal,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 7's cluster-level arms (tests/faults/faults.py) on a throwaway cluster:
+# The fault suite's cluster-level arms (tests/faults/faults.py) on a throwaway cluster:
 #
 #   bash tests/faults/run.sh            CI counts (a few minutes)
-#   bash tests/faults/run.sh --full     the issue's counts (figures in tests/RESULTS.md)
+#   bash tests/faults/run.sh --full     the full counts (figures in tests/RESULTS.md)
 #   bash tests/faults/run.sh --arms endpoint,cancel
 #
 # Needs the extension installed (`cargo pgrx install --package grid_pg`, which

@@ -86,7 +86,7 @@ pub struct Ablation {
 
 impl Ablation {
     /// The named arms: `none`, `no_repair`, `unconstrained` (no mask and no repair: the
-    /// model alone, as the paper's unconstrained arm).
+    /// model alone, the baseline an accuracy measurement compares with).
     pub fn named(name: &str) -> Option<Ablation> {
         match name {
             "none" => Some(Ablation::default()),

@@ -19,7 +19,7 @@ pub enum StopReason {
     /// record has kind `Eos`.
     BudgetCompleted,
     /// Mode 2 (processor-only): the budget ran out and the output was cut where it stood;
-    /// it may not be a sentence. This is the termination downgrade §5 records in the seal.
+    /// it may not be a sentence. This is the termination downgrade the seal records.
     BudgetTruncated,
     /// The generation failed (endpoint, internal error, …). No `Eos` record.
     Error,
@@ -65,7 +65,7 @@ impl StopReason {
     }
 }
 
-/// Who drove the decode loop (§5, termination).
+/// Who drove the decode loop (what the termination guarantee is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DecodeMode {

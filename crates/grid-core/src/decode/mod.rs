@@ -13,7 +13,7 @@
 //! waits for a longer neighbour. [`Decoder::run`] admits a fixed set at the first tick and
 //! ticks until all have stopped.
 //!
-//! Termination (paper §5). The budget `max_tokens` counts vocabulary tokens of the output
+//! Termination. The budget `max_tokens` counts vocabulary tokens of the output
 //! (EOS not included). The loop keeps the invariant `reserve(κ) ≤ budget left` at every
 //! step: before it commits any token `t` (sampled or forced), it computes
 //! `reserve(κ·t)` and, if that exceeds the budget left after `t`, discards `t` and writes
