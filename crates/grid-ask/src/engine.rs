@@ -58,6 +58,26 @@ pub struct Job {
 }
 
 impl Job {
+    /// An ask to run now as generations `ids`, with the defaults of a host that has no
+    /// settings of its own for the rest: its asker waits `ask.settings.timeout_ms`, one
+    /// thread of cold mask walks, a 256 MB mask cache, the extension's [`SEED`].
+    pub fn new(ids: [u64; 2], ask: Ask) -> Job {
+        let wait = Duration::from_millis(ask.settings.timeout_ms);
+        Job {
+            ids,
+            ask,
+            api_key: None,
+            cancel: Arc::new(AtomicBool::new(false)),
+            deadline: Instant::now() + wait,
+            started_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            threads: 1,
+            mask_cache_bytes: 256 << 20,
+            seed: SEED,
+        }
+    }
+
     /// The ask's id (its first generation's).
     pub fn id(&self) -> u64 {
         self.ids[0]

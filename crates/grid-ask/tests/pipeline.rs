@@ -5,7 +5,6 @@
 //! artifacts).
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,27 +20,10 @@ use grid_core::audit::{
 
 /// The analyst may read `employees`, and of `salaries` only `employee_id` (it may update
 /// `amount`, so the mask offers it; the checker refuses reading it).
-const SNAPSHOT: &str = r#"{"format": 1, "role": "analyst", "search_path": ["public"], "relations": [
-  {"schema": "public", "name": "employees", "kind": "table", "on_search_path": true,
-   "privileges": ["select"],
-   "columns": [{"name": "id", "type": "integer", "privileges": ["select"]},
-               {"name": "name", "type": "text", "privileges": ["select"]}],
-   "primary_key": ["id"]},
-  {"schema": "public", "name": "salaries", "kind": "table", "on_search_path": true,
-   "privileges": [],
-   "columns": [{"name": "employee_id", "type": "integer", "privileges": ["select", "update"]},
-               {"name": "amount", "type": "numeric", "privileges": ["update"]}]}
-]}"#;
+const SNAPSHOT: &str = include_str!("fixtures/analyst_snapshot.json");
 
 /// What the "model" tries to write (first match in the prompt wins).
-const SCRIPT: &str = r#"{"entries": [
-  {"match": "rejected:\n-- SELECT amount FROM salaries", "sql": "SELECT employee_id FROM salaries"},
-  {"match": "rejected:\n-- SELECT name FROM employees", "sql": "SELECT id FROM employees"},
-  {"match": "who earns what", "sql": "SELECT amount FROM salaries"},
-  {"match": "stays wrong", "sql": "SELECT amount, employee_id FROM salaries"},
-  {"match": "list the names", "sql": "SELECT name FROM employees"},
-  {"match": "the secret table", "sql": "SELECT secret FROM payroll"}
-]}"#;
+const SCRIPT: &str = include_str!("fixtures/analyst_script.json");
 
 fn script_file() -> String {
     let path = std::env::temp_dir().join(format!("grid-ask-test-{}.json", std::process::id()));
@@ -63,9 +45,9 @@ fn settings() -> AskSettings {
 }
 
 fn job(n: u64, question: &str, settings: AskSettings) -> Job {
-    Job {
-        ids: [2 * n + 1, 2 * n + 2],
-        ask: Ask {
+    Job::new(
+        [2 * n + 1, 2 * n + 2],
+        Ask {
             question: question.into(),
             snapshot: serde_json::from_str(SNAPSHOT).expect("snapshot"),
             session_user: "alice".into(),
@@ -75,14 +57,7 @@ fn job(n: u64, question: &str, settings: AskSettings) -> Job {
             explain: false,
             settings,
         },
-        api_key: None,
-        cancel: Arc::new(AtomicBool::new(false)),
-        deadline: Instant::now() + Duration::from_secs(60),
-        started_at: 0.0,
-        threads: 1,
-        mask_cache_bytes: 64 << 20,
-        seed: grid_ask::SEED,
-    }
+    )
 }
 
 /// The step records and the finished asks, in the order they were sent; checks that every

@@ -22,9 +22,7 @@
 //! artifacts are written to `F.artifacts.json`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use clap::Args;
 use grid_ask::engine::Output;
@@ -263,11 +261,9 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
         .map(|_| serde_json::from_str(&base.canonical_json()))
         .transpose()
         .map_err(|e| GenerateError::Input(e.to_string()))?;
-    let started = Instant::now();
     let jobs: Vec<Job> = (0..n)
-        .map(|i| Job {
-            ids: [2 * i as u64 + 1, 2 * i as u64 + 2],
-            ask: Ask {
+        .map(|i| {
+            let ask = Ask {
                 question: questions[i % questions.len()].clone(),
                 snapshot: snapshot_json.clone(),
                 session_user: a.role.clone(),
@@ -276,14 +272,11 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
                 policy: policy_json.clone(),
                 explain: false,
                 settings: settings.clone(),
-            },
-            api_key: None,
-            cancel: Arc::new(AtomicBool::new(false)),
-            deadline: started + Duration::from_millis(a.timeout_ms),
-            started_at: 0.0,
-            threads: 1,
-            mask_cache_bytes: 256 << 20,
-            seed: a.seed,
+            };
+            Job {
+                seed: a.seed,
+                ..Job::new([2 * i as u64 + 1, 2 * i as u64 + 2], ask)
+            }
         })
         .collect();
     let (log, done, artifacts) = record(ask_all(jobs, &mut NoJudge, defaults));

@@ -140,25 +140,10 @@ fn mock_generations_parse_verify_and_replay() {
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
-/// What an analyst may read: `employees`, and of `salaries` only `employee_id` (the mask
-/// offers `amount`, which the analyst may update; the checker refuses reading it).
-const SNAPSHOT: &str = r#"{"format": 1, "role": "analyst", "search_path": ["public"], "relations": [
-  {"schema": "public", "name": "employees", "kind": "table", "on_search_path": true,
-   "privileges": ["select"],
-   "columns": [{"name": "id", "type": "integer", "privileges": ["select"]},
-               {"name": "name", "type": "text", "privileges": ["select"]}]},
-  {"schema": "public", "name": "salaries", "kind": "table", "on_search_path": true,
-   "privileges": [],
-   "columns": [{"name": "employee_id", "type": "integer", "privileges": ["select", "update"]},
-               {"name": "amount", "type": "numeric", "privileges": ["update"]}]}
-]}"#;
-
-const SCRIPT: &str = r#"{"entries": [
-  {"match": "rejected:\n-- SELECT amount FROM salaries", "sql": "SELECT employee_id FROM salaries"},
-  {"match": "who earns what", "sql": "SELECT amount FROM salaries"},
-  {"match": "the secret table", "sql": "SELECT secret FROM payroll"},
-  {"match": "list the names", "sql": "SELECT name FROM employees"}
-]}"#;
+/// The analyst of grid-ask's tests (it may read `employees`, and of `salaries` only
+/// `employee_id`), and what its scripted "model" writes.
+const SNAPSHOT: &str = include_str!("../../grid-ask/tests/fixtures/analyst_snapshot.json");
+const SCRIPT: &str = include_str!("../../grid-ask/tests/fixtures/analyst_script.json");
 
 /// The pipeline grid.ask runs, from the command line: the checker's repair, the
 /// ablations sealed as such, a log that verifies and replays from its artifacts, and
@@ -314,9 +299,9 @@ fn generate_seals_what_the_pipeline_seals() {
                 grid_core::audit::Entry::Step(_) => None,
             })
             .collect();
-    let job = grid_ask::Job {
-        ids: [1, 2],
-        ask: grid_ask::Ask {
+    let job = grid_ask::Job::new(
+        [1, 2],
+        grid_ask::Ask {
             question: "who earns what".into(),
             snapshot: serde_json::from_str(SNAPSHOT).expect("snapshot"),
             session_user: "grid".into(),
@@ -335,14 +320,7 @@ fn generate_seals_what_the_pipeline_seals() {
                 fault: None,
             },
         },
-        api_key: None,
-        cancel: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
-        deadline: std::time::Instant::now() + std::time::Duration::from_secs(60),
-        started_at: 0.0,
-        threads: 1,
-        mask_cache_bytes: 64 << 20,
-        seed: grid_ask::SEED,
-    };
+    );
     let sealed: Vec<grid_core::audit::Seal> = grid_ask::ask_all(
         vec![job],
         &mut grid_ask::NoJudge,

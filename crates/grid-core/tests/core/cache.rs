@@ -8,40 +8,19 @@ use crate::common;
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 
+use common::fixtures::{hr_schema, shop_schema};
 use common::{gold, spider_or_skip, Langs, Rng};
 use grid_core::cache::key::scope_of;
 use grid_core::cache::walk::{self, TailMemo, WalkStart};
 use grid_core::cache::{CacheError, CacheKey, GenericKey, MaskCache, Position};
 use grid_core::mask::{Mask, Masker};
-use grid_core::schema::{Schema, Table};
+use grid_core::schema::Schema;
 use grid_core::trie::TokenTrie;
 use grid_core::{Config, Dialect, Language, Lexicon, Policy, Session};
 use grid_vocab::Vocabulary;
 
 // ---------------------------------------------------------------------------------------
 // Fixtures
-
-fn hr_schema() -> Schema {
-    Schema {
-        db_id: "hr".into(),
-        tables: vec![
-            Table::with_columns("employees", &["id", "name", "salary"]),
-            Table::with_columns("employees_public", &["id", "name"]),
-            Table::with_columns("orders", &["id", "total", "employee_id"]),
-        ],
-    }
-}
-
-/// Another schema sharing some names with `hr` (so keys of its positions look alike).
-fn shop_schema() -> Schema {
-    Schema {
-        db_id: "shop".into(),
-        tables: vec![
-            Table::with_columns("orders", &["id", "total", "customer"]),
-            Table::with_columns("customers", &["id", "name", "email"]),
-        ],
-    }
-}
 
 fn language(dialect: Arc<Dialect>, schema: &Schema, policy: &Policy) -> Arc<Language> {
     let reserved = |w: &str| dialect.is_reserved(w);

@@ -1,5 +1,8 @@
-//! Shared helpers for the tests that read `../shared/data`.
+//! Shared helpers of the tests: the data of `../shared/data`, the fixtures shared with
+//! `fuzz/` ([`fixtures`]), a seeded generator.
 #![allow(dead_code)]
+
+pub mod fixtures;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
