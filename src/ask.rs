@@ -136,15 +136,9 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
     )
     .unwrap_or_default();
     set_search_path(what, pinned.as_deref().unwrap_or("pg_catalog, pg_temp"));
-    // The body of grid.catalog_snapshot(), run here so that EXECUTE on grid.ask()
+    // The query of grid.catalog_snapshot(), run here so that EXECUTE on grid.ask()
     // alone lets a role ask.
-    let query = match crate::catalog::snapshot_query() {
-        Ok(q) => q,
-        Err(e) => raise(
-            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            format!("{what}: {e}"),
-        ),
-    };
+    let query = crate::catalog::SNAPSHOT_QUERY;
     let mut snapshot = match Spi::get_one_with_args::<pgrx::JsonB>(query, &[schemas.into()]) {
         Ok(v) => v.map(|j| j.0).unwrap_or_default(),
         Err(e) => raise(
@@ -824,9 +818,9 @@ mod tests {
             ))
             .expect("the first attempt's artifacts");
         let lexicons = lexicons.map(|j| j.0).unwrap_or_default();
-        let job = grid_ask::Job {
-            ids: [ids[0] as u64, ids[1] as u64],
-            ask: grid_ask::Ask {
+        let job = grid_ask::Job::new(
+            [ids[0] as u64, ids[1] as u64],
+            grid_ask::Ask {
                 question: "repair me".into(),
                 snapshot: lexicons["snapshot"].clone(),
                 session_user: session_user.unwrap_or_default(),
@@ -845,14 +839,7 @@ mod tests {
                     fault: None,
                 },
             },
-            api_key: None,
-            cancel: std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            deadline: std::time::Instant::now() + std::time::Duration::from_secs(60),
-            started_at: 0.0,
-            threads: 1,
-            mask_cache_bytes: 64 << 20,
-            seed: grid_ask::SEED,
-        };
+        );
         let outputs = grid_ask::ask_all(
             vec![job],
             &mut grid_ask::NoJudge,

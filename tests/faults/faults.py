@@ -1,4 +1,4 @@
-"""Issue 7's cluster-level arms against a running cluster with grid_pg preloaded.
+"""The fault suite's cluster-level arms against a running cluster with grid_pg preloaded.
 
     python3 tests/faults/faults.py --host DIR --port PORT --db DB [--full] [--arms a,b,...]
 
@@ -421,7 +421,7 @@ def arm_security(cl, vocab, injections):
     with cl.connect("f_analyst") as c:
         c.execute("CREATE TABLE IF NOT EXISTS evil.hits (what text)")
         for fn in ["current_schemas(boolean)", "jsonb_build_array(text, text, text)",
-                   "catalog_snapshot(name[])", "current_database()", "to_jsonb(anyelement)",
+                   "catalog_snapshot(text[])", "current_database()", "to_jsonb(anyelement)",
                    "jsonb_agg(anyelement)"]:
             name = fn.split("(")[0]
             if name == "jsonb_agg":

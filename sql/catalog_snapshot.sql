@@ -1,14 +1,18 @@
--- grid.catalog_snapshot(): what the calling role may use, as one jsonb document
--- (format 1, deserialized by grid_core::catalog::CatalogSnapshot). It becomes the
--- role's L2 projection and L3 lexicons, and the prompt's DDL.
+-- The query of grid.catalog_snapshot(search_path) (src/catalog.rs loads it with
+-- include_str!, and grid.ask() runs it too, as the caller, so that EXECUTE on
+-- grid.ask() alone lets a role ask): what the calling role may use, as one jsonb
+-- document (format 1, deserialized by grid_core::catalog::CatalogSnapshot). It
+-- becomes the role's L2 projection and L3 lexicons, and the prompt's DDL. Its one
+-- parameter, $1 (text[]), is the caller's search path; run it under the pinned
+-- search_path (pg_catalog, pg_temp), as the function does.
 --
 -- SECURITY INVOKER: every has_*_privilege call below answers for the caller, so
 -- GRANT and REVOKE shape the snapshot at the very next call.
 --
 -- The search_path is pinned like every grid function, which hides the caller's
--- own path inside the body. The caller's path therefore comes in as an argument
--- whose default, current_schemas(false), is evaluated in the caller's context
--- before the function's SET clause applies.
+-- own path inside the function. The caller's path therefore comes in as an
+-- argument whose default, current_schemas(false), is evaluated in the caller's
+-- context before the function's SET clause applies.
 --
 -- What appears:
 --   * relations (tables, partitioned tables, views, materialized views, foreign
@@ -26,14 +30,8 @@
 --     pg_catalog come first, as PostgreSQL searches them).
 --     The engine writes the others schema-qualified (schema.name).
 -- Order: schema, name, column number. Names are the stored (case-folded) names.
-CREATE FUNCTION grid.catalog_snapshot(
-    search_path name[] DEFAULT pg_catalog.current_schemas(false)
-) RETURNS jsonb
-LANGUAGE sql STABLE SECURITY INVOKER
-SET search_path = pg_catalog, pg_temp
-AS $snapshot$
 WITH path AS (
-    SELECT coalesce(catalog_snapshot.search_path, '{}'::name[]) AS schemas
+    SELECT coalesce($1::pg_catalog.text[]::pg_catalog.name[], '{}'::name[]) AS schemas
 ),
 candidate AS (
     SELECT c.oid, n.nspname, c.relname, c.relkind,
@@ -153,7 +151,3 @@ SELECT jsonb_build_object(
                         WHERE fk.conrelid = r.oid), '[]'::jsonb))
                ORDER BY r.nspname, r.relname)
           FROM visible_relation r), '[]'::jsonb))
-$snapshot$;
-
-COMMENT ON FUNCTION grid.catalog_snapshot(name[]) IS
-    'The relations, columns, keys and comments the calling role may use, per verb (format 1).';
