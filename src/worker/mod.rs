@@ -274,6 +274,80 @@ mod tests {
     }
 
     #[pg_test]
+    fn concurrent_appends_keep_one_chain() {
+        use super::protocol::SyntheticGeneration;
+
+        worker_ready();
+        // Several connections to the worker at once, from plain threads (they speak the
+        // socket protocol, and touch nothing of PostgreSQL), as several backends would.
+        let (session_user, current_user): (Option<String>, Option<String>) =
+            Spi::get_two("SELECT session_user::text, current_user::text").unwrap_or((None, None));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (su, cu) = (
+                    session_user.clone().unwrap_or_default(),
+                    current_user.clone().unwrap_or_default(),
+                );
+                std::thread::spawn(move || {
+                    let mut ids = Vec::new();
+                    for i in 0..5u32 {
+                        let request = Request::AppendSynthetic(SyntheticGeneration {
+                            question: Some(format!("concurrent {t}.{i}")),
+                            final_sql: None,
+                            tokens: vec![t, i],
+                            stop: Some("eos".into()),
+                            session_user: su.clone(),
+                            current_user: cu.clone(),
+                            lock_timeout_ms: 10_000,
+                        });
+                        let mut stream = UnixStream::connect(SOCKET_NAME)
+                            .map_err(|e| format!("connect: {e}"))?;
+                        std::io::Write::write_all(
+                            &mut stream,
+                            &encode(&request).map_err(|e| e.to_string())?,
+                        )
+                        .map_err(|e| e.to_string())?;
+                        match read_blocking::<Response>(&mut stream, &mut FrameReader::new()) {
+                            Ok(Some(Response::Appended { generation, .. })) => ids.push(generation),
+                            other => return Err(format!("{other:?}")),
+                        }
+                    }
+                    Ok::<_, String>(ids)
+                })
+            })
+            .collect();
+        let mut ids = Vec::new();
+        for t in threads {
+            match t.join() {
+                Ok(Ok(mut got)) => ids.append(&mut got),
+                Ok(Err(e)) => panic!("append: {e}"),
+                Err(_) => panic!("append thread panicked"),
+            }
+        }
+        assert_eq!(ids.len(), 20);
+        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        // Twenty distinct seals, each with its steps, in a chain that verifies.
+        let distinct: Option<i64> = select_one(&format!(
+            "SELECT count(DISTINCT seal_index) FROM grid.generations WHERE generation IN ({list})"
+        ));
+        assert_eq!(distinct, Some(20));
+        let steps: Option<i64> = select_one(&format!(
+            "SELECT count(*) FROM grid.audit_log WHERE generation IN ({list})"
+        ));
+        assert_eq!(steps, Some(20 * 3));
+        let (ok, reason): (Option<bool>, Option<String>) =
+            Spi::get_two("SELECT ok, reason FROM grid.verify_audit()").expect("verify");
+        assert_eq!(ok, Some(true), "{reason:?}");
+        // One chain: every seal's predecessor is the seal before it.
+        let forks: Option<i64> = select_one(
+            "SELECT count(*) FROM grid.generations g
+               JOIN grid.generations p ON p.seal_index = g.seal_index - 1
+              WHERE g.prev_seal_hash <> p.hash",
+        );
+        assert_eq!(forks, Some(0));
+    }
+
+    #[pg_test]
     fn a_client_that_leaves_before_the_answer_does_not_lose_the_write() {
         install();
         worker_ready();
