@@ -327,14 +327,6 @@ impl Engine {
     /// Admits what arrived for the round's group since the last tick: new asks, and the
     /// repairs of asks whose verdict came.
     fn admit_arrivals(&mut self, round: &mut Round<'_>, inbox: &mut Inbox, hands: &mut Hands<'_>) {
-        for entry in resolve(inbox.verdicts(), hands) {
-            if round.admits() && round.takes(&entry) {
-                hands.in_loop.enter(entry.job().clone());
-                round.admit(self, entry, hands);
-            } else {
-                inbox.push(entry);
-            }
-        }
         while round.admits() {
             let Some(entry) = inbox.arrival(round.key()) else {
                 break;
@@ -342,6 +334,14 @@ impl Engine {
             hands.in_loop.enter(entry.job().clone());
             fail_if_asked(std::slice::from_ref(&entry));
             round.admit(self, entry, hands);
+        }
+        for entry in resolve(inbox.verdicts(), hands) {
+            if round.admits() && round.takes(&entry) {
+                hands.in_loop.enter(entry.job().clone());
+                round.admit(self, entry, hands);
+            } else {
+                inbox.push(entry);
+            }
         }
         inbox.give_back(round.take_held_back());
     }

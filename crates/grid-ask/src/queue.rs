@@ -135,9 +135,10 @@ impl Inbox {
         self.closed
     }
 
-    /// The verdicts received so far.
+    /// The verdicts received so far (taken off the channel by [`Inbox::wait`] and
+    /// [`Inbox::arrival`]; asks are never taken off it here, so that a running loop still
+    /// sees them arrive).
     pub fn verdicts(&mut self) -> Vec<(u64, Verdict)> {
-        self.drain();
         self.verdicts.drain(..).collect()
     }
 
@@ -156,12 +157,14 @@ impl Inbox {
         self.held.push_back(entry);
     }
 
-    /// An entry of group `key` that arrived since the last look, for the running loop.
-    /// Nothing once an entry of another group waits: a later entry of the running group
-    /// never overtakes it (otherwise a steady stream of one group would starve the
-    /// others).
+    /// An entry of group `key` that arrived since the last look, for the running loop
+    /// (verdicts met on the way are kept for [`Inbox::verdicts`]). Nothing once an entry of
+    /// another group waits: a later entry of the running group never overtakes it
+    /// (otherwise a steady stream of one group would starve the others).
     pub fn arrival(&mut self, key: &str) -> Option<Entry> {
         if !self.held.is_empty() {
+            // Nothing may overtake what waits; verdicts still come through.
+            self.drain();
             return None;
         }
         loop {

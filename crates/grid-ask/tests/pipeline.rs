@@ -525,3 +525,46 @@ fn a_verdict_given_later_resumes_the_ask_where_it_waited() {
     assert_eq!(failed(&done[2]).kind, FailureKind::Cancelled);
     assert_eq!(done[2].seals.len(), 1, "the abandoned ask keeps its seal");
 }
+
+#[test]
+fn asks_that_arrive_while_a_loop_runs_join_it_and_are_answered_first() {
+    let (inputs, rx) = mpsc::channel();
+    let outbox = Shared::default();
+    let thread = {
+        let outbox = outbox.clone();
+        std::thread::spawn(move || {
+            grid_ask::engine::run(rx, &outbox, &mut NoJudge, MockDefaults::default())
+        })
+    };
+    let send = |i: Input| inputs.send(i).expect("the pipeline listens");
+    let mut long = settings();
+    long.max_tokens = 4000;
+    send(Input::Ask(Box::new(job(0, "a long one", long))));
+    // Once the long generation is under way, asks of its group arrive.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !outbox
+        .0
+        .lock()
+        .is_ok_and(|v| v.iter().any(|o| matches!(o, Output::Steps(_))))
+    {
+        assert!(Instant::now() < deadline, "the long ask never began");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for n in 1..=3 {
+        send(Input::Ask(Box::new(job(n, "list the names", settings()))));
+    }
+    while outbox.finished().len() < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(inputs);
+    thread.join().expect("the pipeline's thread ends");
+    let (steps, done) = split(outbox.take());
+    record_verifies_and_replays(&steps, &done);
+    let order: Vec<u64> = done.iter().map(|f| f.ask).collect();
+    assert_eq!(order.len(), 4, "{order:?}");
+    assert_eq!(
+        order[3], 1,
+        "the short asks waited for the long one: {order:?}"
+    );
+    assert!(generated(&done[3]).sql.len() > 3000);
+}
