@@ -2,20 +2,13 @@
 
 use std::sync::{Arc, LazyLock};
 
-use grid_core::schema::Schema;
-use grid_core::{Dialect, Language, Lexicon, Policy};
+use grid_core::{Dialect, Language, Policy};
 use grid_vocab::Vocabulary;
 
 // The schemas the tests use too, from their one place.
 #[path = "../../crates/grid-core/tests/core/common/fixtures.rs"]
 mod shared;
-use shared::{hr_schema, shop_schema};
-
-fn language(dialect: &Arc<Dialect>, schema: &Schema, policy: &Policy) -> Arc<Language> {
-    let reserved = |w: &str| dialect.is_reserved(w);
-    let lx = Lexicon::from_schema(schema, policy, &reserved).expect("fixture lexicon");
-    Arc::new(Language::build(dialect.clone(), policy, &lx).expect("fixture language"))
-}
+use shared::{hr_schema, language, shop_schema};
 
 /// The roles the targets pick from: every verb and SELECT-only over `hr` with the full
 /// dialect (comments), and SELECT-only over `shop` with the extension's dialect (no

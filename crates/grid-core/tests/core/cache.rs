@@ -8,7 +8,7 @@ use crate::common;
 use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 
-use common::fixtures::{hr_schema, shop_schema};
+use common::fixtures::{hr_schema, language, shop_schema};
 use common::{gold, spider_or_skip, Langs, Rng};
 use grid_core::cache::key::scope_of;
 use grid_core::cache::walk::{self, TailMemo, WalkStart};
@@ -21,12 +21,6 @@ use grid_vocab::Vocabulary;
 
 // ---------------------------------------------------------------------------------------
 // Fixtures
-
-fn language(dialect: Arc<Dialect>, schema: &Schema, policy: &Policy) -> Arc<Language> {
-    let reserved = |w: &str| dialect.is_reserved(w);
-    let lx = Lexicon::from_schema(schema, policy, &reserved).expect("lexicon");
-    Arc::new(Language::build(dialect, policy, &lx).expect("language"))
-}
 
 /// Two roles (every verb, SELECT only) over one lexicon.
 fn two_roles(dialect: Arc<Dialect>, schema: &Schema) -> (Arc<Language>, Arc<Language>) {
@@ -185,7 +179,7 @@ fn cache_on_equals_cache_off_over_random_replays() {
     let vocab = synthetic_vocab();
     let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
     let cache = Arc::new(MaskCache::new(8));
-    let lang = language(common::dialect(), &hr_schema(), &Policy::default());
+    let lang = language(&common::dialect(), &hr_schema(), &Policy::default());
     let (mut on, mut off) = fresh(&trie, &cache);
     let mut rng = Rng(11);
     let steps = replay(&lang, &mut on, &mut off, &vocab, &mut rng);
@@ -253,8 +247,8 @@ fn namespace_rollover_equals_cache_off() {
     let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
     let cache = Arc::new(MaskCache::new(1));
     let d = common::dialect();
-    let hr = language(d.clone(), &hr_schema(), &Policy::default());
-    let shop = language(d, &shop_schema(), &Policy::default());
+    let hr = language(&d, &hr_schema(), &Policy::default());
+    let shop = language(&d, &shop_schema(), &Policy::default());
     let (mut on, mut off) = fresh(&trie, &cache);
     let mut rng = Rng(5);
     let mut generations = Vec::new();
@@ -275,7 +269,7 @@ fn namespace_rollover_equals_cache_off() {
 fn a_memory_budget_rolls_namespaces_over_and_masks_stay_exact() {
     let vocab = synthetic_vocab();
     let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
-    let lang = language(common::dialect(), &hr_schema(), &Policy::default());
+    let lang = language(&common::dialect(), &hr_schema(), &Policy::default());
     // Unbounded first, to know what a replay holds.
     let unbounded = Arc::new(MaskCache::new(4));
     let (mut on, mut off) = fresh(&trie, &unbounded);
@@ -333,7 +327,7 @@ fn keyed(s: &mut Session<'_>, trie: &TokenTrie, text: &str) -> (Config, CacheKey
 fn racing_publishes_of_one_payload_agree_and_a_second_payload_trips() {
     let vocab = synthetic_vocab();
     let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
-    let lang = language(common::dialect(), &hr_schema(), &Policy::default());
+    let lang = language(&common::dialect(), &hr_schema(), &Policy::default());
     let cache = MaskCache::new(2);
     let ns = cache.namespace(scope_of(&lang, trie.fingerprint()));
     let mut s = Session::new(&lang);
@@ -389,7 +383,7 @@ fn racing_publishes_of_one_payload_agree_and_a_second_payload_trips() {
 fn generic_lookup_at_an_identifier_position_is_an_error() {
     let vocab = synthetic_vocab();
     let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
-    let lang = language(common::dialect(), &hr_schema(), &Policy::default());
+    let lang = language(&common::dialect(), &hr_schema(), &Policy::default());
     let cache = MaskCache::new(1);
     let ns = cache.namespace(scope_of(&lang, trie.fingerprint()));
     let mut s = Session::new(&lang);
@@ -414,7 +408,7 @@ fn generic_lookup_at_an_identifier_position_is_an_error() {
 fn miss_walks_agree_serial_parallel_and_through_the_tail_memo() {
     let vocab = synthetic_vocab();
     let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
-    let lang = language(common::dialect(), &hr_schema(), &Policy::default());
+    let lang = language(&common::dialect(), &hr_schema(), &Policy::default());
     // Every tail goes through the memo, and one memo serves every key: later keys reuse
     // tails that earlier keys' walks kept.
     let memo = TailMemo::with_min_nodes(1);
@@ -515,7 +509,7 @@ fn qualified_names_cache_on_equals_cache_off() {
     let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
     let cache = Arc::new(MaskCache::new(8));
     let lang = language(
-        common::dialect(),
+        &common::dialect(),
         &common::qualified_schema(),
         &Policy::default(),
     );

@@ -1,7 +1,10 @@
 //! Schemas shared by the tests and the fuzz targets (fuzz/src/fixtures.rs includes this
 //! file), so that both exercise the same names.
 
+use std::sync::Arc;
+
 use grid_core::schema::{Schema, Table};
+use grid_core::{Dialect, Language, Lexicon, Policy};
 
 /// `employees` is a prefix of `employees_public`; a quoted column needs quoting.
 pub fn hr_schema() -> Schema {
@@ -24,4 +27,11 @@ pub fn shop_schema() -> Schema {
             Table::with_columns("customers", &["id", "name", "email"]),
         ],
     }
+}
+
+/// The language of `schema` under `policy` in `dialect`.
+pub fn language(dialect: &Arc<Dialect>, schema: &Schema, policy: &Policy) -> Arc<Language> {
+    let reserved = |w: &str| dialect.is_reserved(w);
+    let lx = Lexicon::from_schema(schema, policy, &reserved).expect("fixture lexicon");
+    Arc::new(Language::build(dialect.clone(), policy, &lx).expect("fixture language"))
 }
