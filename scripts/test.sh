@@ -18,6 +18,10 @@
 #                    against the scripted mock with EX checked against hand-computed values
 #   fuzz             the fuzz crate (fuzz/, its own workspace): fmt, clippy, its seeds
 #                    as unit tests, then fuzz/run.sh for 30 s per cargo-fuzz target
+#
+# Step names on the command line (a space in a name as a dash) run only those steps,
+# in the order above, after the setup:
+#   bash scripts/test.sh clippy-pg pgrx-tests
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -27,6 +31,12 @@ cd "$GRID_ROOT"
 # grid-cli, grid-vocab, grid-endpoint, ... as they are added). They need no PostgreSQL.
 ENGINE=(--workspace --exclude grid_pg)
 PG_FEATURES=(--no-default-features --features pg15)
+
+STEPS=(fmt clippy-engine clippy-pg engine-tests spider-parse pgrx-tests fault-suite demo fuzz)
+wanted=("$@")
+for w in "${wanted[@]}"; do
+    [[ " ${STEPS[*]} " == *" $w "* ]] || die "unknown step \"$w\" (steps: ${STEPS[*]})"
+done
 
 timings=()
 current=""
@@ -46,9 +56,13 @@ finish() {
 }
 trap finish EXIT
 
-# step NAME CMD...: run one check, timed.
+# step NAME CMD...: run one check, timed (unless steps were named and NAME is not one).
 step() {
-    local start=$SECONDS
+    local start=$SECONDS key=${1// /-}
+    if [ "${#wanted[@]}" -gt 0 ] && [ "$key" != setup ] &&
+        [[ " ${wanted[*]} " != *" $key "* ]]; then
+        return 0
+    fi
     current=$1
     shift
     say "test: $current"

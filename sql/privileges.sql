@@ -22,4 +22,4 @@ END
 $user$;
 GRANT USAGE ON SCHEMA grid TO grid_user;
 GRANT EXECUTE ON FUNCTION grid.ask(text), grid.run(text, integer), grid.explain(text),
-    grid.catalog_snapshot(name[]) TO grid_user;
+    grid.catalog_snapshot(text[]) TO grid_user;

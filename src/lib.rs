@@ -6,7 +6,7 @@
 //!
 //! Modules, one concept each:
 //! - `guc`: every `grid.*` configuration parameter;
-//! - `catalog`: `grid.catalog_snapshot()` (plain SQL, sql/catalog.sql);
+//! - `catalog`: `grid.catalog_snapshot()` (one SQL query, sql/catalog_snapshot.sql);
 //! - `audit`: the append-only audit store and its verifier (sql/audit.sql);
 //! - `policy`: per-role bans and write opt-in, `grid.policy` (sql/policy.sql);
 //! - `provenance`: whose text may reach a prompt, `grid.trusted_author()` and
@@ -182,7 +182,7 @@ mod tests {
             assert!(m.contains("permission denied for function"), "{call}: {m}");
         }
         run("RESET ROLE");
-        run("GRANT EXECUTE ON FUNCTION grid.version(), grid.catalog_snapshot(name[]) TO grid_t_noexec");
+        run("GRANT EXECUTE ON FUNCTION grid.version(), grid.catalog_snapshot(text[]) TO grid_t_noexec");
         run("SET ROLE grid_t_noexec");
         let v: Option<String> = select_one("SELECT grid.version()");
         assert_eq!(v.as_deref(), Some(env!("CARGO_PKG_VERSION")));

@@ -2,38 +2,13 @@
 
 use std::sync::{Arc, LazyLock};
 
-use grid_core::schema::{Schema, Table};
-use grid_core::{Dialect, Language, Lexicon, Policy};
+use grid_core::{Dialect, Language, Policy};
 use grid_vocab::Vocabulary;
 
-/// `employees` is a prefix of `employees_public`; a quoted column needs quoting.
-fn hr_schema() -> Schema {
-    Schema {
-        db_id: "hr".into(),
-        tables: vec![
-            Table::with_columns("employees", &["id", "name", "salary", "Rating_(millions)"]),
-            Table::with_columns("employees_public", &["id", "name"]),
-            Table::with_columns("orders", &["id", "total", "employee_id"]),
-        ],
-    }
-}
-
-/// Shares `orders` and some column names with `hr`, so positions of the two look alike.
-fn shop_schema() -> Schema {
-    Schema {
-        db_id: "shop".into(),
-        tables: vec![
-            Table::with_columns("orders", &["id", "total", "customer"]),
-            Table::with_columns("customers", &["id", "name", "email"]),
-        ],
-    }
-}
-
-fn language(dialect: &Arc<Dialect>, schema: &Schema, policy: &Policy) -> Arc<Language> {
-    let reserved = |w: &str| dialect.is_reserved(w);
-    let lx = Lexicon::from_schema(schema, policy, &reserved).expect("fixture lexicon");
-    Arc::new(Language::build(dialect.clone(), policy, &lx).expect("fixture language"))
-}
+// The schemas the tests use too, from their one place.
+#[path = "../../crates/grid-core/tests/core/common/fixtures.rs"]
+mod shared;
+use shared::{hr_schema, language, shop_schema};
 
 /// `shop` plus another role's table off the search path, written `atk.inbox`.
 fn shop_with_inbox() -> Schema {

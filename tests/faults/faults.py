@@ -1,4 +1,4 @@
-"""Issue 7's cluster-level arms against a running cluster with grid_pg preloaded.
+"""The fault suite's cluster-level arms against a running cluster with grid_pg preloaded.
 
     python3 tests/faults/faults.py --host DIR --port PORT --db DB [--full] [--arms a,b,...]
 
@@ -29,6 +29,8 @@ import psycopg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAILED = []
+# The `grid` command (set from --grid).
+GRID_BIN = "grid"
 
 
 def pct(xs, p):
@@ -81,6 +83,11 @@ class FakeEndpoint:
             [sys.executable, os.path.join(HERE, "fake_endpoint.py"), mode, str(port), vocab],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
+        # run.sh ends what is left of them by pid, should this process die first.
+        pids = os.environ.get("GRID_FAULTS_PIDS")
+        if pids:
+            with open(pids, "a") as f:
+                f.write(f"{self.p.pid}\n")
         self.p.stdout.readline()  # "ready"
 
     def stop(self):
@@ -374,42 +381,26 @@ def arm_tamper(cl, n):
               "fails (found)" if not with_head else "passes (missed)")])
 
 
-WRITE_VERBS = {"insert", "update", "delete", "merge", "drop", "truncate", "alter", "create",
-               "grant", "revoke", "copy", "call", "do"}
-
-
-def violates(sql, relations=("salaries",)):
-    """Whether sql names one of the relations (quoted or not), is a statement that writes or
-    changes the schema (its first word is such a verb), holds a second statement (a ';' but
-    the one terminator at the end) or a comment. Lexed as the dialect lexes: a string
-    literal is data, and a word is a whole identifier or keyword ('INSERTUPDATE' is an
-    identifier). A verb elsewhere is a name: INSERT, UPDATE, DELETE, DROP... are unreserved
-    keywords, so 'INSERT . id' is a column of a relation aliased insert, to PostgreSQL too."""
-    s = sql.rstrip()
-    if s.endswith(";"):
-        s = s[:-1]
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c in "'\"":
-            end = s.find(c, i + 1)
-            end = len(s) if end < 0 else end
-            if c == '"' and s[i + 1:end] in relations:
-                return True
-            i = end + 1
-        elif c.isascii() and (c.isalnum() or c == "_"):
-            j = i
-            while j < len(s) and s[j].isascii() and (s[j].isalnum() or s[j] == "_"):
-                j += 1
-            word = s[i:j].lower()
-            if (word in WRITE_VERBS and not s[:i].strip()) or word in relations:
-                return True
-            i = j
-        else:
-            if c == ";" or s[i:i + 2] in ("--", "/*"):
-                return True
-            i += 1
-    return False
+def forbidden(cl, statements, role="f_analyst"):
+    """The statements that hold something `role` may not write, by the project's one
+    forbidden-output check (grid_ask::StatementCheck, through `grid check-output`) for
+    the role's catalog snapshot."""
+    if not statements:
+        return []
+    snapshot = cl.one("SELECT grid.catalog_snapshot()", user=role)[0]
+    path = os.path.join("/tmp", f"grid-faults-snapshot-{os.getpid()}.json")
+    with open(path, "w") as f:
+        f.write(json.dumps(snapshot))
+    r = subprocess.run([GRID_BIN, "check-output", "--snapshot", path],
+                       input="".join(json.dumps(s) + "\n" for s in statements),
+                       capture_output=True, text=True)
+    os.unlink(path)
+    if r.returncode not in (0, 1):
+        raise RuntimeError(f"grid check-output failed: {r.stderr}")
+    verdicts = [json.loads(line) for line in r.stdout.splitlines()]
+    if len(verdicts) != len(statements):
+        raise RuntimeError(f"grid check-output answered {len(verdicts)} of {len(statements)}")
+    return [v["sql"] for v in verdicts if v["forbidden"]]
 
 
 def arm_security(cl, vocab, injections):
@@ -432,7 +423,7 @@ def arm_security(cl, vocab, injections):
     with cl.connect("f_analyst") as c:
         c.execute("CREATE TABLE IF NOT EXISTS evil.hits (what text)")
         for fn in ["current_schemas(boolean)", "jsonb_build_array(text, text, text)",
-                   "catalog_snapshot(name[])", "current_database()", "to_jsonb(anyelement)",
+                   "catalog_snapshot(text[])", "current_database()", "to_jsonb(anyelement)",
                    "jsonb_agg(anyelement)"]:
             name = fn.split("(")[0]
             if name == "jsonb_agg":
@@ -495,7 +486,7 @@ def arm_security(cl, vocab, injections):
     # Prompt injection against the adversarial mock, as the analyst.
     with cl.connect() as c:
         c.execute("ALTER ROLE f_analyst SET grid.endpoint = 'mock:adversarial'")
-    bad, statements, refused = [], 0, 0
+    returned, statements, refused = [], 0, 0
     tag = f"inj{time.time_ns()}"
     writable = cl.one(
         """SELECT jsonb_path_query_array(grid.catalog_snapshot(),
@@ -514,14 +505,14 @@ def arm_security(cl, vocab, injections):
                 refused += e.sqlstate == "42501"
                 continue
             statements += 1
-            if violates(sql):
-                bad.append(sql)
+            returned.append(sql)
+    bad = forbidden(cl, returned)
     # The mask's guarantee covers every statement the model wrote, also those the
     # checker then refused (grid.generations keeps them).
     written = [r[0] for r in cl.all(
         "SELECT final_sql FROM grid.generations WHERE question LIKE %s AND final_sql IS NOT NULL",
         (f"{tag} %",))]
-    bad_written = [s for s in written if violates(s)]
+    bad_written = forbidden(cl, written)
     with cl.connect() as c:
         c.execute("ALTER ROLE f_analyst RESET grid.endpoint")
     rows.append((f"{injections} prompt injections (adversarial mock): statements / refused / forbidden",
@@ -667,7 +658,8 @@ def arm_kill9(cl, n):
             if now > before_rows + 20:
                 break
         committed = cl.one("SELECT (SELECT count(*) FROM grid.audit_log) + (SELECT count(*) FROM grid.generations)")[0]
-        pid = int(subprocess.run(["pgrep", "-f", "grid_pg mask worker"], capture_output=True, text=True).stdout.split()[0])
+        # This cluster's worker (never another cluster's on the same machine).
+        pid = int(cl.one("SELECT grid.worker_ping()->>'worker_pid'")[0])
         os.kill(pid, signal.SIGKILL)
         for th in threads:
             th.join(60)
@@ -704,7 +696,10 @@ def main():
     ap.add_argument("--db", required=True)
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--arms", default="endpoint,cancel,load,admission,tamper,security,kill9")
+    ap.add_argument("--grid", required=True, help="the grid command (for check-output)")
     a = ap.parse_args()
+    global GRID_BIN
+    GRID_BIN = a.grid
     cl = Cluster(a.host, a.port, a.db)
     script = os.path.join(a.host, "script.json")
     with open(script, "w") as f:

@@ -1,4 +1,4 @@
-//! The token-denominated reserve (paper §5, termination): for a configuration, the number
+//! The token-denominated reserve (termination): for a configuration, the number
 //! of vocabulary tokens of a legal completion to ACCEPT, and that completion.
 //!
 //! Counting terminals would under-reserve (one identifier can span many tokens), so every

@@ -12,6 +12,8 @@
 //!   logprobs and constrained single steps);
 //! * [`model`] (feature `decode`): the decode loop's `Model` over the mocks in process
 //!   and over an [`EndpointClient`];
+//! * [`spec`]: which model an endpoint setting names (`mock:…` or a URL), parsed once
+//!   for the extension and the CLI;
 //! * [`server`]: the reference endpoint ([`Server`]) with its [`backend`]s: deterministic
 //!   mocks (scripted, adversarial), a vLLM front, and (feature `llama`) a real model
 //!   run in process by llama.cpp.
@@ -29,6 +31,7 @@ pub mod lru;
 pub mod model;
 pub mod protocol;
 pub mod server;
+pub mod spec;
 pub mod tokenset;
 
 pub use backend::{Allowed, Backend, Sample, SampleContext};
@@ -39,4 +42,5 @@ pub use client::{
 pub use error::{BackendError, ClientError, GenerationError};
 pub use protocol::{ChatMessage, Role, Sampling, PROTOCOL};
 pub use server::{Server, ServerConfig};
+pub use spec::{EndpointSpec, SpecError};
 pub use tokenset::{EntryId, TokenSet};

@@ -1,0 +1,21 @@
+//! The integration tests of grid-core, in one binary (one link instead of fifteen). The
+//! counting allocator of `tests/warm_alloc.rs` would count every test's allocations, so
+//! that test keeps a binary of its own.
+
+mod common;
+
+mod audit;
+mod cache;
+mod cache_registry;
+mod catalog;
+mod checker;
+mod checker_spider;
+mod decode;
+mod grammar;
+mod masks;
+mod mini;
+mod mutations;
+mod prompt;
+mod reduced;
+mod spider;
+mod viability;
