@@ -32,7 +32,7 @@ cd "$GRID_ROOT"
 ENGINE=(--workspace --exclude grid_pg)
 PG_FEATURES=(--no-default-features --features pg15)
 
-STEPS=(fmt clippy-engine clippy-pg engine-tests spider-parse pgrx-tests fault-suite demo fuzz)
+STEPS=(fmt clippy-engine clippy-pg engine-tests llama-backend spider-parse pgrx-tests fault-suite demo eval-harness fuzz)
 wanted=("$@")
 for w in "${wanted[@]}"; do
     [[ " ${STEPS[*]} " == *" $w "* ]] || die "unknown step \"$w\" (steps: ${STEPS[*]})"

@@ -84,6 +84,7 @@ pub fn run(data: &[u8]) {
         prompt: vec![],
         max_tokens,
         seed: 0,
+        unconstrained: false,
         meta: SealMeta::default(),
     };
     let mut dec = Decoder::new(

@@ -59,7 +59,7 @@ pub fn gold_all(dir: &std::path::Path) -> Vec<Gold> {
 
 /// The gold lines PostgreSQL 15 refuses to parse (`tests/spider_refused_by_postgres.tsv`).
 pub fn refused_by_postgres() -> std::collections::BTreeSet<usize> {
-    include_str!("../../../../tests/spider_refused_by_postgres.tsv")
+    include_str!("../../../../../tests/spider_refused_by_postgres.tsv")
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {

@@ -4,7 +4,7 @@
 //! budget completion above all) is in the mask of its step, recomputed here from scratch.
 //! Data-free; `fuzz/` has the same property as a fuzz target (`reserve_completion`).
 
-mod common;
+use super::common;
 
 use std::sync::Arc;
 
@@ -159,6 +159,7 @@ fn check(lang: &Language, vocab: &Vocabulary, adversarial: bool, n: u64, max_bud
             prompt: vec![],
             max_tokens: 1 + (rng.next() % max_budget) as u32,
             seed: rng.next(),
+            unconstrained: false,
             meta: SealMeta::default(),
         })
         .collect();

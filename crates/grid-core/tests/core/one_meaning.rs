@@ -36,7 +36,7 @@ struct Case {
 
 fn corpus() -> Vec<Case> {
     let doc: serde_json::Value =
-        serde_json::from_str(include_str!("../../../tests/one_meaning.json")).expect("corpus");
+        serde_json::from_str(include_str!("../../../../tests/one_meaning.json")).expect("corpus");
     doc["statements"]
         .as_array()
         .expect("statements")
