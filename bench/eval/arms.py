@@ -4,21 +4,24 @@ that a run proves each arm ran as asked.
 
 One entry per arm; adding an arm (issue 22's examples, issue 20's judge off) is one line.
 `settings` are session settings (name -> value), applied with set_config before SET ROLE
-and reset before the next arm; `audit` maps a column of grid.generations to the value
-every generation of the arm must hold in it (a column the table does not have reads as
-NULL), checked on the rows each ask wrote.
+and reset before the next arm; `audit` maps a column of grid.generations to what every
+generation of the arm must hold in it: a value, or a set of the values allowed (a column
+the table does not have reads as NULL), checked on the rows each ask wrote.
 
-Assumed here, until the ablation setting lands in the extension: a superuser-only GUC
-`grid.ablation` with values `no_repair` and `unconstrained`, recorded by the seal in a
-column `grid.generations.ablation` (NULL for the shipped path). An arm whose setting the
-extension does not know is reported unavailable before any question is asked.
+The levers are the extension's superuser-only setting `grid.ablation` (none, no_repair,
+unconstrained). The seal tells the unconstrained arm apart by its decode mode
+('unconstrained' instead of 'mode1'/'mode2'); an arm without repair shows no generation
+that repairs another (repair_of is NULL). An arm whose setting the extension does not know
+is reported unavailable before any question is asked.
 """
+
+MASKED = {"mode1", "mode2"}
 
 ARMS = {
     # name:            (settings,                                 audit)
-    "grid":            ({},                                       {"ablation": None}),
-    "grid-no-repair":  ({"grid.ablation": "no_repair"},           {"ablation": "no_repair", "repair_of": None}),
-    "unconstrained":   ({"grid.ablation": "unconstrained"},       {"ablation": "unconstrained"}),
+    "grid":            ({},                                       {"decode_mode": MASKED}),
+    "grid-no-repair":  ({"grid.ablation": "no_repair"},           {"decode_mode": MASKED, "repair_of": None}),
+    "unconstrained":   ({"grid.ablation": "unconstrained"},       {"decode_mode": "unconstrained", "repair_of": None}),
 }
 
 DEFAULT = ["grid", "grid-no-repair", "unconstrained"]
@@ -47,6 +50,10 @@ def mismatches(arm, generation_rows):
     for row in generation_rows:
         for column, want in audit(arm).items():
             got = row.get(column)
-            if got != want:
+            if isinstance(want, (set, frozenset)):
+                if got not in want:
+                    out.append(f"generation {row.get('generation')}: {column} = {got!r}, "
+                               f"expected one of {sorted(want)!r}")
+            elif got != want:
                 out.append(f"generation {row.get('generation')}: {column} = {got!r}, expected {want!r}")
     return out

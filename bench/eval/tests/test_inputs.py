@@ -89,12 +89,14 @@ class Arms(unittest.TestCase):
         self.assertTrue(set(arms.DEFAULT) <= set(arms.ARMS))
 
     def test_mismatches(self):
-        self.assertEqual(arms.mismatches("grid", [{"generation": 1, "ablation": None}]), [])
-        self.assertEqual(arms.mismatches("grid", [{"generation": 1}]), [])  # no such column: NULL
-        self.assertEqual(arms.mismatches("unconstrained", [{"generation": 7}]),
-                         ["generation 7: ablation = None, expected 'unconstrained'"])
-        got = arms.mismatches("grid-no-repair", [{"generation": 3, "ablation": "no_repair", "repair_of": 2}])
+        self.assertEqual(arms.mismatches("grid", [{"generation": 1, "decode_mode": "mode2"}]), [])
+        self.assertEqual(arms.mismatches("grid", [{"generation": 1, "decode_mode": "unconstrained"}]),
+                         ["generation 1: decode_mode = 'unconstrained', expected one of ['mode1', 'mode2']"])
+        self.assertEqual(arms.mismatches("unconstrained", [{"generation": 7}]),  # no such column: NULL
+                         ["generation 7: decode_mode = None, expected 'unconstrained'"])
+        got = arms.mismatches("grid-no-repair", [{"generation": 3, "decode_mode": "mode1", "repair_of": 2}])
         self.assertEqual(got, ["generation 3: repair_of = 2, expected None"])
+        self.assertEqual(arms.mismatches("grid-no-repair", [{"generation": 3, "decode_mode": "mode1"}]), [])
 
 
 class Figures(unittest.TestCase):
