@@ -55,6 +55,11 @@ CREATE TABLE grid.generations (
     question_digest   bytea CHECK (octet_length(question_digest) = 32),
     final_sql         text,
     sql_digest        bytea CHECK (octet_length(sql_digest) = 32),
+    -- Seal field: the judge's verdict on final_sql (PostgreSQL's EXPLAIN as the
+    -- caller), canonical JSON: {"verdict":"pass"}, {"verdict":"off"} (grid.judge off),
+    -- {"verdict":"fail","code":"<SQLSTATE>","message":"<sanitized>"}; NULL when no
+    -- judge saw the statement (none, or the checker refused it). Hashed into the seal.
+    verdict           text,
     seal_index        bigint NOT NULL UNIQUE CHECK (seal_index >= 0),
     stop              text NOT NULL CHECK (stop IN ('eos', 'budget_completed', 'budget_truncated', 'error', 'cancelled')),
     steps             integer NOT NULL CHECK (steps >= 0),

@@ -72,9 +72,7 @@ pub fn recorded_inconsistency(
     refused: bool,
     repaired: bool,
 ) -> Option<String> {
-    let Some(text) = verdict else {
-        return None;
-    };
+    let text = verdict?;
     let Some(v) = Verdict::from_record(text) else {
         return Some(format!("the recorded verdict {text:?} is not a verdict"));
     };

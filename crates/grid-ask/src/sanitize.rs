@@ -650,7 +650,9 @@ pub fn sanitize(message: &str, known: &KnownNames) -> String {
             while i < chars.len() {
                 let d = chars[i];
                 if is_word_char(d) {
-                    parts.last_mut().map(|p| p.push(d));
+                    if let Some(p) = parts.last_mut() {
+                        p.push(d);
+                    }
                     i += 1;
                 } else if d == '.' && chars.get(i + 1).is_some_and(|&e| is_word_char(e)) {
                     parts.push(String::new());
