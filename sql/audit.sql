@@ -55,11 +55,6 @@ CREATE TABLE grid.generations (
     question_digest   bytea CHECK (octet_length(question_digest) = 32),
     final_sql         text,
     sql_digest        bytea CHECK (octet_length(sql_digest) = 32),
-    -- Seal field: the judge's verdict on final_sql (PostgreSQL's EXPLAIN as the
-    -- caller), canonical JSON: {"verdict":"pass"}, {"verdict":"off"} (grid.judge off),
-    -- {"verdict":"fail","code":"<SQLSTATE>","message":"<sanitized>"}; NULL when no
-    -- judge saw the statement (none, or the checker refused it). Hashed into the seal.
-    verdict           text,
     seal_index        bigint NOT NULL UNIQUE CHECK (seal_index >= 0),
     stop              text NOT NULL CHECK (stop IN ('eos', 'budget_completed', 'budget_truncated', 'error', 'cancelled')),
     steps             integer NOT NULL CHECK (steps >= 0),
@@ -80,7 +75,12 @@ CREATE TABLE grid.generations (
     -- refused: why final_sql was not returned (its violations), NULL when it was or
     -- when there is no statement; repair_of: the generation this one repairs.
     refused           text,
-    repair_of         bigint
+    repair_of         bigint,
+    -- Seal field: the judge's verdict on final_sql (PostgreSQL's EXPLAIN as the
+    -- caller), canonical JSON: {"verdict":"pass"}, {"verdict":"off"} (grid.judge off),
+    -- {"verdict":"fail","code":"<SQLSTATE>","message":"<sanitized>"}; NULL when no
+    -- judge saw the statement (none, or the checker refused it). Hashed into the seal.
+    verdict           text
 );
 COMMENT ON TABLE grid.generations IS 'Append-only: one row per finished generation, with its seal (grid_core::audit::Seal) in the global seal chain.';
 
