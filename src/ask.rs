@@ -536,7 +536,9 @@ mod unit_tests {
 #[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]
 mod tests {
-    use crate::testing::{assert_refused, run, select_one, worker_ready};
+    use crate::testing::{
+        ask, assert_refused, generations, run, scripted_mock, select_one, worker_ready,
+    };
     use pgrx::prelude::*;
 
     /// The scripted mock's script for the fixture: what the "model" tries to write.
@@ -565,11 +567,10 @@ mod tests {
     /// Three tables, an analyst who may read two of them, a clerk who may add orders,
     /// and the scripted mock as the endpoint.
     fn fixture() {
-        worker_ready();
-        let script =
-            std::env::temp_dir().join(format!("grid_t_script_{}.json", std::process::id()));
-        std::fs::write(&script, SCRIPT).expect("write the mock script");
-        for sql in [
+        scripted_mock(
+            "grid_t",
+            SCRIPT,
+            &[
             "CREATE TABLE public.grid_t_employees (id int PRIMARY KEY, name text NOT NULL)",
             "CREATE TABLE public.grid_t_orders (id int PRIMARY KEY, employee_id int, amount numeric)",
             "CREATE TABLE public.grid_t_salaries (employee_id int, salary numeric)",
@@ -581,13 +582,8 @@ mod tests {
             "SET search_path = public",
             "SET grid.max_tokens = 48",
             "SET grid.timeout = '60s'",
-        ] {
-            run(sql);
-        }
-        run(&format!(
-            "SET grid.endpoint = 'mock:scripted:{}'",
-            script.display()
-        ));
+            ],
+        );
         run("CREATE FUNCTION public.grid_t_try_ask(q text) RETURNS text
              LANGUAGE plpgsql AS $f$
              BEGIN
@@ -596,10 +592,6 @@ mod tests {
                  RETURN SQLSTATE || ': ' || SQLERRM;
              END
              $f$");
-    }
-
-    fn ask(question: &str) -> String {
-        select_one::<String>(&format!("SELECT grid.ask($q${question}$q$)")).unwrap_or_default()
     }
 
     /// The fixture's first question, as the analyst, answers as it always does.
@@ -811,27 +803,7 @@ mod tests {
     #[pg_test]
     fn a_refused_statement_is_repaired_once_and_never_returned() {
         fixture();
-        type Row = (i64, Option<String>, Option<String>, Option<i64>);
-        let generations = |question: &str| -> Vec<Row> {
-            Spi::connect(|c| {
-                c.select(
-                    "SELECT generation, final_sql, refused, repair_of FROM grid.generations
-                      WHERE question = $1 ORDER BY generation",
-                    None,
-                    &[question.into()],
-                )
-                .expect("generations")
-                .map(|r| {
-                    (
-                        r.get::<i64>(1).ok().flatten().unwrap_or(-1),
-                        r.get::<String>(2).ok().flatten(),
-                        r.get::<String>(3).ok().flatten(),
-                        r.get::<i64>(4).ok().flatten(),
-                    )
-                })
-                .collect()
-            })
-        };
+        let generations = |question: &str| generations(question, "refused");
         // `amount` is a column the analyst may read (of grid_t_orders), so the mask lets
         // the model write it; the checker finds that grid_t_employees has no such
         // column, the repair prompt quotes that back, and the repair is returned.

@@ -70,7 +70,7 @@ pub fn judge(candidate: &Candidate, search_path: &str) -> Verdict {
 #[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]
 mod tests {
-    use crate::testing::{assert_refused, run, select_one, worker_ready};
+    use crate::testing::{ask, assert_refused, run, scripted_mock, select_one, Row};
     use pgrx::prelude::*;
 
     /// What the scripted "model" writes: statements the mask and the checker pass and
@@ -93,11 +93,10 @@ mod tests {
     /// payroll's column privileges as the caller); a view over a table the analyst may
     /// not see at all; the scripted mock.
     fn fixture() {
-        worker_ready();
-        let script =
-            std::env::temp_dir().join(format!("grid_j_script_{}.json", std::process::id()));
-        std::fs::write(&script, SCRIPT).expect("write the mock script");
-        for sql in [
+        scripted_mock(
+            "grid_j",
+            SCRIPT,
+            &[
             "CREATE TABLE public.grid_j_t (id int, name text, n int)",
             "INSERT INTO public.grid_j_t VALUES (1, 'a', 2), (2, 'b', 3)",
             "CREATE TABLE public.grid_j_pay (id int, name text, salary numeric)",
@@ -112,42 +111,13 @@ mod tests {
             "SET search_path = public",
             "SET grid.max_tokens = 48",
             "SET grid.timeout = '60s'",
-        ] {
-            run(sql);
-        }
-        run(&format!(
-            "SET grid.endpoint = 'mock:scripted:{}'",
-            script.display()
-        ));
+            ],
+        );
     }
 
-    fn ask(question: &str) -> String {
-        select_one::<String>(&format!("SELECT grid.ask($q${question}$q$)")).unwrap_or_default()
-    }
-
-    /// `(generation, final_sql, verdict, repair_of)` of a generation.
-    type Row = (i64, Option<String>, Option<String>, Option<i64>);
-
-    /// Each generation of `question`.
+    /// `(generation, final_sql, verdict, repair_of)` of each generation of `question`.
     fn generations(question: &str) -> Vec<Row> {
-        Spi::connect(|c| {
-            c.select(
-                "SELECT generation, final_sql, verdict, repair_of FROM grid.generations
-                  WHERE question = $1 ORDER BY generation",
-                None,
-                &[question.into()],
-            )
-            .expect("generations")
-            .map(|r| {
-                (
-                    r.get::<i64>(1).ok().flatten().unwrap_or(-1),
-                    r.get::<String>(2).ok().flatten(),
-                    r.get::<String>(3).ok().flatten(),
-                    r.get::<i64>(4).ok().flatten(),
-                )
-            })
-            .collect()
-        })
+        crate::testing::generations(question, "verdict")
     }
 
     fn verdict(text: Option<&str>) -> grid_ask::Verdict {
