@@ -75,7 +75,12 @@ CREATE TABLE grid.generations (
     -- refused: why final_sql was not returned (its violations), NULL when it was or
     -- when there is no statement; repair_of: the generation this one repairs.
     refused           text,
-    repair_of         bigint
+    repair_of         bigint,
+    -- Seal field: the judge's verdict on final_sql (PostgreSQL's EXPLAIN as the
+    -- caller), canonical JSON: {"verdict":"pass"}, {"verdict":"off"} (grid.judge off),
+    -- {"verdict":"fail","code":"<SQLSTATE>","message":"<sanitized>"}; NULL when no
+    -- judge saw the statement (none, or the checker refused it). Hashed into the seal.
+    verdict           text
 );
 COMMENT ON TABLE grid.generations IS 'Append-only: one row per finished generation, with its seal (grid_core::audit::Seal) in the global seal chain.';
 

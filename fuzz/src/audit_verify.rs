@@ -61,6 +61,7 @@ fn seal(log: &mut AuditLog, generation: u64, stop: StopReason, decode: DecodeMod
                 question_digest: Some(text_digest("how many orders?")),
                 sql_digest: (stop == StopReason::Eos)
                     .then(|| text_digest("SELECT count(*) FROM orders")),
+                verdict: None,
             },
         },
     )

@@ -280,6 +280,7 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
                 role: Some(sealed_role(&g.session_user, &g.current_user)),
                 question_digest: g.question.as_deref().map(text_digest),
                 sql_digest: g.final_sql.as_deref().map(text_digest),
+                verdict: None,
             },
         },
     )?;

@@ -94,6 +94,9 @@ fn verdict_differs(
         &[generation.into()],
     )?;
     let recomputed = grid_ask::record::refusal(&checker::check(sql, snapshot));
+    if stored == recomputed {
+        return judged_inconsistency(generation, recomputed.is_some());
+    }
     Ok((stored != recomputed).then(|| {
         format!(
             "the masks replay, but the checker's verdict on the final statement differs: \
@@ -106,6 +109,27 @@ fn verdict_differs(
                 .map_or("NULL".to_string(), |s| format!("{s:?}")),
         )
     }))
+}
+
+/// Why the judge's recorded verdict on `generation` (sealed; the judge cannot be run
+/// again: it planned as the caller against the catalog of that moment) does not fit the
+/// rest of the record, if it does not ([`grid_ask::judge::recorded_inconsistency`]:
+/// only a statement the checker passed is judged, a verdict is canonical, only a failed
+/// one is repaired). `refused`: whether the checker refuses the statement, recomputed.
+fn judged_inconsistency(generation: i64, refused: bool) -> Result<Option<String>, StoreError> {
+    let verdict: Option<String> = Spi::get_one_with_args(
+        "SELECT verdict FROM grid.generations WHERE generation = $1",
+        &[generation.into()],
+    )?;
+    let repaired = Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM grid.generations WHERE repair_of = $1)",
+        &[generation.into()],
+    )?
+    .unwrap_or(false);
+    Ok(
+        grid_ask::judge::recorded_inconsistency(verdict.as_deref(), refused, repaired)
+            .map(|why| format!("the masks replay, but {why}")),
+    )
 }
 
 /// Replays `generation`.

@@ -33,6 +33,7 @@ use crate::judge::{Candidate, Verdict};
 use crate::language::Compiled;
 use crate::models::Prompter;
 use crate::record::{artifacts, reasons, refusal, seal_meta, SealToWrite};
+use crate::sanitize::{sanitize, KnownNames};
 
 /// Bytes of schema DDL a prompt may carry (the mask is never trimmed).
 pub const PROMPT_SCHEMA_BYTES: usize = 12_000;
@@ -248,8 +249,10 @@ impl Attempted {
         if !self.job.ask.settings.audit.records() {
             return None;
         }
+        let mut seal = self.seal.clone()?;
+        seal.meta.verdict = self.verdict.as_ref().map(Verdict::record);
         Some(SealToWrite {
-            seal: self.seal.clone()?,
+            seal,
             question: self.job.ask.question.clone(),
             current_user: self.job.ask.current_user.clone(),
             final_sql: self.sql.clone(),
@@ -359,12 +362,28 @@ impl Parked {
         vocab: &Vocabulary,
     ) -> Next {
         let Parked { flow, mut last } = *self;
+        // Only the sanitized message is kept: it is quoted to the model, sealed and
+        // returned, and no name the role may not see reaches any of them.
+        let verdict = match verdict {
+            Verdict::Fail { code, message } => {
+                let known =
+                    KnownNames::new(&last.compiled.snapshot, last.sql.as_deref().unwrap_or(""));
+                Verdict::Fail {
+                    code,
+                    message: sanitize(&message, &known),
+                }
+            }
+            v => v,
+        };
         last.verdict = Some(verdict.clone());
         match verdict {
-            Verdict::Fail { message, .. } => {
-                flow.repair_or_finish(last, std::slice::from_ref(&message), prompter, vocab)
+            Verdict::Fail { code, message } => {
+                let why = format!("PostgreSQL refuses it (SQLSTATE {code}): {message}");
+                flow.repair_or_finish(last, std::slice::from_ref(&why), prompter, vocab)
             }
-            Verdict::Pass | Verdict::Unjudged => Next::Done(Box::new(flow.finish(last, vocab))),
+            Verdict::Pass | Verdict::Off | Verdict::Unjudged => {
+                Next::Done(Box::new(flow.finish(last, vocab)))
+            }
         }
     }
 
@@ -389,6 +408,13 @@ impl Flow {
         if !done.violations.is_empty() {
             let violations = done.violations.clone();
             return self.repair_or_finish(done, &violations, prompter, vocab);
+        }
+        if !done.job.ask.settings.judge {
+            let parked = Box::new(Parked {
+                flow: self,
+                last: done,
+            });
+            return parked.judged(Verdict::Off, prompter, vocab);
         }
         let candidate = Candidate {
             ask: done.job.ids[0],
@@ -473,17 +499,29 @@ impl Flow {
                     Answer::Failed(Failure::new(FailureKind::Refused, why))
                 }
             }
-            (None, Some(_), Some(Verdict::Fail { code, message })) => Answer::Failed(Failure::new(
-                FailureKind::Judged { code: code.clone() },
-                format!(
-                    "the model's statement does not pass the judge{}: {message}",
-                    if repaired_from.is_some() || job.ask.settings.ablation.no_repair {
+            (None, Some(_), Some(Verdict::Fail { code, message })) => {
+                let why = format!(
+                    "PostgreSQL refuses the model's statement (SQLSTATE {code}){}, so it was \
+                     not returned: {message}",
+                    if repaired_from.is_some() {
+                        ", and its repair too"
+                    } else if job.ask.settings.ablation.no_repair {
                         ""
                     } else {
-                        " and could not be repaired"
+                        ", and it could not be repaired"
                     }
-                ),
-            )),
+                );
+                if job.ask.explain {
+                    // grid.explain shows the steps (not the tokens) of a refused statement,
+                    // the refusal as a NOTICE.
+                    generated(String::new(), false, Some(why))
+                } else {
+                    Answer::Failed(Failure::new(
+                        FailureKind::Judged { code: code.clone() },
+                        why,
+                    ))
+                }
+            }
             (None, Some(sql), _) => generated(sql.to_string(), true, None),
             (None, None, _) => {
                 Answer::Failed(Failure::internal("the generation produced no statement"))

@@ -95,6 +95,7 @@ pub mod record;
 pub mod replay;
 pub mod request;
 mod round;
+pub mod sanitize;
 
 pub use answer::{Answer, ExplainStep, Generated};
 pub use engine::{Input, Job, Outbox, Output, SEED};

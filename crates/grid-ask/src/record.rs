@@ -111,6 +111,7 @@ pub fn seal_meta(job: &Job) -> SealMeta {
         role: Some(sealed_role(&job.ask.session_user, &job.ask.current_user)),
         question_digest: Some(text_digest(&job.ask.question)),
         sql_digest: None,
+        verdict: None,
     }
 }
 

@@ -41,6 +41,7 @@ fn settings() -> AskSettings {
         audit: AuditLevel::Full,
         ablation: Ablation::default(),
         fault: None,
+        judge: true,
     }
 }
 
@@ -399,6 +400,138 @@ fn the_judge_sees_what_the_checker_passed_and_its_refusal_is_repaired_once() {
     assert_eq!(judged.seals.len(), 2);
 }
 
+/// A judge that refuses the first `fail` statements with a message naming a table the
+/// role may not see, as PostgreSQL's `permission denied` does.
+struct Leaky {
+    fail: usize,
+    seen: usize,
+}
+
+impl Judge for Leaky {
+    fn judge(&mut self, _: &Candidate) -> Ruling {
+        self.seen += 1;
+        Ruling::Now(if self.seen <= self.fail {
+            Verdict::Fail {
+                code: "42501".into(),
+                message: "permission denied for table payroll_secret".into(),
+            }
+        } else {
+            Verdict::Pass
+        })
+    }
+}
+
+fn sealed_verdicts(f: &Finished) -> Vec<Option<Verdict>> {
+    f.seals
+        .iter()
+        .map(|s| {
+            s.seal
+                .meta
+                .verdict
+                .as_deref()
+                .map(|v| Verdict::from_record(v).expect("a canonical verdict"))
+        })
+        .collect()
+}
+
+#[test]
+fn no_name_the_role_may_not_see_reaches_the_repair_prompt_the_seal_or_the_error() {
+    // The repair prompt carries the sanitized message: the script writes its repair
+    // from it (and would write another statement, had the raw name reached the prompt).
+    let (steps, done) = split(ask_all(
+        vec![job(0, "list the names", settings())],
+        &mut Leaky { fail: 1, seen: 0 },
+        MockDefaults::default(),
+    ));
+    record_verifies_and_replays(&steps, &done);
+    let g = generated(&done[0]);
+    assert_eq!(g.sql, "SELECT name, id FROM employees");
+    assert_eq!(
+        g.repair_reasons,
+        ["PostgreSQL refuses it (SQLSTATE 42501): permission denied for table <hidden>"]
+    );
+    let refused = Verdict::Fail {
+        code: "42501".into(),
+        message: "permission denied for table <hidden>".into(),
+    };
+    assert_eq!(
+        sealed_verdicts(&done[0]),
+        [Some(refused.clone()), Some(Verdict::Pass)]
+    );
+
+    // Refused twice: the caller's error carries PostgreSQL's code, never the name.
+    let (steps, done) = split(ask_all(
+        vec![job(0, "list the names", settings())],
+        &mut Leaky { fail: 2, seen: 0 },
+        MockDefaults::default(),
+    ));
+    record_verifies_and_replays(&steps, &done);
+    let e = failed(&done[0]);
+    assert_eq!(
+        e.kind,
+        FailureKind::Judged {
+            code: "42501".into()
+        }
+    );
+    assert!(e.message.contains("SQLSTATE 42501"), "{e:?}");
+    assert!(e.message.contains("and its repair too"), "{e:?}");
+    for f in &done {
+        assert!(!format!("{:?}", f.answer).contains("payroll_secret"));
+        assert!(!format!("{:?}", f.generations).contains("payroll_secret"));
+        for s in &f.seals {
+            assert!(!format!("{:?}", s.seal).contains("payroll_secret"));
+        }
+    }
+    assert_eq!(
+        sealed_verdicts(&done[0]),
+        [Some(refused.clone()), Some(refused.clone())]
+    );
+
+    // grid.explain shows the steps of a refused statement, not its tokens.
+    let mut j = job(0, "list the names", settings());
+    j.ask.explain = true;
+    j.ask.settings.ablation.no_repair = true;
+    let (_, done) = split(ask_all(
+        vec![j],
+        &mut Leaky { fail: 1, seen: 0 },
+        MockDefaults::default(),
+    ));
+    let g = generated(&done[0]);
+    assert!(g.sql.is_empty() && !g.steps.is_empty());
+    assert!(g.steps.iter().all(|s| s.token.is_none()), "{g:?}");
+    let why = g.refused.as_deref().expect("the refusal");
+    assert!(
+        why.contains("SQLSTATE 42501") && why.contains("<hidden>"),
+        "{why}"
+    );
+}
+
+#[test]
+fn with_the_judge_off_no_statement_is_judged_and_each_seal_says_so() {
+    let mut judge = Strict {
+        fail: 1,
+        seen: Vec::new(),
+    };
+    let mut s = settings();
+    s.judge = false;
+    let (steps, done) = split(ask_all(
+        vec![job(0, "list the names", s)],
+        &mut judge,
+        MockDefaults::default(),
+    ));
+    record_verifies_and_replays(&steps, &done);
+    assert!(judge.seen.is_empty());
+    assert_eq!(generated(&done[0]).sql, "SELECT name FROM employees");
+    assert_eq!(sealed_verdicts(&done[0]), [Some(Verdict::Off)]);
+    // A statement the checker refuses is sealed without a verdict (no judge saw it).
+    let (_, done) = split(ask_all(
+        vec![job(0, "this stays wrong", settings())],
+        &mut NoJudge,
+        MockDefaults::default(),
+    ));
+    assert_eq!(sealed_verdicts(&done[0]), [None, None]);
+}
+
 /// A judge that hands every candidate to the host, as the worker's will.
 struct Deferring(mpsc::Sender<Candidate>);
 
@@ -520,7 +653,10 @@ fn a_verdict_given_later_resumes_the_ask_where_it_waited() {
         (g.sql.as_str(), g.repaired_from),
         ("SELECT id FROM employees", Some(1))
     );
-    assert_eq!(g.repair_reasons, ["column \"name\" does not exist"]);
+    assert_eq!(
+        g.repair_reasons,
+        ["PostgreSQL refuses it (SQLSTATE 42703): column \"name\" does not exist"]
+    );
     assert_eq!(done[1].seals.len(), 2);
     assert_eq!(failed(&done[2]).kind, FailureKind::Cancelled);
     assert_eq!(done[2].seals.len(), 1, "the abandoned ask keeps its seal");

@@ -252,6 +252,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
         audit: AuditLevel::Full,
         ablation,
         fault: None,
+        judge: true,
     };
     let snapshot_json =
         serde_json::to_value(&snapshot).map_err(|e| GenerateError::Input(e.to_string()))?;

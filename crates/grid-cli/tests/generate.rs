@@ -318,6 +318,7 @@ fn generate_seals_what_the_pipeline_seals() {
                 audit: grid_ask::AuditLevel::Full,
                 ablation: grid_ask::Ablation::default(),
                 fault: None,
+                judge: true,
             },
         },
     );

@@ -14,7 +14,8 @@
 //!  "prev_seal_hash":"<64 hex>","hash":"<64 hex>"}
 //! ```
 //! (each object on one line). `token` is a number or the string `"eos"`; `role`,
-//! `question_digest` and `sql_digest` may be absent or null. Unknown fields are errors.
+//! `question_digest`, `sql_digest` and `verdict` (the judge's, a string) may be absent or
+//! null. Unknown fields are errors.
 
 use std::io::{self, BufRead, Write};
 
@@ -102,6 +103,8 @@ struct SealWire {
     question_digest: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sql_digest: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    verdict: Option<String>,
     prev_seal_hash: String,
     hash: String,
 }
@@ -162,6 +165,7 @@ fn to_wire(e: &Entry) -> EntryWire {
             role: s.meta.role.clone(),
             question_digest: s.meta.question_digest.map(|d| to_hex(&d)),
             sql_digest: s.meta.sql_digest.map(|d| to_hex(&d)),
+            verdict: s.meta.verdict.clone(),
             prev_seal_hash: to_hex(&s.prev_seal_hash),
             hash: to_hex(&s.hash),
         }),
@@ -204,6 +208,7 @@ fn from_wire(w: EntryWire) -> Result<Entry, LineError> {
                     .map(|d| hex("question_digest", &d))
                     .transpose()?,
                 sql_digest: s.sql_digest.map(|d| hex("sql_digest", &d)).transpose()?,
+                verdict: s.verdict,
             },
             prev_seal_hash: hex("prev_seal_hash", &s.prev_seal_hash)?,
             hash: hex("hash", &s.hash)?,

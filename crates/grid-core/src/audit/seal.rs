@@ -146,6 +146,11 @@ pub struct SealMeta {
     pub question_digest: Option<Digest32>,
     /// [`crate::audit::text_digest`] of the final SQL text.
     pub sql_digest: Option<Digest32>,
+    /// The judge's verdict on the final SQL text, as the host records it (the extension:
+    /// PostgreSQL's EXPLAIN as the caller; canonical JSON such as `{"verdict":"pass"}`).
+    /// Absent when no judge was asked (a generation that wrote no statement, or one the
+    /// checker refused), and in every seal written before verdicts were recorded.
+    pub verdict: Option<String>,
 }
 
 /// The seal of one generation (`{"type":"seal"}` JSONL line).
@@ -195,7 +200,10 @@ impl Seal {
     /// [16] grammar ‖ [16] lexicons ‖ [16] policy ‖ [16] vocabulary ‖ u8 decode mode ‖
     /// u8 cache ‖ role ‖ question_digest ‖ sql_digest ‖ [32] prev_seal_hash`, where an
     /// absent option is `u8 0` and a present one `u8 1` followed by the value (the role as
-    /// `u64 length ‖ UTF-8 bytes`, a digest as its 32 bytes).
+    /// `u64 length ‖ UTF-8 bytes`, a digest as its 32 bytes); then, only when there is a
+    /// verdict, `u8 1 ‖ u64 length ‖ UTF-8 bytes` of it. Every field before it is
+    /// self-delimiting, so the encoding stays unambiguous, and a seal without a verdict
+    /// (every seal written before verdicts were recorded) hashes as it always did.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(256);
         b.extend_from_slice(&self.index.to_le_bytes());
@@ -217,6 +225,9 @@ impl Seal {
         );
         put_opt(&mut b, self.meta.sql_digest.as_ref().map(|d| &d[..]), false);
         b.extend_from_slice(&self.prev_seal_hash);
+        if let Some(v) = &self.meta.verdict {
+            put_opt(&mut b, Some(v.as_bytes()), true);
+        }
         b
     }
 
@@ -333,9 +344,34 @@ mod tests {
             },
             ..seal()
         };
+        let d = Seal {
+            meta: SealMeta {
+                verdict: Some(String::new()),
+                ..SealMeta::default()
+            },
+            ..seal()
+        };
         assert_ne!(a.compute_hash(), b.compute_hash());
         assert_ne!(a.compute_hash(), c.compute_hash());
         assert_ne!(b.compute_hash(), c.compute_hash());
+        for x in [&a, &b, &c] {
+            assert_ne!(x.compute_hash(), d.compute_hash());
+        }
+    }
+
+    #[test]
+    fn a_seal_without_a_verdict_encodes_as_before_verdicts_existed() {
+        let a = seal();
+        let e = a.encode();
+        assert_eq!(&e[e.len() - 32..], &a.prev_seal_hash);
+        let v = Seal {
+            meta: SealMeta {
+                verdict: Some("{\"verdict\":\"pass\"}".into()),
+                ..SealMeta::default()
+            },
+            ..seal()
+        };
+        assert!(v.encode().starts_with(&e));
     }
 
     #[test]

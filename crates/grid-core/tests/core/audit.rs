@@ -131,6 +131,9 @@ fn plan(generation: u64, rng: &mut XorShift, keep_open: bool) -> Plan {
             sql_digest: rng
                 .chance(50)
                 .then(|| text_digest("SELECT name FROM employees")),
+            verdict: rng
+                .chance(50)
+                .then(|| r#"{"verdict":"fail","code":"42501","message":"m"}"#.to_string()),
         }
     } else {
         SealMeta::default()
