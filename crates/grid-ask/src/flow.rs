@@ -21,7 +21,7 @@ use std::time::Instant;
 use grid_core::audit::{text_digest, Seal, StepKind, StepRecord, StopReason};
 use grid_core::checker::{self, Violation};
 use grid_core::decode::{DecodeError, GenerationSpec, Outcome};
-use grid_core::prompt;
+use grid_core::prompt::{self, Prompt};
 use grid_endpoint::backend::mock::mix;
 use grid_endpoint::ClientError;
 use grid_vocab::Vocabulary;
@@ -32,7 +32,7 @@ use crate::failure::{Failure, FailureKind};
 use crate::judge::{Candidate, Verdict};
 use crate::language::Compiled;
 use crate::models::Prompter;
-use crate::record::{artifacts, reasons, refusal, seal_meta, SealToWrite};
+use crate::record::{artifacts, reasons, refusal, seal_meta, with_prompt, SealToWrite};
 
 /// Bytes of schema DDL a prompt may carry (the mask is never trimmed).
 pub const PROMPT_SCHEMA_BYTES: usize = 12_000;
@@ -42,6 +42,8 @@ pub struct Attempt {
     pub job: Arc<Job>,
     pub generation: u64,
     pub compiled: Arc<Compiled>,
+    /// The prompt the model is shown (sealed by its digest), and its token ids.
+    pub shown: Prompt,
     pub prompt: Vec<u32>,
     /// Set for a repair: the first attempt's generation.
     pub repair_of: Option<u64>,
@@ -73,6 +75,7 @@ impl Attempt {
         Ok(Attempt {
             generation: job.ids[0],
             prompt: prompter.tokens(&prompt)?,
+            shown: prompt,
             job,
             compiled,
             repair_of: None,
@@ -101,6 +104,7 @@ impl Attempt {
             job: self.job,
             generation: self.generation,
             compiled: self.compiled,
+            shown: self.shown,
             seal: None,
             steps: Vec::new(),
             sql: None,
@@ -121,6 +125,8 @@ pub struct Attempted {
     pub job: Arc<Job>,
     pub generation: u64,
     pub compiled: Arc<Compiled>,
+    /// The prompt the model was shown.
+    pub shown: Prompt,
     pub seal: Option<Seal>,
     pub steps: Vec<StepRecord>,
     pub sql: Option<String>,
@@ -240,22 +246,31 @@ impl Attempted {
             generation: self.job.ids[1],
             compiled: self.compiled.clone(),
             prompt: prompter.tokens(&prompt).ok()?,
+            shown: prompt,
             repair_of: Some(self.generation),
         })
     }
 
+    /// The seal and artifacts to store: the seal binds the prompt the model was shown,
+    /// and through it the contents of the artifacts ([`crate::contents`]).
     fn seal_to_write(&self, vocab: &Vocabulary) -> Option<SealToWrite> {
         if !self.job.ask.settings.audit.records() {
             return None;
         }
+        let mut seal = self.seal.clone()?;
+        let (artifacts, prompt_digest) = with_prompt(
+            artifacts(&self.compiled, vocab),
+            Some((&self.shown, PROMPT_SCHEMA_BYTES)),
+        );
+        seal.meta.prompt_digest = Some(prompt_digest);
         Some(SealToWrite {
-            seal: self.seal.clone()?,
+            seal,
             question: self.job.ask.question.clone(),
             current_user: self.job.ask.current_user.clone(),
             final_sql: self.sql.clone(),
             refused: refusal(&self.violations),
             repair_of: self.repair_of,
-            artifacts: artifacts(&self.compiled, vocab),
+            artifacts,
             started_at: self.job.started_at,
         })
     }

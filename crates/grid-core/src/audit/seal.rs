@@ -146,6 +146,10 @@ pub struct SealMeta {
     pub question_digest: Option<Digest32>,
     /// [`crate::audit::text_digest`] of the final SQL text.
     pub sql_digest: Option<Digest32>,
+    /// [`crate::audit::artifact_digest`] of the generation's prompt artifact: the prompt
+    /// the model was shown and the content digests of the artifacts the seal's fingerprints
+    /// name. Absent in seals written before prompts were sealed (they hash as before).
+    pub prompt_digest: Option<Digest32>,
 }
 
 /// The seal of one generation (`{"type":"seal"}` JSONL line).
@@ -193,9 +197,13 @@ impl Seal {
     /// The canonical encoding of every field except `hash`, in this order, little-endian:
     /// `u64 index ‖ u64 generation ‖ u8 stop ‖ u32 steps ‖ [32] last_step_hash ‖
     /// [16] grammar ‖ [16] lexicons ‖ [16] policy ‖ [16] vocabulary ‖ u8 decode mode ‖
-    /// u8 cache ‖ role ‖ question_digest ‖ sql_digest ‖ [32] prev_seal_hash`, where an
-    /// absent option is `u8 0` and a present one `u8 1` followed by the value (the role as
-    /// `u64 length ‖ UTF-8 bytes`, a digest as its 32 bytes).
+    /// u8 cache ‖ role ‖ question_digest ‖ sql_digest ‖ [32] prev_seal_hash
+    /// [‖ u8 1 ‖ [32] prompt_digest]`, where an absent option is `u8 0` and a present one
+    /// `u8 1` followed by the value (the role as `u64 length ‖ UTF-8 bytes`, a digest as
+    /// its 32 bytes). The prompt digest, the one field added later, is appended only when
+    /// present and is absent otherwise (not `u8 0`), so that every seal written before it
+    /// existed keeps its encoding and its hash; the encoding stays unambiguous, since all
+    /// that precedes it is self-delimiting and it ends the encoding.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(256);
         b.extend_from_slice(&self.index.to_le_bytes());
@@ -217,6 +225,9 @@ impl Seal {
         );
         put_opt(&mut b, self.meta.sql_digest.as_ref().map(|d| &d[..]), false);
         b.extend_from_slice(&self.prev_seal_hash);
+        if let Some(d) = &self.meta.prompt_digest {
+            put_opt(&mut b, Some(&d[..]), false);
+        }
         b
     }
 
@@ -336,6 +347,28 @@ mod tests {
         assert_ne!(a.compute_hash(), b.compute_hash());
         assert_ne!(a.compute_hash(), c.compute_hash());
         assert_ne!(b.compute_hash(), c.compute_hash());
+    }
+
+    #[test]
+    fn prompt_digest_is_bound_and_absent_keeps_the_old_encoding() {
+        let old = seal();
+        let mut v1 = old.encode();
+        // The encoding of a seal without a prompt digest ends with prev_seal_hash, as
+        // before the field existed.
+        assert!(v1.ends_with(&old.prev_seal_hash));
+        let with = |d: [u8; 32]| Seal {
+            meta: SealMeta {
+                prompt_digest: Some(d),
+                ..SealMeta::default()
+            },
+            ..seal()
+        };
+        let (a, b) = (with([7; 32]), with([8; 32]));
+        assert_ne!(a.compute_hash(), old.compute_hash());
+        assert_ne!(a.compute_hash(), b.compute_hash());
+        v1.push(1);
+        v1.extend_from_slice(&[7; 32]);
+        assert_eq!(a.encode(), v1);
     }
 
     #[test]
