@@ -55,11 +55,6 @@ CREATE TABLE grid.generations (
     question_digest   bytea CHECK (octet_length(question_digest) = 32),
     final_sql         text,
     sql_digest        bytea CHECK (octet_length(sql_digest) = 32),
-    -- Seal field: the content digest of the generation's prompt artifact (the
-    -- prompt the model was shown, and the content digests of the other
-    -- artifacts), checked by grid.verify_audit(). NULL in generations sealed
-    -- before prompts were (they hash as before).
-    prompt_digest     bytea CHECK (octet_length(prompt_digest) = 32),
     seal_index        bigint NOT NULL UNIQUE CHECK (seal_index >= 0),
     stop              text NOT NULL CHECK (stop IN ('eos', 'budget_completed', 'budget_truncated', 'error', 'cancelled')),
     steps             integer NOT NULL CHECK (steps >= 0),
@@ -80,7 +75,13 @@ CREATE TABLE grid.generations (
     -- refused: why final_sql was not returned (its violations), NULL when it was or
     -- when there is no statement; repair_of: the generation this one repairs.
     refused           text,
-    repair_of         bigint
+    repair_of         bigint,
+    -- Seal field (last, so that the columns before keep their positions): the
+    -- content digest of the generation's prompt artifact (the prompt the model
+    -- was shown, and the content digests of the other artifacts), checked by
+    -- grid.verify_audit(). NULL in generations sealed before prompts were (they
+    -- hash as before).
+    prompt_digest     bytea CHECK (octet_length(prompt_digest) = 32)
 );
 COMMENT ON TABLE grid.generations IS 'Append-only: one row per finished generation, with its seal (grid_core::audit::Seal) in the global seal chain.';
 
@@ -93,14 +94,14 @@ CREATE TABLE grid.artifacts (
     -- kept by fingerprint only when the endpoint can serve it again.
     content      bytea,
     content_json jsonb,
+    created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
     -- The content digest (grid_ask::contents::content_digest) of content and
     -- content_json. A fingerprint is what an artifact means to the masks (the
     -- lexicons' is over words), so one fingerprint may have several contents
     -- (snapshots that differ in a comment): each is kept, told apart by its
     -- digest, which the generation's prompt artifact lists. NULL in rows written
-    -- before digests were.
+    -- before digests were. (Last, so that the columns before keep their positions.)
     digest       bytea CHECK (octet_length(digest) = 32),
-    created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
     UNIQUE NULLS NOT DISTINCT (kind, fingerprint, digest)
 );
 COMMENT ON TABLE grid.artifacts IS 'Append-only, content-addressed inputs of the generations (keys: the fingerprints of grid.generations and the content digests their prompt artifacts list), so that a log replays after the schema has changed.';

@@ -1429,7 +1429,24 @@ mod tests {
         edit("lexicons", &lex_fp, &lex_at, comment);
         let ((ok, bad, reason), (replayed, why)) = audit_verdicts(g);
         assert!(!ok, "an edited snapshot comment passes verify_audit");
-        assert_eq!(bad, Some(g), "{reason}");
+        let diagnosis: Option<pgrx::JsonB> = select_one(&format!(
+            "SELECT pg_catalog.jsonb_build_object(
+                'fp', pg_catalog.encode(g.lexicons_fp, 'hex'),
+                'prompt_digest', pg_catalog.encode(g.prompt_digest, 'hex'),
+                'prompt_fps', (SELECT pg_catalog.jsonb_agg(pg_catalog.encode(p.fingerprint, 'hex'))
+                                 FROM grid.artifacts p WHERE p.kind = 'prompt'
+                                  AND p.digest = g.prompt_digest),
+                'listed', (SELECT pg_catalog.jsonb_agg(p.content_json -> 'artifacts')
+                             FROM grid.artifacts p WHERE p.kind = 'prompt'
+                              AND p.digest = g.prompt_digest))
+               FROM grid.generations g WHERE g.generation = {g}"
+        ));
+        assert_eq!(
+            bad,
+            Some(g),
+            "{reason} / {lex_fp} {lex_digest} / {:?}",
+            diagnosis.map(|j| j.0)
+        );
         assert!(
             reason.contains(&format!("the lexicons artifact {lex_fp} was altered")),
             "{reason}"

@@ -203,55 +203,75 @@ fn altered(
     })
 }
 
+/// A finding before the generations that name it are looked up: the artifact, the
+/// content digest it was stored or bound with, and why it is altered.
+type Suspect = (ArtifactKind, [u8; 16], Option<Digest32>, String);
+
+/// The finding of `suspect`, with the generations that name it (looked up once no table
+/// of a cursor is being read).
+fn found(suspect: Option<Suspect>) -> Result<Option<AlteredArtifact>, StoreError> {
+    let Some((kind, fingerprint, digest, why)) = suspect else {
+        return Ok(None);
+    };
+    Spi::connect(|client| altered(client, kind, &fingerprint, digest.as_ref(), why)).map(Some)
+}
+
+fn b16(v: Option<Vec<u8>>) -> [u8; 16] {
+    v.and_then(|v| <[u8; 16]>::try_from(v.as_slice()).ok())
+        .unwrap_or_default()
+}
+
+fn b32(v: Option<Vec<u8>>) -> Option<Digest32> {
+    v.and_then(|v| <[u8; 32]>::try_from(v.as_slice()).ok())
+}
+
 /// The first stored artifact whose content does not have the content digest stored
 /// beside it: every row written with a digest is recomputed from its stored bytes,
 /// whichever seal names it. Rows without a digest (written before digests were) are
 /// checked through the seals that bind them ([`first_unbound`]), or not at all.
 pub fn first_altered_row() -> Result<Option<AlteredArtifact>, StoreError> {
-    Spi::connect(|client| {
+    let suspect = Spi::connect(|client| -> Result<Option<Suspect>, StoreError> {
         let mut cursor = client.try_open_cursor(
             "SELECT kind, fingerprint, content, content_json, digest FROM grid.artifacts
               WHERE digest IS NOT NULL ORDER BY created_at, kind, fingerprint",
             &[],
         )?;
         loop {
-            let table = cursor.fetch(BATCH)?;
-            if table.is_empty() {
-                return Ok(None);
-            }
-            for row in table {
+            let mut batch: Vec<(Artifact, Vec<u8>)> = Vec::new();
+            for row in cursor.fetch(BATCH)? {
                 let kind_name: Option<String> = row.get(1)?;
                 let Some(kind) = kind_name.as_deref().and_then(ArtifactKind::from_name) else {
                     continue;
                 };
-                let fingerprint = row
-                    .get::<Vec<u8>>(2)?
-                    .and_then(|v| <[u8; 16]>::try_from(v.as_slice()).ok())
-                    .unwrap_or_default();
                 let a = Artifact {
                     kind,
-                    fingerprint,
+                    fingerprint: b16(row.get::<Vec<u8>>(2)?),
                     content: row.get::<Vec<u8>>(3)?,
                     content_json: row.get::<pgrx::JsonB>(4)?.map(|j| j.0),
                 };
-                let stored = row.get::<Vec<u8>>(5)?.unwrap_or_default();
-                let found = content_digest(&a);
-                if stored != found {
-                    return Ok(Some(altered(
-                        client,
-                        kind,
-                        &fingerprint,
-                        <[u8; 32]>::try_from(stored.as_slice()).ok().as_ref(),
+                batch.push((a, row.get::<Vec<u8>>(5)?.unwrap_or_default()));
+            }
+            if batch.is_empty() {
+                return Ok(None);
+            }
+            for (a, stored) in batch {
+                let computed = content_digest(&a);
+                if stored != computed {
+                    return Ok(Some((
+                        a.kind,
+                        a.fingerprint,
+                        b32(Some(stored.clone())),
                         format!(
                             "its content digest is {}, the digest stored with it {}",
-                            to_hex(&found),
+                            to_hex(&computed),
                             to_hex(&stored)
                         ),
-                    )?));
+                    )));
                 }
             }
         }
-    })
+    })?;
+    found(suspect)
 }
 
 /// The first generation, in append order, with a prompt digest whose prompt artifact or
@@ -259,57 +279,49 @@ pub fn first_altered_row() -> Result<Option<AlteredArtifact>, StoreError> {
 /// sealed digest, and each artifact its fingerprints name must be stored with the
 /// content digest the prompt artifact lists, and have it.
 pub fn first_unbound() -> Result<Option<AlteredArtifact>, StoreError> {
-    Spi::connect(|client| {
+    let suspect = Spi::connect(|client| -> Result<Option<Suspect>, StoreError> {
         let mut cursor = client.try_open_cursor(
-            "SELECT generation, prompt_digest, grammar_fp, lexicons_fp, policy_fp, vocabulary_fp
+            "SELECT prompt_digest, grammar_fp, lexicons_fp, policy_fp, vocabulary_fp
                FROM grid.generations WHERE prompt_digest IS NOT NULL ORDER BY entry",
             &[],
         )?;
         // Content digests recomputed once per stored artifact.
         let mut checked: HashMap<(ArtifactKind, [u8; 16], Digest32), bool> = HashMap::new();
         loop {
-            let table = cursor.fetch(BATCH)?;
-            if table.is_empty() {
-                return Ok(None);
-            }
-            for row in table {
-                let b16 = |i: usize| -> Result<[u8; 16], StoreError> {
-                    Ok(row
-                        .get::<Vec<u8>>(i)?
-                        .and_then(|v| <[u8; 16]>::try_from(v.as_slice()).ok())
-                        .unwrap_or_default())
-                };
-                let Some(digest) = row
-                    .get::<Vec<u8>>(2)?
-                    .and_then(|v| <[u8; 32]>::try_from(v.as_slice()).ok())
-                else {
+            let mut batch: Vec<(Digest32, Fingerprints)> = Vec::new();
+            for row in cursor.fetch(BATCH)? {
+                let Some(digest) = b32(row.get::<Vec<u8>>(1)?) else {
                     continue;
                 };
-                let f = Fingerprints {
-                    grammar: b16(3)?,
-                    lexicons: b16(4)?,
-                    policy: b16(5)?,
-                    vocabulary: b16(6)?,
-                };
+                batch.push((
+                    digest,
+                    Fingerprints {
+                        grammar: b16(row.get::<Vec<u8>>(2)?),
+                        lexicons: b16(row.get::<Vec<u8>>(3)?),
+                        policy: b16(row.get::<Vec<u8>>(4)?),
+                        vocabulary: b16(row.get::<Vec<u8>>(5)?),
+                    },
+                ));
+            }
+            if batch.is_empty() {
+                return Ok(None);
+            }
+            for (digest, f) in batch {
                 let fp = prompt_fingerprint(&digest);
                 let Some(prompt) = load(client, ArtifactKind::Prompt, &fp, Some(&digest))? else {
-                    return Ok(Some(altered(
-                        client,
+                    return Ok(Some((
                         ArtifactKind::Prompt,
-                        &fp,
-                        Some(&digest),
+                        fp,
+                        Some(digest),
                         format!(
                             "no stored prompt artifact has the sealed prompt_digest {}",
                             to_hex(&digest)
                         ),
-                    )?));
+                    )));
                 };
                 let record = match check_bound(&digest, &prompt, |_| None) {
                     Ok(r) => r,
-                    Err(e) => {
-                        let d = Some(&digest);
-                        return Ok(Some(altered(client, e.kind, &e.fingerprint, d, e.why)?));
-                    }
+                    Err(e) => return Ok(Some((e.kind, e.fingerprint, Some(digest), e.why))),
                 };
                 for kind in ArtifactKind::ALL {
                     let Some(fingerprint) = kind.of(&f) else {
@@ -329,11 +341,10 @@ pub fn first_unbound() -> Result<Option<AlteredArtifact>, StoreError> {
                         }
                     };
                     if !ok {
-                        return Ok(Some(altered(
-                            client,
+                        return Ok(Some((
                             kind,
-                            &fingerprint,
-                            Some(&listed),
+                            fingerprint,
+                            Some(listed),
                             format!(
                                 "no stored {} artifact has the content digest {} that the \
                                  sealed prompt artifact {} lists",
@@ -341,12 +352,13 @@ pub fn first_unbound() -> Result<Option<AlteredArtifact>, StoreError> {
                                 to_hex(&listed),
                                 to_hex(&fp)
                             ),
-                        )?));
+                        )));
                     }
                 }
             }
         }
-    })
+    })?;
+    found(suspect)
 }
 
 /// Sealed generations without a prompt digest (written before prompts were sealed): their
