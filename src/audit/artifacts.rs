@@ -231,14 +231,18 @@ fn b32(v: Option<Vec<u8>>) -> Option<Digest32> {
 /// checked through the seals that bind them ([`first_unbound`]), or not at all.
 pub fn first_altered_row() -> Result<Option<AlteredArtifact>, StoreError> {
     let suspect = Spi::connect(|client| -> Result<Option<Suspect>, StoreError> {
-        let mut cursor = client.try_open_cursor(
-            "SELECT kind, fingerprint, content, content_json, digest FROM grid.artifacts
-              WHERE digest IS NOT NULL ORDER BY created_at, kind, fingerprint",
-            &[],
-        )?;
+        // Paged with queries of their own (not a cursor), so that every query of the
+        // check reads the same state of the store.
+        let mut offset: i64 = 0;
         loop {
             let mut batch: Vec<(Artifact, Vec<u8>)> = Vec::new();
-            for row in cursor.fetch(BATCH)? {
+            for row in client.select(
+                "SELECT kind, fingerprint, content, content_json, digest FROM grid.artifacts
+                  WHERE digest IS NOT NULL ORDER BY kind, fingerprint, digest
+                  LIMIT $1 OFFSET $2",
+                None,
+                &[BATCH.into(), offset.into()],
+            )? {
                 let kind_name: Option<String> = row.get(1)?;
                 let Some(kind) = kind_name.as_deref().and_then(ArtifactKind::from_name) else {
                     continue;
@@ -254,6 +258,7 @@ pub fn first_altered_row() -> Result<Option<AlteredArtifact>, StoreError> {
             if batch.is_empty() {
                 return Ok(None);
             }
+            offset += BATCH;
             for (a, stored) in batch {
                 let computed = content_digest(&a);
                 if stored != computed {
@@ -280,16 +285,21 @@ pub fn first_altered_row() -> Result<Option<AlteredArtifact>, StoreError> {
 /// content digest the prompt artifact lists, and have it.
 pub fn first_unbound() -> Result<Option<AlteredArtifact>, StoreError> {
     let suspect = Spi::connect(|client| -> Result<Option<Suspect>, StoreError> {
-        let mut cursor = client.try_open_cursor(
-            "SELECT prompt_digest, grammar_fp, lexicons_fp, policy_fp, vocabulary_fp
-               FROM grid.generations WHERE prompt_digest IS NOT NULL ORDER BY entry",
-            &[],
-        )?;
         // Content digests recomputed once per stored artifact.
         let mut checked: HashMap<(ArtifactKind, [u8; 16], Digest32), bool> = HashMap::new();
+        let mut after: i64 = i64::MIN;
         loop {
             let mut batch: Vec<(Digest32, Fingerprints)> = Vec::new();
-            for row in cursor.fetch(BATCH)? {
+            for row in client.select(
+                "SELECT prompt_digest, grammar_fp, lexicons_fp, policy_fp, vocabulary_fp, entry
+                   FROM grid.generations WHERE prompt_digest IS NOT NULL AND entry > $1
+                  ORDER BY entry LIMIT $2",
+                None,
+                &[after.into(), BATCH.into()],
+            )? {
+                if let Some(entry) = row.get::<i64>(6)? {
+                    after = entry;
+                }
                 let Some(digest) = b32(row.get::<Vec<u8>>(1)?) else {
                     continue;
                 };
