@@ -676,6 +676,19 @@ fn the_seal_binds_the_prompt_the_model_was_shown_and_the_artifacts_contents() {
     assert_eq!(again.seals[0].seal.meta.prompt_digest, Some(digest));
 }
 
+/// The log of one ask's single generation: `steps` and the seal of `s`, anchored at the
+/// genesis head.
+fn alone(steps: &[StepRecord], s: &SealToWrite) -> (grid_core::audit::Seal, Vec<Entry>) {
+    let seal = s.anchored(Head::genesis());
+    let log = steps
+        .iter()
+        .cloned()
+        .map(Entry::Step)
+        .chain([Entry::Seal(seal.clone())])
+        .collect();
+    (seal, log)
+}
+
 /// A superuser's edit of an archived artifact: the document of `kind` changed by `edit`.
 fn edited(
     s: &SealToWrite,
@@ -697,13 +710,7 @@ fn edited(
 fn an_edited_snapshot_comment_or_prompt_is_found_and_the_replay_refuses() {
     let (steps, f) = ask_one("list the names", settings());
     let s = &f.seals[0];
-    let seal = s.anchored(Head::genesis());
-    let log: Vec<Entry> = steps
-        .iter()
-        .cloned()
-        .map(Entry::Step)
-        .chain([Entry::Seal(seal.clone())])
-        .collect();
+    let (seal, log) = alone(&steps, s);
     // A table comment written into the archived snapshot: the masks do not change (the
     // lexicons fingerprint is over words), the content digest does.
     let comment = edited(s, ArtifactKind::Lexicons, |doc| {
@@ -749,13 +756,7 @@ fn a_seal_without_a_prompt_digest_still_verifies_and_replays() {
     let mut old = f.seals[0].clone();
     old.seal.meta.prompt_digest = None;
     old.artifacts.retain(|a| a.kind != ArtifactKind::Prompt);
-    let seal = old.anchored(Head::genesis());
-    let log: Vec<Entry> = steps
-        .iter()
-        .cloned()
-        .map(Entry::Step)
-        .chain([Entry::Seal(seal.clone())])
-        .collect();
+    let (seal, log) = alone(&steps, &old);
     verify(&log, &VerifyOptions::default()).expect("the old seal verifies");
     let mut set = ArtifactSet::default();
     for a in &old.artifacts {
