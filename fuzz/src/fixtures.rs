@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, LazyLock};
 
+use grid_core::schema::{Schema, Table};
 use grid_core::{Dialect, Language, Policy};
 use grid_vocab::Vocabulary;
 

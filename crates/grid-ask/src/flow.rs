@@ -21,7 +21,7 @@ use std::time::Instant;
 use grid_core::audit::{text_digest, Seal, StepKind, StepRecord, StopReason};
 use grid_core::checker::{self, Violation};
 use grid_core::decode::{DecodeError, GenerationSpec, Outcome};
-use grid_core::prompt;
+use grid_core::prompt::{self, Prompt};
 use grid_endpoint::backend::mock::mix;
 use grid_endpoint::ClientError;
 use grid_vocab::Vocabulary;
@@ -32,7 +32,7 @@ use crate::failure::{Failure, FailureKind};
 use crate::judge::{Candidate, Verdict};
 use crate::language::Compiled;
 use crate::models::Prompter;
-use crate::record::{artifacts, reasons, refusal, seal_meta, SealToWrite};
+use crate::record::{artifacts, reasons, refusal, seal_meta, with_prompt, SealToWrite};
 use crate::sanitize::{sanitize, KnownNames};
 
 /// Bytes of schema DDL a prompt may carry (the mask is never trimmed).
@@ -43,6 +43,10 @@ pub struct Attempt {
     pub job: Arc<Job>,
     pub generation: u64,
     pub compiled: Arc<Compiled>,
+    /// The prompt the model is shown (sealed by its digest), how it became token ids
+    /// ([`crate::contents::RENDERINGS`]), and its token ids.
+    pub shown: Prompt,
+    pub rendering: &'static str,
     pub prompt: Vec<u32>,
     /// Set for a repair: the first attempt's generation.
     pub repair_of: Option<u64>,
@@ -74,6 +78,8 @@ impl Attempt {
         Ok(Attempt {
             generation: job.ids[0],
             prompt: prompter.tokens(&prompt)?,
+            shown: prompt,
+            rendering: prompter.rendering(),
             job,
             compiled,
             repair_of: None,
@@ -102,6 +108,8 @@ impl Attempt {
             job: self.job,
             generation: self.generation,
             compiled: self.compiled,
+            shown: self.shown,
+            rendering: self.rendering,
             seal: None,
             steps: Vec::new(),
             sql: None,
@@ -122,6 +130,9 @@ pub struct Attempted {
     pub job: Arc<Job>,
     pub generation: u64,
     pub compiled: Arc<Compiled>,
+    /// The prompt the model was shown, and how it became token ids.
+    pub shown: Prompt,
+    pub rendering: &'static str,
     pub seal: Option<Seal>,
     pub steps: Vec<StepRecord>,
     pub sql: Option<String>,
@@ -241,16 +252,26 @@ impl Attempted {
             generation: self.job.ids[1],
             compiled: self.compiled.clone(),
             prompt: prompter.tokens(&prompt).ok()?,
+            shown: prompt,
+            rendering: prompter.rendering(),
             repair_of: Some(self.generation),
         })
     }
 
+    /// The seal and artifacts to store: the seal binds the prompt the model was shown,
+    /// and through it the contents of the artifacts ([`crate::contents`]).
     fn seal_to_write(&self, vocab: &Vocabulary) -> Option<SealToWrite> {
         if !self.job.ask.settings.audit.records() {
             return None;
         }
         let mut seal = self.seal.clone()?;
         seal.meta.verdict = self.verdict.as_ref().map(Verdict::record);
+        let (artifacts, prompt_digest) = with_prompt(
+            artifacts(&self.compiled, vocab),
+            Some((&self.shown, PROMPT_SCHEMA_BYTES)),
+            self.rendering,
+        );
+        seal.meta.prompt_digest = Some(prompt_digest);
         Some(SealToWrite {
             seal,
             question: self.job.ask.question.clone(),
@@ -258,7 +279,7 @@ impl Attempted {
             final_sql: self.sql.clone(),
             refused: refusal(&self.violations),
             repair_of: self.repair_of,
-            artifacts: artifacts(&self.compiled, vocab),
+            artifacts,
             started_at: self.job.started_at,
         })
     }

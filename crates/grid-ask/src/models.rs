@@ -149,6 +149,14 @@ impl Prompter {
         }
     }
 
+    /// How [`Prompter::tokens`] renders (one of [`crate::contents::RENDERINGS`]).
+    pub fn rendering(&self) -> &'static str {
+        match self.rendering {
+            Rendering::Flat => crate::contents::RENDERINGS[0],
+            Rendering::Template(_) => crate::contents::RENDERINGS[1],
+        }
+    }
+
     pub fn tokens(&self, prompt: &Prompt) -> Result<Vec<u32>, Failure> {
         match &self.rendering {
             Rendering::Flat => Ok(self.vocab.encode(&prompt.flat())),
