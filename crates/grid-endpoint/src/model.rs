@@ -1,15 +1,19 @@
 //! The decode loop's [`Model`] over this crate's endpoints (feature `decode`): the
-//! reference mocks called in process, and a `grid-endpoint/1` server reached with
-//! [`EndpointClient`]. Both sample one token per ready generation per tick, under the
-//! exact mask the loop computed; EOS travels as the mask's separate bit.
+//! reference mocks called in process, a `grid-endpoint/1` server reached with
+//! [`EndpointClient`], and a stock OpenAI-compatible server in the direct mode
+//! ([`DirectClient`]). Each gives one token per ready generation per tick, under the
+//! exact mask the loop computed; EOS travels as the mask's separate bit (the direct mode
+//! puts it in the set it sends, as stock servers know no other way).
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use grid_core::decode::{Choice, Model, ModelError, ModelStep};
 use grid_vocab::Vocabulary;
 
 use crate::chat::{render_plain_with, RenderedBy, RenderedPrompt};
-use crate::client::{EndpointClient, Mask as WireMask, StepInput};
+use crate::client::{DirectClient, EndpointClient, Lookahead, Mask as WireMask, StepInput};
 use crate::{
     Allowed, Backend, ChatMessage, ClientError, EntryId, SampleContext, Sampling, TokenSet,
 };
@@ -164,6 +168,30 @@ impl Model for InProcess {
     }
 }
 
+/// Runs `f` on `rt`, abandoning it once `abort` says so (asked every 50 ms).
+fn abortable<F: Future>(
+    rt: &tokio::runtime::Runtime,
+    abort: Option<&Abort>,
+    f: F,
+) -> Result<F::Output, ModelError> {
+    let Some(abort) = abort else {
+        return Ok(rt.block_on(f));
+    };
+    rt.block_on(async {
+        tokio::select! {
+            r = f => Some(r),
+            () = async {
+                while !abort() {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            } => None,
+        }
+    })
+    .ok_or_else(|| {
+        ModelError("the request was abandoned: every session waiting for it has gone".into())
+    })
+}
+
 /// A `grid-endpoint/1` server over HTTP.
 pub struct Remote {
     client: EndpointClient,
@@ -269,24 +297,7 @@ impl Model for Remote {
             })
             .collect();
         let step = self.client.step(&inputs);
-        let outcome = match self.abort.clone() {
-            None => Some(self.rt.block_on(step)),
-            Some(abort) => self.rt.block_on(async {
-                tokio::select! {
-                    r = step => Some(r),
-                    () = async {
-                        while !abort() {
-                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        }
-                    } => None,
-                }
-            }),
-        };
-        let Some(outcome) = outcome else {
-            return Err(ModelError(
-                "the request was abandoned: every session waiting for it has gone".into(),
-            ));
-        };
+        let outcome = abortable(&self.rt, self.abort.as_ref(), step)?;
         let out = match outcome {
             Ok(out) => out,
             Err(e) => {
@@ -300,6 +311,108 @@ impl Model for Remote {
 
     fn round_trips(&self) -> u64 {
         self.client.stats().round_trips
+    }
+}
+
+/// A stock OpenAI-compatible server in the direct mode: exact masked greedy decoding
+/// ([`DirectClient::next`]). Each generation keeps the chunk of greedy tokens the server
+/// last wrote for it, so a step whose model choice the mask allows costs no request;
+/// the steps of a tick that do need the server are sent concurrently. Greedy only: the
+/// exact masked choice is recovered from the server's top alternatives, which says
+/// nothing about a draw at a temperature.
+pub struct Direct {
+    client: Arc<DirectClient>,
+    vocab: Arc<Vocabulary>,
+    rt: tokio::runtime::Runtime,
+    /// Per generation, its state between steps (dropped when a tick no longer has it).
+    looks: HashMap<u64, Lookahead>,
+    /// Requests of generations no longer in `looks`.
+    retired: u64,
+    last_error: Option<ClientError>,
+    abort: Option<Abort>,
+}
+
+impl Direct {
+    /// `client` must serve the model whose tokenizer is `vocab`.
+    pub fn new(client: DirectClient, vocab: Arc<Vocabulary>) -> std::io::Result<Direct> {
+        Ok(Direct {
+            client: Arc::new(client),
+            vocab,
+            rt: current_thread()?,
+            looks: HashMap::new(),
+            retired: 0,
+            last_error: None,
+            abort: None,
+        })
+    }
+
+    /// Sets (or clears) the check that abandons a request in flight.
+    pub fn set_abort(&mut self, abort: Option<Abort>) {
+        self.abort = abort;
+    }
+
+    /// The client error behind the last failed step, once.
+    pub fn take_error(&mut self) -> Option<ClientError> {
+        self.last_error.take()
+    }
+}
+
+impl Model for Direct {
+    fn step(
+        &mut self,
+        batch: &[ModelStep<'_>],
+    ) -> Result<Vec<Result<Choice, ModelError>>, ModelError> {
+        let eos = self.vocab.eos_id();
+        let mut stale = std::mem::take(&mut self.looks);
+        let mut jobs = Vec::with_capacity(batch.len());
+        for (k, s) in batch.iter().enumerate() {
+            let ids = s.mask.ids().filter(|&i| Some(i) != eos);
+            let set = TokenSet::from_ids(self.vocab.len(), ids.chain(eos.filter(|_| s.mask.eos)))
+                .map_err(|e| ModelError(format!("mask: {e}")))?;
+            let look = stale.remove(&s.generation).unwrap_or_default();
+            let (prompt, out) = (s.prompt.to_vec(), s.generated.to_vec());
+            jobs.push((k, s.generation, prompt, out, set, look));
+        }
+        self.retired += stale.values().map(|l| l.n.round_trips).sum::<u64>();
+        let client = self.client.clone();
+        let all = async move {
+            let mut tasks = tokio::task::JoinSet::new();
+            for (k, generation, prompt, out, set, mut look) in jobs {
+                let client = client.clone();
+                tasks.spawn(async move {
+                    let r = client
+                        .next(&prompt, &out, &set, usize::MAX, &mut look)
+                        .await;
+                    (k, generation, look, r)
+                });
+            }
+            let mut done = Vec::new();
+            while let Some(joined) = tasks.join_next().await {
+                done.push(joined);
+            }
+            done
+        };
+        let mut out: Vec<Result<Choice, ModelError>> = (0..batch.len())
+            .map(|_| Err(ModelError("no answer for this generation".into())))
+            .collect();
+        for joined in abortable(&self.rt, self.abort.as_ref(), all)? {
+            let (k, generation, look, r) =
+                joined.map_err(|e| ModelError(format!("a direct-mode request failed: {e}")))?;
+            self.looks.insert(generation, look);
+            out[k] = match r {
+                Ok(id) => Ok(choice(id, eos)),
+                Err(e) => {
+                    let m = ModelError(e.to_string());
+                    self.last_error = Some(e);
+                    Err(m)
+                }
+            };
+        }
+        Ok(out)
+    }
+
+    fn round_trips(&self) -> u64 {
+        self.retired + self.looks.values().map(|l| l.n.round_trips).sum::<u64>()
     }
 }
 
