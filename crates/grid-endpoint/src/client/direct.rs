@@ -28,6 +28,9 @@ use crate::client::openai::{
     parse_completion, Completion, CompletionRequest, TokenMap, COMPLETIONS_PATH,
 };
 use crate::error::ClientError;
+
+/// Path of the model list.
+pub const MODELS_PATH: &str = "/v1/models";
 use crate::tokenset::TokenSet;
 
 /// How a constrained step restricts the server's choice.
@@ -169,6 +172,36 @@ impl DirectClient {
             config,
             use_bias: AtomicBool::new(false),
         })
+    }
+
+    /// The model names the server lists (`GET /v1/models`), or `None` when it does not
+    /// serve that call (404).
+    pub async fn served_models(&self) -> Result<Option<Vec<String>>, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct Listed {
+            id: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct Models {
+            data: Vec<Listed>,
+        }
+        let reply = match self.http.get(MODELS_PATH).await {
+            Err(ClientError::Rejected { status: 404, .. }) => return Ok(None),
+            other => other?,
+        };
+        let models: Models = serde_json::from_slice(&reply.body)
+            .map_err(|e| ClientError::malformed(format!("{MODELS_PATH} reply: {e}")))?;
+        Ok(Some(models.data.into_iter().map(|m| m.id).collect()))
+    }
+
+    /// The model this client asks for.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The server as shown in messages (no credentials).
+    pub fn endpoint(&self) -> &str {
+        self.http.endpoint()
     }
 
     /// Greedy decoding under the mask, in chunks (see the module documentation).
