@@ -185,15 +185,15 @@ pub enum ModelSlot {
 /// A server's kept client: a `grid-endpoint/1` server, or a stock server in the direct
 /// mode.
 enum Server {
-    Endpoint(Remote),
-    Direct(Direct),
+    Endpoint(Box<Remote>),
+    Direct(Box<Direct>),
 }
 
 impl Server {
     fn model(&mut self) -> &mut dyn Model {
         match self {
-            Server::Endpoint(r) => r,
-            Server::Direct(d) => d,
+            Server::Endpoint(r) => r.as_mut(),
+            Server::Direct(d) => d.as_mut(),
         }
     }
 }
@@ -338,7 +338,7 @@ impl Models {
                     .map_err(|e| Failure::endpoint(&e))?;
                     let remote =
                         Remote::new(client, vocab.vocab.clone(), plan).map_err(internal)?;
-                    self.keep(key.clone(), Server::Endpoint(remote));
+                    self.keep(key.clone(), Server::Endpoint(Box::new(remote)));
                 }
                 return Ok(ModelSlot::Remote(key));
             }
@@ -362,7 +362,7 @@ impl Models {
                 if !self.remotes.contains_key(&key) {
                     let client = direct_client(d, http_config(settings, api_key), &vocab.vocab)?;
                     let direct = Direct::new(client, vocab.vocab.clone()).map_err(internal)?;
-                    self.keep(key.clone(), Server::Direct(direct));
+                    self.keep(key.clone(), Server::Direct(Box::new(direct)));
                 }
                 return Ok(ModelSlot::Remote(key));
             }
