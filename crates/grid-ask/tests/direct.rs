@@ -174,6 +174,11 @@ fn a_stock_server_answers_under_the_masks_the_same_whichever_way_they_travel() {
         let one = fake(|_| {});
         let per_token = answer(q, settings(endpoint(&one.server.url(), "&chunk=1")));
         assert_eq!(per_token, chunked, "{q}: chunk=1");
+        // Steps are served from the chunk the server wrote while the mask allows it.
+        assert!(
+            requests.len() < one.server.requests().len(),
+            "{q}: chunks saved no request"
+        );
 
         let llama = fake(|_| {});
         let biased = answer(

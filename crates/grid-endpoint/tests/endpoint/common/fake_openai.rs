@@ -107,8 +107,9 @@ impl Drop for FakeOpenAi {
 
 /// The model: a logit per id after `prefix` (all of the prompt and output). Values are
 /// distinct with overwhelming probability, so greedy has no ties. EOS grows more likely
-/// with length, so generations end, up to a bound (15, as a real model's logits are
-/// bounded: `logit_bias` +100 keeps it out of a mask after a long prompt).
+/// with length, so generations end, up to a bound (10.5, about the best other token's, as
+/// a real model's logits are bounded: after a long prompt `logit_bias` +100 still decides,
+/// and EOS does not win every position).
 pub fn logits(prefix: &[u32], vocab_size: usize, eos: u32) -> Vec<f64> {
     let n = prefix.len();
     let a = prefix.last().map_or(7, |&t| u64::from(t));
@@ -118,7 +119,7 @@ pub fn logits(prefix: &[u32], vocab_size: usize, eos: u32) -> Vec<f64> {
         .map(|id| {
             let u = (mix(h, u64::from(id)) >> 11) as f64 / (1u64 << 53) as f64;
             if id == eos {
-                3.0 * u + 0.3 * n.min(40) as f64
+                3.0 * u + 0.3 * n.min(25) as f64
             } else {
                 10.0 * u
             }
