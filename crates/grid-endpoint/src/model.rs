@@ -168,28 +168,55 @@ impl Model for InProcess {
     }
 }
 
-/// Runs `f` on `rt`, abandoning it once `abort` says so (asked every 50 ms).
-fn abortable<F: Future>(
-    rt: &tokio::runtime::Runtime,
-    abort: Option<&Abort>,
-    f: F,
-) -> Result<F::Output, ModelError> {
-    let Some(abort) = abort else {
-        return Ok(rt.block_on(f));
-    };
-    rt.block_on(async {
-        tokio::select! {
-            r = f => Some(r),
-            () = async {
-                while !abort() {
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+/// What a model over HTTP keeps beside its client: the runtime its requests run on, the
+/// check that abandons a request in flight, and the client error behind the last
+/// failure (for the caller to classify).
+struct Link {
+    rt: tokio::runtime::Runtime,
+    last_error: Option<ClientError>,
+    /// Asked every 50 ms while a request is out: `true` abandons it (everyone waiting
+    /// for the batch has gone), so a hung endpoint does not hold the loop.
+    abort: Option<Abort>,
+}
+
+impl Link {
+    fn new() -> std::io::Result<Link> {
+        Ok(Link {
+            rt: current_thread()?,
+            last_error: None,
+            abort: None,
+        })
+    }
+
+    /// Runs `f`, abandoning it once the abort check says so.
+    fn run<F: Future>(&self, f: F) -> Result<F::Output, ModelError> {
+        let Some(abort) = &self.abort else {
+            return Ok(self.rt.block_on(f));
+        };
+        self.rt
+            .block_on(async {
+                tokio::select! {
+                    r = f => Some(r),
+                    () = async {
+                        while !abort() {
+                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        }
+                    } => None,
                 }
-            } => None,
-        }
-    })
-    .ok_or_else(|| {
-        ModelError("the request was abandoned: every session waiting for it has gone".into())
-    })
+            })
+            .ok_or_else(|| {
+                ModelError(
+                    "the request was abandoned: every session waiting for it has gone".into(),
+                )
+            })
+    }
+
+    /// `e` as the loop's error, kept for [`Link::last_error`]'s reader.
+    fn fail(&mut self, e: ClientError, context: &str) -> ModelError {
+        let m = ModelError(format!("{context}{e}"));
+        self.last_error = Some(e);
+        m
+    }
 }
 
 /// A `grid-endpoint/1` server over HTTP.
@@ -197,12 +224,7 @@ pub struct Remote {
     client: EndpointClient,
     vocab: Arc<Vocabulary>,
     plan: SamplingPlan,
-    rt: tokio::runtime::Runtime,
-    /// The client error behind the last failed call, for the caller to classify.
-    last_error: Option<ClientError>,
-    /// Asked every 50 ms while a request is out: `true` abandons it (everyone waiting
-    /// for the batch has gone), so a hung endpoint does not hold the loop.
-    abort: Option<Abort>,
+    link: Link,
 }
 
 /// See [`Remote::set_abort`].
@@ -219,25 +241,23 @@ impl Remote {
             client,
             vocab,
             plan,
-            rt: current_thread()?,
-            last_error: None,
-            abort: None,
+            link: Link::new()?,
         })
     }
 
     /// Sets (or clears) the check that abandons a request in flight.
     pub fn set_abort(&mut self, abort: Option<Abort>) {
-        self.abort = abort;
+        self.link.abort = abort;
     }
 
     /// The client error behind the last failed step, once.
     pub fn take_error(&mut self) -> Option<ClientError> {
-        self.last_error.take()
+        self.link.last_error.take()
     }
 
     /// Runs a future of the client on this model's runtime (e.g. the vocabulary check).
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        self.rt.block_on(f)
+        self.link.rt.block_on(f)
     }
 
     pub fn client(&self) -> &EndpointClient {
@@ -251,12 +271,11 @@ impl Remote {
         &mut self,
         messages: &[ChatMessage],
     ) -> Result<(RenderedPrompt, RenderedBy), ModelError> {
-        let out = self.rt.block_on(self.client.render(messages, &self.vocab));
-        out.map_err(|e| {
-            let m = ModelError(format!("rendering the prompt: {e}"));
-            self.last_error = Some(e);
-            m
-        })
+        let out = self
+            .link
+            .rt
+            .block_on(self.client.render(messages, &self.vocab));
+        out.map_err(|e| self.link.fail(e, "rendering the prompt: "))
     }
 
     /// The token ids of [`Remote::render`].
@@ -296,16 +315,8 @@ impl Model for Remote {
                 sampling: self.plan.for_seed(s.seed),
             })
             .collect();
-        let step = self.client.step(&inputs);
-        let outcome = abortable(&self.rt, self.abort.as_ref(), step)?;
-        let out = match outcome {
-            Ok(out) => out,
-            Err(e) => {
-                let m = ModelError(e.to_string());
-                self.last_error = Some(e);
-                return Err(m);
-            }
-        };
+        let outcome = self.link.run(self.client.step(&inputs))?;
+        let out = outcome.map_err(|e| self.link.fail(e, ""))?;
         Ok(choices(out, |s| s.token, eos))
     }
 
@@ -323,13 +334,11 @@ impl Model for Remote {
 pub struct Direct {
     client: Arc<DirectClient>,
     vocab: Arc<Vocabulary>,
-    rt: tokio::runtime::Runtime,
     /// Per generation, its state between steps (dropped when a tick no longer has it).
     looks: HashMap<u64, Lookahead>,
     /// Requests of generations no longer in `looks`.
     retired: u64,
-    last_error: Option<ClientError>,
-    abort: Option<Abort>,
+    link: Link,
 }
 
 impl Direct {
@@ -338,22 +347,20 @@ impl Direct {
         Ok(Direct {
             client: Arc::new(client),
             vocab,
-            rt: current_thread()?,
             looks: HashMap::new(),
             retired: 0,
-            last_error: None,
-            abort: None,
+            link: Link::new()?,
         })
     }
 
     /// Sets (or clears) the check that abandons a request in flight.
     pub fn set_abort(&mut self, abort: Option<Abort>) {
-        self.abort = abort;
+        self.link.abort = abort;
     }
 
     /// The client error behind the last failed step, once.
     pub fn take_error(&mut self) -> Option<ClientError> {
-        self.last_error.take()
+        self.link.last_error.take()
     }
 }
 
@@ -395,17 +402,13 @@ impl Model for Direct {
         let mut out: Vec<Result<Choice, ModelError>> = (0..batch.len())
             .map(|_| Err(ModelError("no answer for this generation".into())))
             .collect();
-        for joined in abortable(&self.rt, self.abort.as_ref(), all)? {
+        for joined in self.link.run(all)? {
             let (k, generation, look, r) =
                 joined.map_err(|e| ModelError(format!("a direct-mode request failed: {e}")))?;
             self.looks.insert(generation, look);
             out[k] = match r {
                 Ok(id) => Ok(choice(id, eos)),
-                Err(e) => {
-                    let m = ModelError(e.to_string());
-                    self.last_error = Some(e);
-                    Err(m)
-                }
+                Err(e) => Err(self.link.fail(e, "")),
             };
         }
         Ok(out)
