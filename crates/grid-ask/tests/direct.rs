@@ -6,6 +6,8 @@
 //! same whichever way the masks travel (`allowed_token_ids`, chunked or not, or
 //! `logit_bias`), and each failure is typed with a message that says what to do.
 
+mod common;
+
 #[path = "../../grid-endpoint/tests/endpoint/common/fake_openai.rs"]
 #[allow(dead_code)]
 mod fake_openai;
@@ -13,17 +15,13 @@ mod fake_openai;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use common::ask_one;
 use fake_openai::{FakeOpenAi, FakeOptions};
-use grid_ask::engine::Output;
-use grid_ask::{
-    ask_all, Ablation, Answer, Ask, AskSettings, AuditLevel, Failure, FailureKind, Finished, Job,
-    MockDefaults, NoJudge,
-};
+use grid_ask::{Ablation, Answer, AskSettings, AuditLevel, Failure, FailureKind, Finished};
 
-use grid_core::audit::{verify, Entry, Head, StepKind, VerifyOptions};
+use grid_core::audit::{StepKind, StepRecord};
 use grid_endpoint::backend::builtin::builtin_vocabulary;
 
-const SNAPSHOT: &str = include_str!("fixtures/analyst_snapshot.json");
 const MODEL: &str = "fake-model";
 
 /// Loopback, any free port (the fake's `super::loopback`).
@@ -81,64 +79,19 @@ fn settings(endpoint: String) -> AskSettings {
 }
 
 fn ask(question: &str, settings: AskSettings) -> Finished {
-    ask_logged(question, settings).0
+    ask_one(question, settings).1
 }
 
 fn answer(question: &str, settings: AskSettings) -> (Answer, usize) {
-    let (f, log) = ask_logged(question, settings);
-    outcome(&f, &log)
-}
-
-fn ask_logged(question: &str, settings: AskSettings) -> (Finished, Vec<Entry>) {
-    let job = Job::new(
-        [1, 2],
-        Ask {
-            question: question.into(),
-            snapshot: serde_json::from_str(SNAPSHOT).expect("snapshot"),
-            session_user: "alice".into(),
-            current_user: "analyst".into(),
-            database: "db".into(),
-            policy: None,
-            explain: false,
-            settings,
-        },
-    );
-    let mut log = Vec::new();
-    let mut done = Vec::new();
-    for o in ask_all(vec![job], &mut NoJudge, MockDefaults::default()) {
-        match o {
-            Output::Steps(s) => log.extend(s.into_iter().map(Entry::Step)),
-            Output::Finish(f) => done.push(*f),
-        }
-    }
-    assert_eq!(done.len(), 1);
-    let f = done.remove(0);
-    // The record verifies and replays: every token was in its recomputed mask.
-    let mut head = Head::genesis();
-    let mut artifacts = grid_ask::replay::ArtifactSet::default();
-    for s in &f.seals {
-        let seal = s.anchored(head);
-        head = seal.head();
-        log.push(Entry::Seal(seal));
-        for a in &s.artifacts {
-            artifacts.insert(a.clone());
-        }
-    }
-    let summary = verify(&log, &VerifyOptions::default()).expect("the record verifies");
-    let replayed = grid_ask::replay::replay_log(&log, &artifacts, &VerifyOptions::default())
-        .expect("every step's token is in its recomputed mask");
-    assert_eq!(replayed.generations, summary.generations);
-    (f, log)
+    let (steps, f) = ask_one(question, settings);
+    outcome(&f, &steps)
 }
 
 /// What the ask answered (a statement, or the checker's refusal naming it: the fake's
 /// "model" writes valid SQL under the masks, not always sensible SQL) and how many of its
 /// steps the model chose.
-fn outcome(f: &Finished, log: &[Entry]) -> (Answer, usize) {
-    let sampled = log
-        .iter()
-        .filter(|e| matches!(e, Entry::Step(s) if s.kind == StepKind::Sampled))
-        .count();
+fn outcome(f: &Finished, steps: &[StepRecord]) -> (Answer, usize) {
+    let sampled = steps.iter().filter(|s| s.kind == StepKind::Sampled).count();
     if let Answer::Failed(e) = &f.answer {
         assert_eq!(e.kind, FailureKind::Refused, "{e:?}");
     }
