@@ -12,7 +12,9 @@
 # The model: --model starts `grid-endpoint serve --backend llama --model F --threads 1`
 # (built with --features llama); with none of the three, the GGUF that
 # `bash scripts/model.sh qwen2.5-coder-0.5b` prints. --endpoint uses a running endpoint as
-# grid.endpoint (any grid-endpoint/1 URL, or mock:scripted:<file> for the in-process mock);
+# grid.endpoint (any grid-endpoint/1 URL, a stock OpenAI-compatible server as
+# openai+http://host:port/v1?model=NAME&tokenizer=DIR, or mock:scripted:<file> for the
+# in-process mock);
 # --mock-script starts the reference endpoint's scripted mock on FILE (tokenizer
 # $GRID_EVAL_TOKENIZER, default builtin).
 # Data: --questions/--schemas default to Spider dev (../shared/data/spider: dev.json, the

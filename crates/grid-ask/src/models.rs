@@ -1,7 +1,9 @@
 //! The models an ask can reach and what masks need of their vocabularies: the mocks in
 //! process, `grid-endpoint/1` servers (their clients kept, so that a server's mask cache
-//! is reused across asks), the vocabularies with their tries and spellers, and
-//! [`Prompter::tokens`], the one place a prompt becomes token ids.
+//! is reused across asks), stock OpenAI-compatible servers in the direct mode (the
+//! vocabulary read from the local tokenizer the setting names), the vocabularies with
+//! their tries and spellers, and [`Prompter::tokens`], the one place a prompt becomes
+//! token ids.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,9 +19,12 @@ use grid_endpoint::backend::mock::{AdversarialMock, ScriptedMock};
 use grid_endpoint::backend::script::Script;
 use grid_endpoint::chat::RenderedBy;
 use grid_endpoint::client::ApiKey;
-use grid_endpoint::model::{InProcess, Remote, SamplingPlan};
+use grid_endpoint::client::{ConstraintStyle, DirectClient, DirectConfig};
+use grid_endpoint::model::{Abort, Direct, InProcess, Remote, SamplingPlan};
+use grid_endpoint::spec::{DirectSpec, ServerKind};
 use grid_endpoint::{
-    Backend, ChatMessage, ClientConfig, EndpointClient, EndpointSpec, HttpConfig, Role, SpecError,
+    Backend, ChatMessage, ClientConfig, ClientError, EndpointClient, EndpointSpec, HttpConfig,
+    Role, SpecError,
 };
 use grid_vocab::Vocabulary;
 
@@ -69,8 +74,11 @@ impl VocabState {
 /// How a prompt becomes token ids.
 #[derive(Clone)]
 enum Rendering {
-    /// [`Prompt::flat`] through the vocabulary's encoder: the mocks, and endpoints whose
-    /// model has no chat template (a completion prompt ending in `-- SQL:` suits them).
+    /// [`Prompt::flat`] through the vocabulary's encoder: the mocks, endpoints whose
+    /// model has no chat template (a completion prompt ending in `-- SQL:` suits them),
+    /// and stock servers in the direct mode (their chat template is applied only by
+    /// `/v1/chat/completions`, which takes no token-id prompt, cannot continue an output
+    /// token by token and reports no token ids; the masks need `/v1/completions`).
     Flat,
     /// The endpoint renders the system and user messages with its model's chat template
     /// and tokenizer (`POST /v1/prompt`): an instruct model answers the prompt it was
@@ -182,10 +190,26 @@ pub enum ModelSlot {
     Remote(String),
 }
 
+/// A server's kept client: a `grid-endpoint/1` server, or a stock server in the direct
+/// mode.
+enum Server {
+    Endpoint(Box<Remote>),
+    Direct(Box<Direct>),
+}
+
+impl Server {
+    fn model(&mut self) -> &mut dyn Model {
+        match self {
+            Server::Endpoint(r) => r.as_mut(),
+            Server::Direct(d) => d.as_mut(),
+        }
+    }
+}
+
 /// The models and vocabularies in use (see the module documentation).
 pub struct Models {
     vocabularies: HashMap<String, Arc<VocabState>>,
-    remotes: HashMap<String, Remote>,
+    remotes: HashMap<String, Server>,
     defaults: MockDefaults,
 }
 
@@ -207,7 +231,7 @@ impl Models {
             SpecError::Unset => {
                 Failure::new(FailureKind::EndpointUnset, format!("grid.endpoint is {e}"))
             }
-            SpecError::Invalid(_) => {
+            SpecError::Invalid(_) | SpecError::Direct { .. } => {
                 Failure::new(FailureKind::InvalidValue, format!("grid.endpoint {e}"))
             }
         })
@@ -217,6 +241,10 @@ impl Models {
         match spec {
             EndpointSpec::Scripted(_) | EndpointSpec::Adversarial => "mock".into(),
             EndpointSpec::Http(url) => url.clone(),
+            // The vocabulary is the tokenizer's; the server is asked for the model name.
+            EndpointSpec::Direct(d) => {
+                format!("openai+{}\0{}\0{}", d.url, d.model, d.tokenizer.display())
+            }
         }
     }
 
@@ -256,6 +284,7 @@ impl Models {
                     .map_err(|e| Failure::endpoint(&e))?;
                 (Arc::new(served.vocabulary), served.header.model)
             }
+            EndpointSpec::Direct(d) => (direct_vocabulary(d, http)?, d.model.clone()),
         };
         let mut state = VocabState::new(vocab, model)?;
         if let EndpointSpec::Http(url) = spec {
@@ -304,12 +333,7 @@ impl Models {
                 Arc::new(ScriptedMock::new(vocab.vocab.clone(), script))
             }
             EndpointSpec::Http(url) => {
-                let key = format!(
-                    "{url}\0{}\0{}\0{}",
-                    settings.timeout_ms,
-                    settings.temperature.to_bits(),
-                    api_key.map(|k| to_hex(&text_digest(k))).unwrap_or_default()
-                );
+                let key = format!("{url}\0{}", server_key(settings, api_key));
                 if !self.remotes.contains_key(&key) {
                     let client = EndpointClient::new(
                         url,
@@ -322,10 +346,31 @@ impl Models {
                     .map_err(|e| Failure::endpoint(&e))?;
                     let remote =
                         Remote::new(client, vocab.vocab.clone(), plan).map_err(internal)?;
-                    if self.remotes.len() >= REMOTES_KEPT {
-                        self.remotes.clear();
-                    }
-                    self.remotes.insert(key.clone(), remote);
+                    self.keep(key.clone(), Server::Endpoint(Box::new(remote)));
+                }
+                return Ok(ModelSlot::Remote(key));
+            }
+            EndpointSpec::Direct(d) => {
+                if settings.temperature != 0.0 {
+                    return Err(Failure::new(
+                        FailureKind::InvalidValue,
+                        format!(
+                            "grid.temperature is {}, but a stock server (grid.endpoint \
+                             'openai+...') is decoded greedily only: set grid.temperature to 0, \
+                             or put a grid-endpoint/1 server in front of it to sample",
+                            settings.temperature
+                        ),
+                    ));
+                }
+                let key = format!(
+                    "{}\0{}",
+                    Self::vocabulary_key(spec),
+                    server_key(settings, api_key)
+                );
+                if !self.remotes.contains_key(&key) {
+                    let client = direct_client(d, http_config(settings, api_key), &vocab.vocab)?;
+                    let direct = Direct::new(client, vocab.vocab.clone()).map_err(internal)?;
+                    self.keep(key.clone(), Server::Direct(Box::new(direct)));
                 }
                 return Ok(ModelSlot::Remote(key));
             }
@@ -335,19 +380,40 @@ impl Models {
         )))
     }
 
+    fn keep(&mut self, key: String, server: Server) {
+        if self.remotes.len() >= REMOTES_KEPT {
+            self.remotes.clear();
+        }
+        self.remotes.insert(key, server);
+    }
+
     /// The model a tick asks, or `None` when a server's client has been dropped.
     pub fn get<'a>(&'a mut self, slot: &'a mut ModelSlot) -> Option<&'a mut dyn Model> {
         match slot {
             ModelSlot::Local(m) => Some(m.as_mut()),
-            ModelSlot::Remote(key) => self
-                .remotes
-                .get_mut(key.as_str())
-                .map(|r| r as &mut dyn Model),
+            ModelSlot::Remote(key) => self.remotes.get_mut(key.as_str()).map(Server::model),
         }
     }
 
-    /// The server behind `slot`, if it is one.
-    pub fn remote(&mut self, slot: &ModelSlot) -> Option<&mut Remote> {
+    /// The client error behind the last failed step of the server behind `slot`, once.
+    pub fn take_error(&mut self, slot: &ModelSlot) -> Option<ClientError> {
+        match self.server(slot)? {
+            Server::Endpoint(r) => r.take_error(),
+            Server::Direct(d) => d.take_error(),
+        }
+    }
+
+    /// Sets (or clears) the check that abandons a request in flight to the server behind
+    /// `slot`.
+    pub fn set_abort(&mut self, slot: &ModelSlot, abort: Option<Abort>) {
+        match self.server(slot) {
+            Some(Server::Endpoint(r)) => r.set_abort(abort),
+            Some(Server::Direct(d)) => d.set_abort(abort),
+            None => {}
+        }
+    }
+
+    fn server(&mut self, slot: &ModelSlot) -> Option<&mut Server> {
         match slot {
             ModelSlot::Remote(key) => self.remotes.get_mut(key.as_str()),
             ModelSlot::Local(_) => None,
@@ -360,6 +426,76 @@ impl Models {
         self.vocabularies.remove(&Self::vocabulary_key(spec));
         self.remotes.clear();
     }
+}
+
+/// What besides its address tells two clients of a server apart.
+fn server_key(settings: &AskSettings, api_key: Option<&str>) -> String {
+    format!(
+        "{}\0{}\0{}",
+        settings.timeout_ms,
+        settings.temperature.to_bits(),
+        api_key.map(|k| to_hex(&text_digest(k))).unwrap_or_default()
+    )
+}
+
+/// The direct mode's client of the stock server `d` names.
+fn direct_client(
+    d: &DirectSpec,
+    http: HttpConfig,
+    vocab: &Arc<Vocabulary>,
+) -> Result<DirectClient, Failure> {
+    let (constraint, vllm_extensions) = match d.server {
+        ServerKind::Vllm => (ConstraintStyle::Auto, true),
+        // llama-server ignores allowed_token_ids without an error and names tokens by
+        // their text.
+        ServerKind::LlamaCpp => (ConstraintStyle::LogitBias, false),
+    };
+    let config = DirectConfig {
+        http,
+        chunk: d.chunk,
+        constraint,
+        vllm_extensions,
+        ..DirectConfig::default()
+    };
+    DirectClient::new(&d.url, d.model.clone(), vocab.clone(), config)
+        .map_err(|e| Failure::endpoint(&e))
+}
+
+/// The vocabulary of a stock server's model: its tokenizer as `d` names it, read here
+/// (a stock server serves none). The server is asked once whether it serves `d.model`,
+/// so a wrong name fails here with the names it does serve.
+fn direct_vocabulary(d: &DirectSpec, http: &HttpConfig) -> Result<Arc<Vocabulary>, Failure> {
+    let vocab = Vocabulary::load(&d.tokenizer).map_err(|e| {
+        Failure::new(
+            FailureKind::UnreadableFile,
+            format!(
+                "grid.endpoint's tokenizer {} cannot be read: {e}: point tokenizer= at the \
+                 served model's tokenizer on this machine (a directory with tokenizer.json, \
+                 or vocab.json and merges.txt)",
+                d.tokenizer.display()
+            ),
+        )
+    })?;
+    let vocab = Arc::new(vocab);
+    let client = direct_client(d, http.clone(), &vocab)?;
+    let listed = runtime()?
+        .block_on(client.served_models())
+        .map_err(|e| Failure::endpoint(&e))?;
+    if let Some(names) = listed {
+        if !names.iter().any(|n| n == &d.model) {
+            return Err(Failure::new(
+                FailureKind::InvalidValue,
+                format!(
+                    "the server at {} does not serve the model {:?} (it serves {:?}): set \
+                     model= in grid.endpoint to one of those",
+                    client.endpoint(),
+                    d.model,
+                    names
+                ),
+            ));
+        }
+    }
+    Ok(vocab)
 }
 
 /// The HTTP settings of a server's client: `settings.timeout_ms` bounds every request
