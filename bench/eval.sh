@@ -100,9 +100,11 @@ elif [ -z "$endpoint" ]; then
         model=$(bash scripts/model.sh qwen2.5-coder-0.5b | tail -n 1)
     fi
     [ -f "$model" ] || die "model file $model not found"
-    run_logged "cargo build --release -p grid-endpoint --features llama" \
-        cargo build --release -p grid-endpoint --features llama
-    endpoint_cmd=(target/release/grid-endpoint serve --backend llama --model "$model" --threads 1)
+    # Profile ci: the llama.cpp build the tests and the demo keep in target/ (release would
+    # build llama.cpp a second time).
+    run_logged "cargo build --profile ci -p grid-endpoint --features llama" \
+        cargo build --profile ci -p grid-endpoint --features llama
+    endpoint_cmd=(target/ci/grid-endpoint serve --backend llama --model "$model" --threads 1)
     model_name=$(basename "$model")
 fi
 

@@ -232,7 +232,17 @@ impl StatementCheck {
             };
             // After `schema.name`, as after a bare table name.
             let after_qualified = k >= 2 && qualified.contains(&k) && qualified.contains(&(k - 2));
+            // A word right after a value (a known name, a literal) is a bare alias
+            // (`SELECT t.id ident`): it labels the column and reads nothing.
+            let bare_alias = !self.keywords.contains(&name)
+                && match &pair[0] {
+                    Lexeme::Word(w) => !self.keywords.contains(w) && self.names.contains(w),
+                    Lexeme::Quoted(w) => self.names.contains(&w.to_ascii_lowercase()),
+                    Lexeme::Literal => true,
+                    _ => false,
+                };
             let declares = after_qualified
+                || bare_alias
                 || match &pair[0] {
                     Lexeme::Word(w) => w == "as" || w == "with" || self.tables.contains(w),
                     Lexeme::Quoted(w) => self.tables.contains(&w.to_ascii_lowercase()),
@@ -325,6 +335,8 @@ mod tests {
             "SELECT DISTINCT T1.id, T2.* FROM employees",
             "VALUES (1 IN (INSERT . id))",
             "SELECT delete.name FROM employees AS delete",
+            "SELECT UPDATEDELETEMIN.id DELETEUPDATE;",
+            "SELECT name label, 1 one FROM employees",
         ] {
             assert_eq!(c.forbidden(ok), Vec::<String>::new(), "{ok}");
         }
