@@ -257,7 +257,10 @@ impl StatementCheck {
             if qualified.contains(&k) {
                 continue;
             }
+            // `IS [NOT] DISTINCT FROM x.id` compares with a value, not a relation.
+            let distinct_from = k > 1 && lexemes[k - 2] == Lexeme::Word("distinct".into());
             let names_relation = k > 0
+                && !distinct_from
                 && matches!(&lexemes[k - 1], Lexeme::Word(w)
                     if matches!(w.as_str(), "from" | "join" | "into" | "update" | "table"));
             if names_relation && lexemes.get(k + 1) == Some(&Lexeme::Punct(b'.')) {
@@ -337,6 +340,7 @@ mod tests {
             "SELECT delete.name FROM employees AS delete",
             "SELECT UPDATEDELETEMIN.id DELETEUPDATE;",
             "SELECT name label, 1 one FROM employees",
+            "VALUES (delmin.id IS NOT DISTINCT FROM insdel . id)",
         ] {
             assert_eq!(c.forbidden(ok), Vec::<String>::new(), "{ok}");
         }
