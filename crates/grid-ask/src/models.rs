@@ -6,6 +6,7 @@
 //! token ids.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -64,39 +65,41 @@ impl VocabState {
             rendering: self.rendering.clone(),
         }
     }
-
-    /// Whether the endpoint renders prompts with its model's chat template.
-    pub fn chat_template(&self) -> bool {
-        matches!(self.rendering, Rendering::Template(_))
-    }
 }
 
 /// How a prompt becomes token ids.
 #[derive(Clone)]
 enum Rendering {
-    /// [`Prompt::flat`] through the vocabulary's encoder: the mocks, endpoints whose
-    /// model has no chat template (a completion prompt ending in `-- SQL:` suits them),
-    /// and stock servers in the direct mode (their chat template is applied only by
-    /// `/v1/chat/completions`, which takes no token-id prompt, cannot continue an output
-    /// token by token and reports no token ids; the masks need `/v1/completions`).
+    /// [`Prompt::flat`] through the vocabulary's encoder: the mocks, and endpoints whose
+    /// model has no chat template (a completion prompt ending in `-- SQL:` suits them).
     Flat,
-    /// The endpoint renders the system and user messages with its model's chat template
-    /// and tokenizer (`POST /v1/prompt`): an instruct model answers the prompt it was
-    /// trained on, with the special tokens its tokenizer writes.
-    Template(Arc<ChatRenderer>),
+    /// A `grid-endpoint/1` server: the system and user messages go to `POST /v1/prompt`,
+    /// and when its model has a chat template the server renders them with it and its
+    /// tokenizer (an instruct model answers the prompt it was trained on, with the special
+    /// tokens its tokenizer writes). Its first answer tells whether it has one; without
+    /// one, prompts stay [`Rendering::Flat`].
+    Endpoint(Arc<ChatRenderer>),
 }
+
+/// What [`ChatRenderer`] knows of its endpoint's model.
+const UNKNOWN: u8 = 0;
+const TEMPLATE: u8 = 1;
+const NO_TEMPLATE: u8 = 2;
 
 /// An endpoint's client kept for `POST /v1/prompt`.
 struct ChatRenderer {
     client: EndpointClient,
     /// The client is async; a prompt is rendered between ticks, on any worker thread.
     rt: Mutex<tokio::runtime::Runtime>,
+    /// [`UNKNOWN`] until the endpoint first answers, then [`TEMPLATE`] or [`NO_TEMPLATE`].
+    template: AtomicU8,
 }
 
+/// How often a render waiting on its endpoint checks that its asker still waits.
+const RENDER_POLL: Duration = Duration::from_millis(50);
+
 impl ChatRenderer {
-    /// The renderer of the endpoint at `url`, if its model has a chat template (one
-    /// rendering of a short conversation tells).
-    fn probe(url: &str, vocab: &Vocabulary, http: &HttpConfig) -> Result<Option<Self>, Failure> {
+    fn new(url: &str, vocab: &Vocabulary, http: &HttpConfig) -> Result<Self, Failure> {
         let client = EndpointClient::new(
             url,
             vocab.fingerprint(),
@@ -106,21 +109,25 @@ impl ChatRenderer {
             },
         )
         .map_err(|e| Failure::endpoint(&e))?;
-        let rt = runtime()?;
-        let probe = [
-            ChatMessage::new(Role::System, "s"),
-            ChatMessage::new(Role::User, "u"),
-        ];
-        let (_, by) = rt
-            .block_on(client.render(&probe, vocab))
-            .map_err(|e| Failure::endpoint(&e))?;
-        Ok((by == RenderedBy::Template).then(|| ChatRenderer {
+        Ok(ChatRenderer {
             client,
-            rt: Mutex::new(rt),
-        }))
+            rt: Mutex::new(runtime()?),
+            template: AtomicU8::new(UNKNOWN),
+        })
     }
 
-    fn render(&self, prompt: &Prompt, vocab: &Vocabulary) -> Result<Vec<u32>, Failure> {
+    /// The ids of `prompt` by the endpoint's template, or `None` when its model has none.
+    /// Abandoned (a cancelled failure) as soon as `gone` says the asker no longer waits:
+    /// a hung endpoint must not hold the pipeline, as it does not in a step.
+    fn render(
+        &self,
+        prompt: &Prompt,
+        vocab: &Vocabulary,
+        gone: &dyn Fn() -> bool,
+    ) -> Result<Option<Vec<u32>>, Failure> {
+        if self.template.load(Ordering::Relaxed) == NO_TEMPLATE {
+            return Ok(None);
+        }
         let messages = [
             ChatMessage::new(Role::System, prompt.system.clone()),
             ChatMessage::new(Role::User, prompt.user.clone()),
@@ -129,8 +136,34 @@ impl ChatRenderer {
             .rt
             .lock()
             .map_err(|_| Failure::internal("the prompt renderer's runtime was poisoned"))?;
-        rt.block_on(self.client.render_prompt(&messages, vocab))
-            .map_err(|e| Failure::endpoint(&e))
+        let rendered = rt.block_on(async {
+            let render = self.client.render(&messages, vocab);
+            tokio::pin!(render);
+            loop {
+                tokio::select! {
+                    r = &mut render => return Some(r),
+                    _ = tokio::time::sleep(RENDER_POLL) => {
+                        if gone() {
+                            return None;
+                        }
+                    }
+                }
+            }
+        });
+        let Some(rendered) = rendered else {
+            return Err(Failure::new(
+                FailureKind::Cancelled,
+                "the asker went away while the endpoint rendered the prompt",
+            ));
+        };
+        let (prompt, by) = rendered.map_err(|e| Failure::endpoint(&e))?;
+        if by == RenderedBy::Template {
+            self.template.store(TEMPLATE, Ordering::Relaxed);
+            Ok(Some(prompt.tokens))
+        } else {
+            self.template.store(NO_TEMPLATE, Ordering::Relaxed);
+            Ok(None)
+        }
     }
 }
 
@@ -157,19 +190,26 @@ impl Prompter {
         }
     }
 
-    /// How [`Prompter::tokens`] renders (one of [`crate::contents::RENDERINGS`]).
+    /// How [`Prompter::tokens`] rendered its last prompt (one of
+    /// [`crate::contents::RENDERINGS`]).
     pub fn rendering(&self) -> &'static str {
-        match self.rendering {
-            Rendering::Flat => crate::contents::RENDERINGS[0],
-            Rendering::Template(_) => crate::contents::RENDERINGS[1],
+        match &self.rendering {
+            Rendering::Endpoint(r) if r.template.load(Ordering::Relaxed) == TEMPLATE => {
+                crate::contents::RENDERINGS[1]
+            }
+            _ => crate::contents::RENDERINGS[0],
         }
     }
 
-    pub fn tokens(&self, prompt: &Prompt) -> Result<Vec<u32>, Failure> {
-        match &self.rendering {
-            Rendering::Flat => Ok(self.vocab.encode(&prompt.flat())),
-            Rendering::Template(r) => r.render(prompt, &self.vocab),
+    /// The ids of `prompt`; `gone` says when the asker no longer waits (a render by the
+    /// endpoint is then abandoned).
+    pub fn tokens(&self, prompt: &Prompt, gone: &dyn Fn() -> bool) -> Result<Vec<u32>, Failure> {
+        if let Rendering::Endpoint(r) = &self.rendering {
+            if let Some(ids) = r.render(prompt, &self.vocab, gone)? {
+                return Ok(ids);
+            }
         }
+        Ok(self.vocab.encode(&prompt.flat()))
     }
 }
 
@@ -288,9 +328,8 @@ impl Models {
         };
         let mut state = VocabState::new(vocab, model)?;
         if let EndpointSpec::Http(url) = spec {
-            if let Some(r) = ChatRenderer::probe(url, &state.vocab, http)? {
-                state.rendering = Rendering::Template(Arc::new(r));
-            }
+            let r = ChatRenderer::new(url, &state.vocab, http)?;
+            state.rendering = Rendering::Endpoint(Arc::new(r));
         }
         let state = Arc::new(state);
         self.vocabularies.insert(key, state.clone());
