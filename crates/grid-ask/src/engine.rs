@@ -88,6 +88,14 @@ impl Job {
         self.cancel.load(Ordering::Relaxed)
     }
 
+    /// When a render of this job's prompt is abandoned.
+    pub fn render_deadline(&self) -> crate::models::Gone<'_> {
+        crate::models::Gone {
+            cancel: &self.cancel,
+            deadline: self.deadline,
+        }
+    }
+
     /// Whether the asker no longer waits (cancelled, gone, or past its deadline).
     pub fn gone(&self) -> bool {
         self.cancelled() || Instant::now() > self.deadline

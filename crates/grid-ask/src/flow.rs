@@ -77,7 +77,7 @@ impl Attempt {
         })?;
         Ok(Attempt {
             generation: job.ids[0],
-            prompt: prompter.tokens(&prompt, &|| job.gone())?,
+            prompt: prompter.tokens(&prompt, &job.render_deadline())?,
             shown: prompt,
             rendering: prompter.rendering(),
             job,
@@ -251,7 +251,7 @@ impl Attempted {
             job: self.job.clone(),
             generation: self.job.ids[1],
             compiled: self.compiled.clone(),
-            prompt: prompter.tokens(&prompt, &|| self.job.gone()).ok()?,
+            prompt: prompter.tokens(&prompt, &self.job.render_deadline()).ok()?,
             shown: prompt,
             rendering: prompter.rendering(),
             repair_of: Some(self.generation),

@@ -6,9 +6,9 @@
 //! token ids.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use grid_core::audit::{text_digest, to_hex};
 use grid_core::decode::Model;
@@ -89,10 +89,39 @@ const NO_TEMPLATE: u8 = 2;
 /// An endpoint's client kept for `POST /v1/prompt`.
 struct ChatRenderer {
     client: EndpointClient,
+    /// The endpoint, for messages.
+    url: String,
     /// The client is async; a prompt is rendered between ticks, on any worker thread.
     rt: Mutex<tokio::runtime::Runtime>,
     /// [`UNKNOWN`] until the endpoint first answers, then [`TEMPLATE`] or [`NO_TEMPLATE`].
     template: AtomicU8,
+}
+
+/// When an asker no longer waits for a prompt's render: it went away, or its deadline
+/// passed (the same failures a step meets: cancelled, or the endpoint's timeout).
+pub struct Gone<'a> {
+    pub cancel: &'a AtomicBool,
+    pub deadline: Instant,
+}
+
+impl Gone<'_> {
+    fn now(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed) || Instant::now() > self.deadline
+    }
+
+    fn failure(&self, endpoint: &str) -> Failure {
+        if self.cancel.load(Ordering::Relaxed) {
+            Failure::new(
+                FailureKind::Cancelled,
+                "the asker went away while the endpoint rendered the prompt",
+            )
+        } else {
+            Failure::endpoint(&ClientError::Timeout {
+                endpoint: endpoint.to_string(),
+                detail: "grid.timeout elapsed while it rendered the prompt".into(),
+            })
+        }
+    }
 }
 
 /// How often a render waiting on its endpoint checks that its asker still waits.
@@ -111,6 +140,7 @@ impl ChatRenderer {
         .map_err(|e| Failure::endpoint(&e))?;
         Ok(ChatRenderer {
             client,
+            url: url.to_string(),
             rt: Mutex::new(runtime()?),
             template: AtomicU8::new(UNKNOWN),
         })
@@ -123,7 +153,7 @@ impl ChatRenderer {
         &self,
         prompt: &Prompt,
         vocab: &Vocabulary,
-        gone: &dyn Fn() -> bool,
+        gone: &Gone<'_>,
     ) -> Result<Option<Vec<u32>>, Failure> {
         if self.template.load(Ordering::Relaxed) == NO_TEMPLATE {
             return Ok(None);
@@ -143,7 +173,7 @@ impl ChatRenderer {
                 tokio::select! {
                     r = &mut render => return Some(r),
                     _ = tokio::time::sleep(RENDER_POLL) => {
-                        if gone() {
+                        if gone.now() {
                             return None;
                         }
                     }
@@ -151,10 +181,7 @@ impl ChatRenderer {
             }
         });
         let Some(rendered) = rendered else {
-            return Err(Failure::new(
-                FailureKind::Cancelled,
-                "the asker went away while the endpoint rendered the prompt",
-            ));
+            return Err(gone.failure(&self.url));
         };
         let (prompt, by) = rendered.map_err(|e| Failure::endpoint(&e))?;
         if by == RenderedBy::Template {
@@ -203,7 +230,7 @@ impl Prompter {
 
     /// The ids of `prompt`; `gone` says when the asker no longer waits (a render by the
     /// endpoint is then abandoned).
-    pub fn tokens(&self, prompt: &Prompt, gone: &dyn Fn() -> bool) -> Result<Vec<u32>, Failure> {
+    pub fn tokens(&self, prompt: &Prompt, gone: &Gone<'_>) -> Result<Vec<u32>, Failure> {
         if let Rendering::Endpoint(r) = &self.rendering {
             if let Some(ids) = r.render(prompt, &self.vocab, gone)? {
                 return Ok(ids);
