@@ -1113,19 +1113,10 @@ mod tests {
         assert!(generations.unwrap_or(0) >= 200, "{generations:?}");
         // The mask's guarantee holds for every statement the model wrote, returned or
         // refused by the checker: none names salaries or writes.
-        let written: Vec<String> = Spi::connect(|c| {
-            c.select(
-                &format!(
-                    "SELECT final_sql FROM grid.generations \
-                      WHERE question LIKE '{tag} question %' AND final_sql IS NOT NULL"
-                ),
-                None,
-                &[],
-            )
-            .expect("statements")
-            .filter_map(|r| r.get::<String>(1).ok().flatten())
-            .collect()
-        });
+        let written = crate::testing::select_texts(&format!(
+            "SELECT final_sql FROM grid.generations \
+              WHERE question LIKE '{tag} question %' AND final_sql IS NOT NULL"
+        ));
         assert!(written.len() >= 200, "{} statements written", written.len());
         let bad: Vec<&String> = written.iter().filter(|s| forbidden(s)).collect();
         assert!(bad.is_empty(), "forbidden statements written: {bad:?}");

@@ -9,6 +9,17 @@ pub fn select_one<T: IntoDatum + FromDatum>(query: &str) -> Option<T> {
     Spi::get_one::<T>(query).unwrap_or_else(|e| panic!("{query}: {e}"))
 }
 
+/// The non-NULL values of the first (text) column of `query`'s rows; panics (fails the
+/// test) on error.
+pub fn select_texts(query: &str) -> Vec<String> {
+    Spi::connect(|c| {
+        c.select(query, None, &[])
+            .unwrap_or_else(|e| panic!("{query}: {e}"))
+            .filter_map(|r| r.get::<String>(1).ok().flatten())
+            .collect()
+    })
+}
+
 /// Runs `query`; panics (fails the test) on error.
 pub fn run(query: &str) {
     Spi::run(query).unwrap_or_else(|e| panic!("{query}: {e}"));
