@@ -471,8 +471,21 @@ impl<'l> Session<'l> {
         }
         match cfg.scan.last {
             Some((len, _)) if (len as usize) < cfg.scan.rem.len() && nesting > 0 => {
+                // Whichever byte kills the lexeme, what comes before it is the same: the
+                // lexeme cut back and handed over, and its tail scanned afresh.
+                let mut cut = cfg.clone();
+                if self.cut_back(&mut cut).is_err() {
+                    return false;
+                }
                 let mut path = Vec::new();
-                self.cutback_viable(cfg, cfg.scan.q, cfg.scan.w, &mut path, nesting - 1)
+                self.cutback_viable(
+                    &cfg.stacks,
+                    &cut,
+                    cfg.scan.q,
+                    cfg.scan.w,
+                    &mut path,
+                    nesting - 1,
+                )
             }
             _ => false,
         }
@@ -480,29 +493,32 @@ impl<'l> Session<'l> {
 
     /// The lexeme in progress can only help by being cut back to its last accepting length,
     /// which happens when a later byte kills it. Tries every such byte after every short
-    /// non-accepting detour.
+    /// non-accepting detour, one byte of each class the scanner cannot tell apart. `cut` is
+    /// the configuration once the lexeme is cut back ([`Session::cut_back`]); `(q, w)` is
+    /// where the uncut lexeme's detour stands, on `stacks`.
     fn cutback_viable(
         &mut self,
-        cfg: &Config,
+        stacks: &[u32],
+        cut: &Config,
         q: u32,
         w: u32,
         path: &mut Vec<u8>,
         nesting: u32,
     ) -> bool {
         let lang = self.lang;
-        for b in 0..=255u8 {
+        for &b in &lang.byte_reps {
             let q2 = if q == DEAD {
                 DEAD
             } else {
                 lang.dfa().next(q, b)
             };
-            let w2 = if lang.words.is_separator(w, b) && !self.relation_expected(&cfg.stacks) {
+            let w2 = if lang.words.is_separator(w, b) && !self.relation_expected(stacks) {
                 OFF
             } else {
                 lang.words.step(w, b)
             };
             if lang.live(q2, w2).is_empty() {
-                let mut c = cfg.clone();
+                let mut c = cut.clone();
                 path.push(b);
                 let ok = self.feed(&mut c, path).is_ok() && self.viable_within(&c, nesting);
                 path.pop();
@@ -514,7 +530,7 @@ impl<'l> Session<'l> {
                 && lang.dfa().dies_within(q2) < (CUTBACK_BYTES - path.len()) as u32
             {
                 path.push(b);
-                let ok = self.cutback_viable(cfg, q2, w2, path, nesting);
+                let ok = self.cutback_viable(stacks, cut, q2, w2, path, nesting);
                 path.pop();
                 if ok {
                     return true;
@@ -522,6 +538,26 @@ impl<'l> Session<'l> {
             }
         }
         false
+    }
+
+    /// Cuts the lexeme in progress back to its last accepting length, hands that lexeme
+    /// over, and scans the rest afresh: what the scanner does when a byte kills the lexeme,
+    /// without the byte. The lexeme must be longer than that length. On failure `c` must
+    /// be dropped.
+    fn cut_back(&mut self, c: &mut Config) -> Result<(), Stop> {
+        let start = c.scan.start;
+        let Some((len, cands)) = c.scan.last else {
+            return Err(self.stop(c, start, StopKind::NoLexeme));
+        };
+        let len = len as usize;
+        if is_word_byte(c.scan.rem[len - 1]) && is_word_byte(c.scan.rem[len]) {
+            return Err(self.stop(c, start, StopKind::SplitWord));
+        }
+        let tail: SmallVec<[u8; 24]> = SmallVec::from_slice(&c.scan.rem[len..]);
+        self.emit(c, cands, start)?;
+        c.offset = start + len;
+        c.scan = self.fresh_scan(c.offset);
+        self.feed(c, &tail)
     }
 
     /// Ends the input: finishes the lexeme in progress and asks whether ACCEPT is reached.
@@ -538,18 +574,7 @@ impl<'l> Session<'l> {
                 c.scan = self.fresh_scan(c.offset);
                 break;
             }
-            let Some((len, cands)) = c.scan.last else {
-                return Err(self.stop(&c, start, StopKind::NoLexeme));
-            };
-            let len = len as usize;
-            if is_word_byte(c.scan.rem[len - 1]) && is_word_byte(c.scan.rem[len]) {
-                return Err(self.stop(&c, start, StopKind::SplitWord));
-            }
-            let tail: SmallVec<[u8; 24]> = SmallVec::from_slice(&c.scan.rem[len..]);
-            self.emit(&mut c, cands, start)?;
-            c.offset = start + len;
-            c.scan = self.fresh_scan(c.offset);
-            self.feed(&mut c, &tail)?;
+            self.cut_back(&mut c)?;
         }
         let table = &self.lang.table;
         for &s in &c.stacks {
