@@ -147,6 +147,7 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
             format!("{what}: reading the catalog: {e}"),
         ),
     };
+    crate::value_hints::add(what, &mut snapshot, &caller_path);
     let denied = denied_functions(what);
     if !denied.is_empty() {
         if let Some(s) = snapshot.as_object_mut() {

@@ -68,6 +68,8 @@ static MASK_CACHE_MB: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static AUDIT: GucSetting<AuditLevel> = GucSetting::<AuditLevel>::new(AuditLevel::Full);
 static ABLATION: GucSetting<Ablation> = GucSetting::<Ablation>::new(Ablation::None);
 static JUDGE: GucSetting<bool> = GucSetting::<bool>::new(true);
+static VALUE_HINTS: GucSetting<i32> = GucSetting::<i32>::new(0);
+static VALUE_HINTS_ROWS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static DEBUG_FAULT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static DATABASE: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"postgres"));
@@ -187,6 +189,26 @@ pub fn register() {
         GucContext::Suset,
         GucFlags::default(),
     );
+    GucRegistry::define_int_guc(
+        c"grid.value_hints",
+        c"Most distinct values a text column may have for grid.ask to show them to the model beside the column (0: no value hints).",
+        c"Values are read as the asker (grants and row security apply), only from columns every writer of which the asker trusts (grid.trusted_author), and archived in the audit's prompt and snapshot artifacts, which the auditor reads: superuser-only, so that the DBA decides.",
+        &VALUE_HINTS,
+        0,
+        100,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"grid.value_hints_rows",
+        c"Rows of a table grid.ask reads per column for value hints.",
+        c"A table with more rows shows the values of the rows read, said to be a part.",
+        &VALUE_HINTS_ROWS,
+        1,
+        100_000_000,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
     GucRegistry::define_enum_guc(
         c"grid.audit",
         c"What the audit store records: full (every step and the seal) or off.",
@@ -278,6 +300,16 @@ pub fn database() -> String {
 /// `grid.judge`.
 pub fn judge() -> bool {
     JUDGE.get()
+}
+
+/// `grid.value_hints` (0: off).
+pub fn value_hints() -> i32 {
+    VALUE_HINTS.get()
+}
+
+/// `grid.value_hints_rows`.
+pub fn value_hints_rows() -> i32 {
+    VALUE_HINTS_ROWS.get()
 }
 
 /// `grid.ablation`.

@@ -37,6 +37,7 @@ mod judge;
 mod meaning;
 mod policy;
 mod provenance;
+mod value_hints;
 mod worker;
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -9,7 +9,7 @@ generation of the arm must hold in it: a value, or a set of the values allowed (
 the table does not have reads as NULL), checked on the rows each ask wrote.
 
 The levers are the extension's superuser-only settings `grid.ablation` (none, no_repair,
-unconstrained) and `grid.judge` (on, off). The seal tells the unconstrained arm apart by its decode mode
+unconstrained), `grid.judge` (on, off) and `grid.value_hints` (0 to 100). The seal tells the unconstrained arm apart by its decode mode
 ('unconstrained' instead of 'mode1'/'mode2'); an arm without repair shows no generation
 that repairs another (repair_of is NULL). An arm whose setting the extension does not know
 is reported unavailable before any question is asked.
@@ -28,6 +28,9 @@ ARMS = {
     # "fail" (with PostgreSQL's SQLSTATE).
     "grid-no-judge":   ({"grid.judge": "off"},                    {"decode_mode": MASKED,
                                                                    "verdict": {'{"verdict":"off"}', None}}),
+    # Value hints (issue 22): up to 10 values of each text column the role reads and
+    # trusts, beside the column in the prompt (grid.value_hints, superuser-only).
+    "grid+values":     ({"grid.value_hints": "10"},               {"decode_mode": MASKED}),
 }
 
 DEFAULT = ["grid", "grid-no-repair", "unconstrained"]

@@ -128,6 +128,51 @@ pub struct CatalogColumn {
     /// Column privileges the role holds; they include what table-level grants give.
     #[serde(default, deserialize_with = "privileges")]
     pub privileges: BTreeSet<Verb>,
+    /// The few values the role reads in the column, when the host gives value hints.
+    /// The prompt shows them beside the column; the language does not depend on them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_hint: Option<ValueHint>,
+}
+
+/// Longest value a hint shows, in bytes: a longer one is free text, not a category.
+pub const HINT_VALUE_BYTES: usize = 64;
+
+/// The distinct values of a column as its role reads them (the host reads them as the
+/// role, so grants and row security apply), for the model to spell a literal the way
+/// the data does ('FR', not 'France').
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValueHint {
+    /// Distinct, sorted by bytes, each at most [`HINT_VALUE_BYTES`] long and free of
+    /// control characters (one line of the prompt).
+    pub values: Vec<String>,
+    /// Whether every row was read; otherwise these are the values of the rows read.
+    pub complete: bool,
+}
+
+impl ValueHint {
+    /// The hint for a column whose rows read hold the distinct non-null values
+    /// `distinct`, or `None` when the column is not a category: no value, more than
+    /// `max`, or one longer than [`HINT_VALUE_BYTES`] (`any_long` says whether the rows
+    /// held one the host did not return) or with a control character.
+    pub fn of(
+        mut distinct: Vec<String>,
+        any_long: bool,
+        complete: bool,
+        max: usize,
+    ) -> Option<ValueHint> {
+        distinct.sort();
+        distinct.dedup();
+        let categorical = !any_long
+            && !distinct.is_empty()
+            && distinct.len() <= max
+            && distinct
+                .iter()
+                .all(|v| v.len() <= HINT_VALUE_BYTES && !v.chars().any(char::is_control));
+        categorical.then_some(ValueHint {
+            values: distinct,
+            complete,
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -267,6 +312,7 @@ impl CatalogSnapshot {
                         not_null: false,
                         comment: None,
                         privileges: all.clone(),
+                        value_hint: None,
                     })
                     .collect(),
                 primary_key: t
@@ -529,6 +575,16 @@ impl CatalogSnapshot {
                 e.num(c.not_null as u64);
                 e.opt(c.comment.as_deref());
                 e.privileges(&c.privileges);
+                // Only where present, so that snapshots without values keep their
+                // fingerprints.
+                if let Some(h) = &c.value_hint {
+                    e.tag(b"value-hint");
+                    e.num(h.complete as u64);
+                    e.num(h.values.len() as u64);
+                    for v in &h.values {
+                        e.str(v);
+                    }
+                }
             }
             e.num(r.primary_key.len() as u64);
             for k in &r.primary_key {

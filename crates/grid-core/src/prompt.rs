@@ -79,6 +79,17 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Values as the SQL string literals the model would write for them. A line break would
+/// end the `--` note they stand in; [`crate::catalog::ValueHint`] holds none, and a
+/// snapshot from elsewhere gets spaces.
+fn literals(values: &[String]) -> String {
+    let quoted: Vec<String> = values
+        .iter()
+        .map(|v| format!("'{}'", v.replace('\'', "''").replace(char::is_control, " ")))
+        .collect();
+    quoted.join(", ")
+}
+
 /// One relation as compact DDL, named as `shown` writes it. `shown` is the relations in the
 /// prompt: foreign keys to relations outside it are left out.
 pub fn relation_ddl(r: &Relation, shown: &Shown<'_>, is_reserved: &dyn Fn(&str) -> bool) -> String {
@@ -130,6 +141,13 @@ pub fn relation_ddl(r: &Relation, shown: &Shown<'_>, is_reserved: &dyn Fn(&str) 
         if !c.privileges.contains(&Verb::Select) {
             let n = "not readable".to_string();
             note = Some(note.map_or(n.clone(), |c| format!("{c} ({n})")));
+        }
+        if let Some(h) = &c.value_hint {
+            let n = match h.complete {
+                true => format!("values: {}", literals(&h.values)),
+                false => format!("values include: {}", literals(&h.values)),
+            };
+            note = Some(note.map_or(n.clone(), |c| format!("{c}; {n}")));
         }
         lines.push((line, note));
     }

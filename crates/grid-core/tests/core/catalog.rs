@@ -5,7 +5,10 @@ use crate::common;
 
 use std::sync::Arc;
 
-use grid_core::catalog::{CatalogError, CatalogSnapshot, RelationKind};
+use grid_core::audit::to_hex;
+use grid_core::catalog::{
+    CatalogError, CatalogSnapshot, RelationKind, ValueHint, HINT_VALUE_BYTES,
+};
 use grid_core::grammar::spec::LexiconKind;
 use grid_core::policy::Verb;
 use grid_core::{Policy, Session};
@@ -351,6 +354,19 @@ fn fingerprint_is_canonical() {
         base,
         changed(&|s| s.denied_functions = vec!["upper".into()])
     );
+    // A value hint changes what the prompt shows; a snapshot without one keeps the
+    // fingerprint it had before hints existed (archived seals name it).
+    let hint = |complete| ValueHint {
+        values: vec!["FR".into(), "US".into()],
+        complete,
+    };
+    let hinted = changed(&|s| s.relations[1].columns[1].value_hint = Some(hint(true)));
+    assert_ne!(base, hinted);
+    assert_ne!(
+        hinted,
+        changed(&|s| s.relations[1].columns[1].value_hint = Some(hint(false)))
+    );
+    assert_eq!(to_hex(&base), "9eb4c79c6e50c94d1863210e1472846f");
     // The order of the denied names does not matter.
     let mut x = demo();
     x.denied_functions = vec!["upper".into(), "lower".into()];
@@ -382,4 +398,28 @@ fn a_function_the_role_may_not_execute_leaves_the_language() {
     // Nothing denied: the field stays out of the JSON (old snapshots read the same).
     let text = serde_json::to_string(&demo()).unwrap();
     assert!(!text.contains("denied_functions"), "{text}");
+}
+
+#[test]
+fn a_value_hint_is_for_a_category_only() {
+    let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let h = ValueHint::of(v(&["US", "FR", "US"]), false, true, 3).expect("a category");
+    assert_eq!(h.values, v(&["FR", "US"]), "distinct and sorted");
+    assert!(h.complete);
+    assert!(
+        !ValueHint::of(v(&["FR", "US"]), false, false, 2)
+            .unwrap()
+            .complete
+    );
+    // Too many values, none, one the host left out for its length, one too long, one
+    // that would break the prompt's line.
+    assert_eq!(ValueHint::of(v(&["a", "b", "c"]), false, true, 2), None);
+    assert_eq!(ValueHint::of(vec![], false, true, 2), None);
+    assert_eq!(ValueHint::of(v(&["a"]), true, true, 2), None);
+    assert_eq!(
+        ValueHint::of(vec!["x".repeat(HINT_VALUE_BYTES + 1)], false, true, 2),
+        None
+    );
+    assert!(ValueHint::of(vec!["x".repeat(HINT_VALUE_BYTES)], false, true, 2).is_some());
+    assert_eq!(ValueHint::of(v(&["a\nb"]), false, true, 2), None);
 }

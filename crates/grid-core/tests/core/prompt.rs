@@ -5,7 +5,9 @@ use crate::common;
 
 use std::collections::BTreeSet;
 
-use grid_core::catalog::{CatalogColumn, CatalogSnapshot, ForeignKey, Relation, RelationKind};
+use grid_core::catalog::{
+    CatalogColumn, CatalogSnapshot, ForeignKey, Relation, RelationKind, ValueHint,
+};
 use grid_core::checker::check;
 use grid_core::policy::Verb;
 use grid_core::prompt::{
@@ -97,6 +99,34 @@ fn ddl_shows_types_keys_comments_and_grants() {
     ));
 }
 
+#[test]
+fn ddl_shows_value_hints_as_literals() {
+    let mut snap = CatalogSnapshot::from_json(DEMO).unwrap();
+    let emp = snap
+        .relations
+        .iter_mut()
+        .find(|r| r.name == "employees")
+        .expect("employees");
+    emp.columns[1].value_hint = Some(ValueHint {
+        values: vec!["O'Neil".into(), "Smith".into()],
+        complete: true,
+    });
+    emp.columns[2].value_hint = Some(ValueHint {
+        values: vec!["2024-01-01".into()],
+        complete: false,
+    });
+    let p = question_prompt(&snap, "Who is Smith?", 1 << 20, &reserved)
+        .unwrap()
+        .flat();
+    // Beside the comment, quoted as the model must write them.
+    assert!(
+        p.contains("  name text NOT NULL, -- Full name; values: 'O''Neil', 'Smith'\n"),
+        "{p}"
+    );
+    // Read from part of the rows only: what was seen, said so.
+    assert!(p.contains("-- values include: '2024-01-01'\n"), "{p}");
+}
+
 /// Relations off the search path, or hidden by one earlier on it, appear by the name the
 /// model must write: `schema.name`, each part quoted as it folds; foreign keys name their
 /// target the same way; the DDL reads back as PostgreSQL DDL of those relations.
@@ -175,6 +205,7 @@ fn wide(n: usize) -> Vec<Relation> {
         not_null: false,
         comment: None,
         privileges: [Verb::Select].into_iter().collect(),
+        value_hint: None,
     };
     let rel = |name: String, cols: &[&str], comment: Option<&str>, fks: Vec<ForeignKey>| Relation {
         schema: "public".into(),
