@@ -151,9 +151,10 @@ pub struct ValueHint {
 
 impl ValueHint {
     /// The hint for a column whose rows read hold the distinct non-null values
-    /// `distinct`, or `None` when the column is not a category: no value, more than
-    /// `max`, or one longer than [`HINT_VALUE_BYTES`] (`any_long` says whether the rows
-    /// held one the host did not return) or with a control character.
+    /// `distinct`, or `None` when the column is not a category: no value but blanks
+    /// (nothing to spell), more than `max`, or one longer than [`HINT_VALUE_BYTES`]
+    /// (`any_long` says whether the rows held one the host did not return) or with a
+    /// control character.
     pub fn of(
         mut distinct: Vec<String>,
         any_long: bool,
@@ -163,7 +164,7 @@ impl ValueHint {
         distinct.sort();
         distinct.dedup();
         let categorical = !any_long
-            && !distinct.is_empty()
+            && distinct.iter().any(|v| !v.trim().is_empty())
             && distinct.len() <= max
             && distinct
                 .iter()

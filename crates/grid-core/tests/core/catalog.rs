@@ -411,10 +411,15 @@ fn a_value_hint_is_for_a_category_only() {
             .unwrap()
             .complete
     );
-    // Too many values, none, one the host left out for its length, one too long, one
-    // that would break the prompt's line.
+    // Too many values, none, only blanks, one the host left out for its length, one too
+    // long, one that would break the prompt's line.
     assert_eq!(ValueHint::of(v(&["a", "b", "c"]), false, true, 2), None);
     assert_eq!(ValueHint::of(vec![], false, true, 2), None);
+    assert_eq!(ValueHint::of(v(&["", " "]), false, true, 2), None);
+    assert_eq!(
+        ValueHint::of(v(&["", "a"]), false, true, 2).unwrap().values,
+        v(&["", "a"])
+    );
     assert_eq!(ValueHint::of(v(&["a"]), true, true, 2), None);
     assert_eq!(
         ValueHint::of(vec!["x".repeat(HINT_VALUE_BYTES + 1)], false, true, 2),
