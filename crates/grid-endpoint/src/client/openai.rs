@@ -81,6 +81,10 @@ struct Choice {
     logprobs: Option<Logprobs>,
 }
 
+/// Either form of a choice's logprobs: the completions API's parallel lists (`tokens`,
+/// `token_logprobs`, `top_logprobs`: vLLM), or the chat API's `content` list that
+/// llama.cpp's `llama-server` also answers completions with (each position with its id,
+/// bytes and alternatives).
 #[derive(Deserialize)]
 struct Logprobs {
     #[serde(default)]
@@ -89,6 +93,54 @@ struct Logprobs {
     token_logprobs: Vec<Option<f64>>,
     #[serde(default)]
     top_logprobs: Vec<Option<serde_json::Map<String, Value>>>,
+    #[serde(default)]
+    content: Vec<ContentToken>,
+}
+
+/// A position of the `content` form.
+#[derive(Deserialize)]
+struct ContentToken {
+    #[serde(flatten)]
+    token: ContentAlt,
+    #[serde(default)]
+    top_logprobs: Vec<ContentAlt>,
+}
+
+/// A token of the `content` form: the id when the server gives it (llama-server does),
+/// else its bytes, else its text.
+#[derive(Deserialize)]
+struct ContentAlt {
+    #[serde(default)]
+    id: Option<u32>,
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    bytes: Option<Vec<u8>>,
+    #[serde(default)]
+    logprob: Option<f64>,
+}
+
+impl ContentAlt {
+    fn id(&self, vocab: &Vocabulary, map: &TokenMap) -> Result<u32, ClientError> {
+        match (self.id, &self.bytes, &self.token) {
+            (Some(id), _, _) => in_vocabulary(vocab, id),
+            (None, Some(b), _) => map.id_of_bytes(vocab, b),
+            (None, None, Some(t)) => map.id_of(vocab, t),
+            (None, None, None) => Err(ClientError::malformed(
+                "a logprobs entry names no token (no id, bytes or token)",
+            )),
+        }
+    }
+}
+
+fn in_vocabulary(vocab: &Vocabulary, id: u32) -> Result<u32, ClientError> {
+    if id as usize >= vocab.len() {
+        return Err(ClientError::malformed(format!(
+            "token id {id} is out of the vocabulary of {}",
+            vocab.len()
+        )));
+    }
+    Ok(id)
 }
 
 /// Maps the token strings of a reply to ids: `token_id:<n>` directly; any other string
@@ -112,14 +164,13 @@ impl TokenMap {
             let id: u32 = n.parse().map_err(|_| ClientError::UnmappableToken {
                 token: s.to_string(),
             })?;
-            if id as usize >= vocab.len() {
-                return Err(ClientError::malformed(format!(
-                    "token id {id} is out of the vocabulary of {}",
-                    vocab.len()
-                )));
-            }
-            return Ok(id);
+            return in_vocabulary(vocab, id);
         }
+        self.id_of_bytes(vocab, s.as_bytes())
+    }
+
+    /// The id spelled by `bytes`, when exactly one id spells them.
+    pub fn id_of_bytes(&self, vocab: &Vocabulary, bytes: &[u8]) -> Result<u32, ClientError> {
         let map = self.by_bytes.get_or_init(|| {
             let mut m: HashMap<Vec<u8>, Option<u32>> = HashMap::new();
             for (id, b) in vocab.iter() {
@@ -129,10 +180,10 @@ impl TokenMap {
             }
             m
         });
-        match map.get(s.as_bytes()) {
+        match map.get(bytes) {
             Some(Some(id)) => Ok(*id),
             _ => Err(ClientError::UnmappableToken {
-                token: s.to_string(),
+                token: String::from_utf8_lossy(bytes).into_owned(),
             }),
         }
     }
@@ -168,6 +219,24 @@ pub fn parse_completion(
             }
             top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             tokens.push(CompletionToken { id, logprob, top });
+        }
+        if lp.tokens.is_empty() {
+            for c in &lp.content {
+                let id = c.token.id(vocab, map)?;
+                let mut top = Vec::with_capacity(c.top_logprobs.len());
+                for alt in &c.top_logprobs {
+                    let p = alt.logprob.ok_or_else(|| {
+                        ClientError::malformed("an alternative in logprobs has no logprob")
+                    })?;
+                    top.push((alt.id(vocab, map)?, p));
+                }
+                top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                tokens.push(CompletionToken {
+                    id,
+                    logprob: c.token.logprob,
+                    top,
+                });
+            }
         }
     }
     Ok(Completion {

@@ -249,3 +249,45 @@ fn token_strings_and_token_id_forms_both_parse() {
         Err(ClientError::MalformedReply { .. })
     ));
 }
+
+/// llama.cpp's `llama-server` (b1-0c1e570, built from the llama-cpp-python 0.3.36 sdist)
+/// answers `/v1/completions` with the chat API's `content` form of logprobs; the shape of
+/// its reply, with ids of the test vocabulary. Its ids are taken as given; an entry
+/// without one is mapped by its bytes.
+#[test]
+fn the_content_form_of_logprobs_parses_by_id_then_bytes() {
+    let vocab = sql_vocab();
+    let map = TokenMap::new();
+    let select = map.id_of(&vocab, "SELECT").unwrap();
+    let from = map.id_of(&vocab, " FROM").unwrap();
+    let body = format!(
+        r#"{{"choices":[{{"text":"SELECT FROM","index":0,"logprobs":{{"content":[
+            {{"id":{select},"token":"SELECT","bytes":[83,69,76,69,67,84],"logprob":-0.25,
+              "top_logprobs":[{{"id":{from},"token":" FROM","bytes":[32,70,82,79,77],"logprob":-2.5}},
+                              {{"id":{select},"token":"SELECT","bytes":[83,69,76,69,67,84],"logprob":-0.25}}]}},
+            {{"token":" FROM","bytes":[32,70,82,79,77],"logprob":-1.0,"top_logprobs":[]}}
+        ]}},"finish_reason":"length"}}],"object":"text_completion"}}"#
+    );
+    let c = parse_completion(body.as_bytes(), &vocab, &map).unwrap();
+    assert_eq!(c.tokens.len(), 2);
+    assert_eq!(c.tokens[0].id, select);
+    assert_eq!(c.tokens[0].logprob, Some(-0.25));
+    assert_eq!(
+        c.tokens[0].top,
+        vec![(select, -0.25), (from, -2.5)],
+        "most likely first"
+    );
+    assert_eq!(c.tokens[1].id, from, "mapped by its bytes");
+    assert_eq!(c.finish_reason.as_deref(), Some("length"));
+    // An id out of the vocabulary, an entry naming no token: errors, not panics.
+    let bad = br#"{"choices":[{"logprobs":{"content":[{"id":99999,"logprob":-1.0}]}}]}"#;
+    assert!(matches!(
+        parse_completion(bad, &vocab, &map),
+        Err(ClientError::MalformedReply { .. })
+    ));
+    let bad = br#"{"choices":[{"logprobs":{"content":[{"logprob":-1.0}]}}]}"#;
+    assert!(matches!(
+        parse_completion(bad, &vocab, &map),
+        Err(ClientError::MalformedReply { .. })
+    ));
+}
