@@ -54,6 +54,8 @@ ID FUNC_NAME function
 ID TYPE_NAME type
 ID IDENT free
 ID CTE_REF cte
+ID ALIAS_REF output_alias
+ID DERIVED_COL derived_column
 
 # Keywords.
 KW ALL all

@@ -13,7 +13,7 @@
     PRECISION RANGE REAL RECURSIVE RETURNING RIGHT ROLLUP ROW ROWS SELECT SET SETS SIMILAR
     SMALLINT SOME SUBSTRING SYMMETRIC THEN TIES TIME TIMESTAMP TO TRAILING TRIM TRUE
     UNBOUNDED UNION UNKNOWN UPDATE USING VALUES VARCHAR VARYING WHEN WHERE WINDOW WITH
-    WITHIN WITHOUT ZONE
+    WITHIN WITHOUT ZONE ALIAS_REF DERIVED_COL
 
 /*
  * Precedence, lowest first, after PostgreSQL 15 gram.y. Differences:
@@ -80,12 +80,12 @@ select_with_parens@: LPAREN select_no_parens@ RPAREN
 
 /* FETCH ... WITH TIES needs an ORDER BY at the same level (sorted_limit). */
 select_no_parens@: simple_select@
-    | select_clause@ sort_clause@
-    | select_clause@ sort_clause@ sorted_limit
+    | select_clause@ query_sort_clause@
+    | select_clause@ query_sort_clause@ sorted_limit
     | select_clause@ select_limit
     | with_clause select_clause_w
-    | with_clause select_clause_w sort_clause_w
-    | with_clause select_clause_w sort_clause_w sorted_limit
+    | with_clause select_clause_w query_sort_clause_w
+    | with_clause select_clause_w query_sort_clause_w sorted_limit
     | with_clause select_clause_w select_limit
     ;
 
@@ -216,7 +216,10 @@ group_by_list@: group_by_item@
     | group_by_list@ COMMA group_by_item@
     ;
 
+/* ALIAS_REF: an output column name of this SELECT (the dynamic lexicon), as PostgreSQL
+   allows a whole GROUP BY item to name one. */
 group_by_item@: a_expr@
+    | ALIAS_REF
     | LPAREN RPAREN
     | ROLLUP LPAREN expr_list@ RPAREN
     | CUBE LPAREN expr_list@ RPAREN
@@ -236,6 +239,18 @@ window_def@: IDENT AS window_specification@ ;
 opt_sort_clause@: sort_clause@ | %empty ;
 
 sort_clause@: ORDER BY sortby_list@ ;
+
+/* The ORDER BY of a query, whose whole items may also name its output columns (ALIAS_REF,
+   the dynamic lexicon); an aggregate's or a window's ORDER BY may not. */
+query_sort_clause@: ORDER BY query_sortby_list@ ;
+
+query_sortby_list@: query_sortby@
+    | query_sortby_list@ COMMA query_sortby@
+    ;
+
+query_sortby@: sortby@
+    | ALIAS_REF opt_asc_desc opt_nulls_order
+    ;
 
 sortby_list@: sortby@
     | sortby_list@ COMMA sortby@
@@ -388,8 +403,12 @@ c_expr@: columnref
     | ROW LPAREN RPAREN
     ;
 
+/* DERIVED_COL: a column the statement named of a derived table, a CTE or a relation
+   renamed by a column alias list, in scope here (the dynamic lexicon). */
 columnref: COLUMN_NAME
     | IDENT DOT COLUMN_NAME
+    | DERIVED_COL
+    | IDENT DOT DERIVED_COL
     ;
 
 implicit_row@: LPAREN expr_list@ COMMA a_expr@ RPAREN ;

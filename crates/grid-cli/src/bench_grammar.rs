@@ -9,7 +9,10 @@
 //!   `selectname` reads as `select name`, and a free identifier may spell a reserved word
 //!   or, as a CTE reference, a relation (Lark keeps both exclusions with `&` and `~`);
 //! * unquoted words match case-insensitively in Unicode, where PostgreSQL folds ASCII only,
-//!   and bytes ≥ 0x80 in identifiers are any non-ASCII character.
+//!   and bytes ≥ 0x80 in identifiers are any non-ASCII character;
+//! * a name the statement introduced (the dynamic lexicon: an output alias in ORDER BY, a
+//!   derived table's column) is any identifier that is not reserved, wherever one may
+//!   stand: a grammar fixed before the output cannot know the names it will introduce.
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -119,7 +122,7 @@ impl<'a> PeerSource<'a> {
                 TermKind::Keyword { word } => format!("{}i", json_str(word)),
                 TermKind::Token { regex } => lark_regex(regex),
                 TermKind::Skip { .. } => continue,
-                TermKind::Ident(IdentCategory::Free) => {
+                TermKind::Ident(IdentCategory::Free | IdentCategory::Dynamic(_)) => {
                     need_ident = true;
                     "(UNQUOTED_IDENT | QUOTED_IDENT) & ~RESERVED_WORD".to_string()
                 }
@@ -199,7 +202,9 @@ impl<'a> PeerSource<'a> {
                     })?
                 }
                 TermKind::Skip { .. } => continue,
-                TermKind::Ident(IdentCategory::Free | IdentCategory::Cte) => {
+                TermKind::Ident(
+                    IdentCategory::Free | IdentCategory::Cte | IdentCategory::Dynamic(_),
+                ) => {
                     need_ident = true;
                     "ident".to_string()
                 }

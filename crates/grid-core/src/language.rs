@@ -14,6 +14,7 @@ use crate::lexer::dfa::{LexDfa, DEAD};
 use crate::lexer::words::WordTrie;
 use crate::lexicon::{qualified_spellings, spellings, Lexicon};
 use crate::policy::Policy;
+use crate::scope::Semantics;
 use crate::termset::TermSet;
 
 #[derive(Debug)]
@@ -22,6 +23,8 @@ pub struct Language {
     pub policy: Policy,
     pub table: Arc<LrTable>,
     pub words: WordTrie,
+    /// The dynamic lexicon's rules for `table` ([`crate::scope`]).
+    pub sem: Semantics,
     /// Dialect, policy and lexicon fingerprints combined.
     pub fingerprint: [u8; 16],
     pub lexicon_fingerprint: [u8; 16],
@@ -36,6 +39,7 @@ impl Language {
             .collect();
         let table = dialect.projected_table(policy, &empty)?;
         let words = build_words(&dialect, lexicon)?;
+        let sem = Semantics::build(&table, &dialect.terms);
         let lexicon_fingerprint = lexicon.fingerprint();
         let mut h = Blake2b::<U16>::new();
         h.update(dialect.fingerprint);
@@ -46,6 +50,7 @@ impl Language {
             policy: policy.clone(),
             table,
             words,
+            sem,
             fingerprint: h.finalize().into(),
             lexicon_fingerprint,
         })
@@ -70,7 +75,9 @@ impl Language {
         let lex = a.intersect(&t.lexicon_all).intersect(&self.words.accept(w));
         let denying = t.free.union(&t.cte);
         let free = a.intersect(&denying).minus(&self.words.deny(w));
+        // The dynamic terminals have no static word: the recognizer adds them per stack.
         a.minus(&t.lexicon_all)
+            .minus(&t.dynamic_all)
             .minus(&denying)
             .union(&lex)
             .union(&free)
@@ -93,6 +100,7 @@ impl Language {
         let t = &self.dialect.terms;
         let l = self.dialect.dfa.live(q);
         l.minus(&t.lexicon_all)
+            .minus(&t.dynamic_all)
             .union(&l.intersect(&self.words.live(w)))
     }
 }

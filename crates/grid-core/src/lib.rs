@@ -20,7 +20,9 @@ pub mod recognizer;
 pub mod registry;
 pub mod reserve;
 pub mod schema;
+pub mod scope;
 pub mod termset;
+pub mod token_starts;
 pub mod trie;
 
 pub use error::{GridError, Result};

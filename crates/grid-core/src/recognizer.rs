@@ -19,6 +19,16 @@
 //! lexeme's start, which are the stacks when the dot is read). Where it does, the dot joins
 //! the word; elsewhere `hr.x` is a qualifier, a dot and a column, exactly as without
 //! qualified words. No position of the grammar takes both a relation and a qualifier.
+//!
+//! Names the statement introduced (the dynamic lexicon, [`crate::scope`]) are words of no
+//! trie: at an emission, a stack that can take a dynamic terminal takes it when the lexeme
+//! spells one of the names its entries make visible there, and a lexeme in progress is
+//! viable when it is still the prefix of one. The scan itself (lexeme boundaries, the trie)
+//! never reads them: every such name is an identifier, which a free identifier already
+//! keeps alive. The mask walks read the language without them ([`Dynamic::Off`]) and add
+//! what they allow separately (see [`crate::mask`]).
+
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 use smallvec::{smallvec, SmallVec};
@@ -28,7 +38,16 @@ use crate::lexer::dfa::DEAD;
 use crate::lexer::words::{WordTrie, OFF};
 use crate::mask::TrailKey;
 use crate::parser::Stacks;
+use crate::scope::{spells, spells_prefix, stored_of, Name};
 use crate::termset::TermSet;
+
+/// Whether the recognizer reads the dynamic lexicon: on for the language itself, off for
+/// the mask walks, whose cached parts must not depend on the statement's own names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dynamic {
+    On,
+    Off,
+}
 
 /// The lexeme in progress.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -74,9 +93,9 @@ pub(crate) enum ScanStop<E> {
 pub(crate) trait ScanHost {
     type Refused;
 
-    /// A finished lexeme (ignored ones included) with its candidates and start offset;
-    /// `Err` refuses it.
-    fn lexeme(&mut self, cands: TermSet, at: usize) -> Result<(), Self::Refused>;
+    /// A finished lexeme (ignored ones included) with its candidates, start offset and
+    /// bytes; `Err` refuses it.
+    fn lexeme(&mut self, cands: TermSet, at: usize, bytes: &[u8]) -> Result<(), Self::Refused>;
 
     /// Whether the parser expects a relation where the lexeme in progress started, asked at
     /// the dot of a `schema.table` word; `None` when the host cannot tell.
@@ -151,7 +170,7 @@ pub(crate) fn scan_byte<H: ScanHost>(
                 kind: StopKind::SplitWord,
             });
         }
-        host.lexeme(cands, start)
+        host.lexeme(cands, start, &scan.rem[..len])
             .map_err(|refused| ScanStop::Lexeme { at: start, refused })?;
         let mut requeued: SmallVec<[u8; 32]> = SmallVec::from_slice(&scan.rem[len..]);
         requeued.extend_from_slice(&queue[i..]);
@@ -177,13 +196,18 @@ struct Parse<'a, 'l, F> {
     session: &'a mut Session<'l>,
     stacks: &'a mut SmallVec<[u32; 4]>,
     watch: &'a mut F,
+    dynamic: Dynamic,
 }
 
 impl<F: FnMut(Scanned)> ScanHost for Parse<'_, '_, F> {
     type Refused = TermSet;
 
-    fn lexeme(&mut self, cands: TermSet, _at: usize) -> Result<(), TermSet> {
-        if !self.session.emit_on(self.stacks, cands) {
+    fn lexeme(&mut self, cands: TermSet, _at: usize, bytes: &[u8]) -> Result<(), TermSet> {
+        let taken = match self.dynamic {
+            Dynamic::On => self.session.emit_text(self.stacks, cands, bytes),
+            Dynamic::Off => self.session.emit_on(self.stacks, cands),
+        };
+        if !taken {
             return Err(cands);
         }
         if !cands.intersects(&self.session.lang.terms().skip) {
@@ -277,6 +301,10 @@ pub struct Session<'l> {
     /// The stacks one stack becomes when a lexeme with these candidates is handed over
     /// (the per-node memo of contextual resolution).
     shifted: FxHashMap<(u32, TermSet), SmallVec<[u32; 4]>>,
+    /// The stored name of each identifier lexeme handed over, by its bytes.
+    words: FxHashMap<SmallVec<[u8; 24]>, Name>,
+    /// The folded spellings of a set of names ([`Session::dynamic_spellings`]).
+    spellings: FxHashMap<Arc<[Name]>, Arc<[Vec<u8>]>>,
 }
 
 impl<'l> Session<'l> {
@@ -286,6 +314,8 @@ impl<'l> Session<'l> {
             stacks: Stacks::default(),
             cutback_verdicts: FxHashMap::default(),
             shifted: FxHashMap::default(),
+            words: FxHashMap::default(),
+            spellings: FxHashMap::default(),
         }
     }
 
@@ -324,9 +354,15 @@ impl<'l> Session<'l> {
         }
     }
 
-    /// Hands a finished lexeme with candidates `cands` to the parser.
-    fn emit(&mut self, cfg: &mut Config, cands: TermSet, at: usize) -> Result<(), Stop> {
-        if self.emit_on(&mut cfg.stacks, cands) {
+    /// Hands a finished lexeme with candidates `cands` and bytes `text` to the parser.
+    fn emit(
+        &mut self,
+        cfg: &mut Config,
+        cands: TermSet,
+        at: usize,
+        text: &[u8],
+    ) -> Result<(), Stop> {
+        if self.emit_text(&mut cfg.stacks, cands, text) {
             Ok(())
         } else {
             Err(self.stop(cfg, at, StopKind::Unexpected(cands)))
@@ -357,6 +393,270 @@ impl<'l> Session<'l> {
         }
         *stacks = next;
         true
+    }
+
+    /// [`Session::emit_on`] for the language itself: the lexeme's bytes are kept on the
+    /// stacks that take it ([`crate::scope`]), and a stack that can take a dynamic terminal
+    /// takes it when `text` spells a name visible there. A name that is also a column word
+    /// of the lexicon is left to that terminal (same continuations, one stack fewer).
+    pub(crate) fn emit_text(
+        &mut self,
+        stacks: &mut SmallVec<[u32; 4]>,
+        cands: TermSet,
+        text: &[u8],
+    ) -> bool {
+        let lang = self.lang;
+        let sem = &lang.sem;
+        if !sem.enabled() {
+            return self.emit_on(stacks, cands);
+        }
+        if cands.intersects(&lang.terms().skip) {
+            return true;
+        }
+        let shapes = self.dynamic_shapes(&cands, text);
+        let word = self.word_of(text);
+        let table = &lang.table;
+        let mut next: SmallVec<[u32; 4]> = SmallVec::new();
+        for &s in stacks.iter() {
+            let a = self.stacks.allowed(table, s);
+            for t in a.intersect(&cands).iter() {
+                if let Some(n) = self.stacks.shift_valued(table, sem, s, t, Some(&word)) {
+                    next.push(n);
+                }
+            }
+            for t in self.dynamic_takes(s, text, &shapes).iter() {
+                if let Some(n) = self.stacks.shift_valued(table, sem, s, t, Some(&word)) {
+                    next.push(n);
+                }
+            }
+        }
+        next.sort_unstable();
+        next.dedup();
+        if next.is_empty() {
+            return false;
+        }
+        *stacks = next;
+        true
+    }
+
+    /// The dynamic terminals among `shapes` (those whose lexeme shape `text` has) that the
+    /// stack `s` takes for `text`: the ones it allows for which `text` spells a visible name.
+    fn dynamic_takes(&mut self, s: u32, text: &[u8], shapes: &TermSet) -> TermSet {
+        let lang = self.lang;
+        let mut out = TermSet::EMPTY;
+        if shapes.is_empty() {
+            return out;
+        }
+        let reserved = |w: &str| lang.dialect.is_reserved(w);
+        let a = self.stacks.allowed(&lang.table, s).intersect(shapes);
+        for t in a.iter() {
+            let names = self.stacks.visible(&lang.sem, s, t);
+            if names.iter().any(|n| spells(text, n, &reserved)) {
+                out.insert(t);
+            }
+        }
+        out
+    }
+
+    /// The dynamic terminals a lexeme with candidates `cands` and bytes `text` may be:
+    /// those of its shape, unless a column word of the lexicon spells it (that terminal
+    /// stands wherever these may).
+    fn dynamic_shapes(&self, cands: &TermSet, text: &[u8]) -> TermSet {
+        let lang = self.lang;
+        let terms = lang.terms();
+        let columns = terms
+            .lexicon
+            .get(&crate::grammar::spec::LexiconKind::Column)
+            .copied()
+            .unwrap_or_default();
+        if !lang.sem.enabled() || cands.intersects(&columns) {
+            return TermSet::EMPTY;
+        }
+        lang.dfa()
+            .accept(lang.dfa().run(text))
+            .intersect(&terms.dynamic_all)
+    }
+
+    /// The stored name of an identifier lexeme, memoised by its bytes.
+    fn word_of(&mut self, text: &[u8]) -> Name {
+        if let Some(w) = self.words.get(text) {
+            return w.clone();
+        }
+        let w = stored_of(text);
+        self.words.insert(SmallVec::from_slice(text), w.clone());
+        w
+    }
+
+    /// Every name the next token could spell as a dynamic terminal, in each spelling it
+    /// may take (folded), per stack of `cfg`: the names the values of the stack hold. A
+    /// name that is a column word of the lexicon is left out (see
+    /// [`Session::emit_text`]). A name the token itself introduces, or the lexeme in
+    /// progress does, is usable only after a keyword (`ORDER BY`, `WHERE`, `ON`, `AS (SELECT`,
+    /// ...), so a token using it holds two names
+    /// ([`crate::token_starts::TokenStarts::multi`]).
+    pub(crate) fn dynamic_spellings(&mut self, cfg: &Config) -> SmallVec<[Arc<[Vec<u8>]>; 4]> {
+        let mut out = SmallVec::new();
+        for &s in &cfg.stacks {
+            let names = self.stacks.names_on(s);
+            if names.is_empty() {
+                continue;
+            }
+            if let Some(sp) = self.spellings.get(&names) {
+                out.push(sp.clone());
+                continue;
+            }
+            let lang = self.lang;
+            let reserved = |w: &str| lang.dialect.is_reserved(w);
+            let columns = lang
+                .terms()
+                .lexicon
+                .get(&crate::grammar::spec::LexiconKind::Column)
+                .copied()
+                .unwrap_or_default();
+            let mut sp: Vec<Vec<u8>> = Vec::new();
+            for n in names.iter() {
+                let q = crate::lexicon::quoted(n);
+                if lang
+                    .words
+                    .accept(lang.words.walk(q.as_bytes()))
+                    .intersects(&columns)
+                {
+                    continue;
+                }
+                sp.push(q.to_ascii_lowercase().into_bytes());
+                if crate::lexicon::spells_unquoted(n, &reserved) {
+                    sp.push(n.as_bytes().to_vec());
+                }
+            }
+            sp.sort_unstable();
+            sp.dedup();
+            let sp: Arc<[Vec<u8>]> = sp.into();
+            self.spellings.insert(names, sp.clone());
+            out.push(sp);
+        }
+        out
+    }
+
+    /// Whether a stack of `cfg` takes a dynamic terminal for the lexeme in progress as it
+    /// would be handed over now (its longest accepted prefix).
+    pub(crate) fn pending_is_dynamic(&mut self, cfg: &Config) -> bool {
+        let Some((len, cands)) = cfg.scan.last else {
+            return false;
+        };
+        let text = &cfg.scan.rem[..len as usize];
+        let shapes = self.dynamic_shapes(&cands, text);
+        if shapes.is_empty() {
+            return false;
+        }
+        let text: SmallVec<[u8; 24]> = SmallVec::from_slice(text);
+        cfg.stacks
+            .iter()
+            .any(|&s| !self.dynamic_takes(s, &text, &shapes).is_empty())
+    }
+
+    /// Bytes that end the lexeme in progress (no terminal continues it with them) and are
+    /// not refused there for splitting a word; all false when none is in progress.
+    pub(crate) fn ending_bytes(&mut self, cfg: &Config) -> [bool; 256] {
+        let mut out = [false; 256];
+        let lang = self.lang;
+        let scan = &cfg.scan;
+        let Some((len, _)) = scan.last else {
+            return out;
+        };
+        let len = len as usize;
+        let word_end = is_word_byte(scan.rem[len - 1]);
+        let mut relation: Option<bool> = None;
+        for b in 0..=255u8 {
+            let q2 = if scan.q == DEAD {
+                DEAD
+            } else {
+                lang.dfa().next(scan.q, b)
+            };
+            let w2 = if lang.words.is_separator(scan.w, b) {
+                let rel = *relation.get_or_insert_with(|| self.relation_expected(&cfg.stacks));
+                if rel {
+                    lang.words.step(scan.w, b)
+                } else {
+                    OFF
+                }
+            } else {
+                lang.words.step(scan.w, b)
+            };
+            let next = scan.rem.get(len).copied().unwrap_or(b);
+            out[usize::from(b)] = lang.live(q2, w2).is_empty() && !(word_end && is_word_byte(next));
+        }
+        out
+    }
+
+    /// The configuration after the lexeme in progress ends on a byte that continues no
+    /// terminal (its longest accepted prefix handed over, the rest scanned again), when
+    /// that reads the dynamic lexicon: a stack takes a dynamic terminal for it, or a name
+    /// of `names` may begin in the rest. `None` otherwise, or when no stack takes it.
+    pub(crate) fn lexeme_end(&mut self, cfg: &Config, names: &[Arc<[Vec<u8>]>]) -> Option<Config> {
+        let (len, cands) = cfg.scan.last?;
+        let len = len as usize;
+        let dynamic = self.pending_is_dynamic(cfg);
+        let (text, tail) = cfg.scan.rem.split_at(len);
+        let tail_name = (0..tail.len()).any(|i| {
+            let part = &tail[i..];
+            crate::token_starts::starts_at(tail, i)
+                && names
+                    .iter()
+                    .flat_map(|n| n.iter())
+                    .any(|n| n.len() > part.len() && n[..part.len()].eq_ignore_ascii_case(part))
+        });
+        if !dynamic && !tail_name {
+            return None;
+        }
+        let mut c = cfg.clone();
+        let text: SmallVec<[u8; 24]> = SmallVec::from_slice(text);
+        let tail: SmallVec<[u8; 24]> = SmallVec::from_slice(tail);
+        if !self.emit_text(&mut c.stacks, cands, &text) {
+            return None;
+        }
+        c.offset = cfg.scan.start + len;
+        c.scan = self.fresh_scan(c.offset);
+        self.feed(&mut c, &tail).ok()?;
+        Some(c)
+    }
+
+    /// Whether the lexeme in progress of `scan` is still the prefix of a name a dynamic
+    /// terminal may spell on one of `stacks`.
+    fn dynamic_live(&mut self, stacks: &[u32], scan: &Scan) -> bool {
+        let lang = self.lang;
+        let sem = &lang.sem;
+        if !sem.enabled() || scan.rem.is_empty() {
+            return false;
+        }
+        let shapes = lang.dfa().live(scan.q).intersect(&lang.terms().dynamic_all);
+        if shapes.is_empty() {
+            return false;
+        }
+        let reserved = |w: &str| lang.dialect.is_reserved(w);
+        for &s in stacks {
+            let a = self.stacks.allowed(&lang.table, s).intersect(&shapes);
+            for t in a.iter() {
+                let names = self.stacks.visible(sem, s, t);
+                if names.iter().any(|n| spells_prefix(&scan.rem, n, &reserved)) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// `cfg` with every stack replaced by its core (no values): what the mask walks, which
+    /// read the language without the dynamic lexicon, start from.
+    pub(crate) fn static_view(&self, cfg: &Config) -> Config {
+        let mut stacks: SmallVec<[u32; 4]> =
+            cfg.stacks.iter().map(|&s| self.stacks.core(s)).collect();
+        stacks.sort_unstable();
+        stacks.dedup();
+        Config {
+            stacks,
+            scan: cfg.scan.clone(),
+            offset: cfg.offset,
+        }
     }
 
     /// [`Session::emit_on`] through the per-node memo: for the cached mask's class
@@ -393,18 +693,24 @@ impl<'l> Session<'l> {
 
     /// Feeds bytes; on failure the configuration is left as it was before the failing byte.
     pub fn feed(&mut self, cfg: &mut Config, bytes: &[u8]) -> Result<(), Stop> {
+        self.feed_in(cfg, bytes, Dynamic::On)
+    }
+
+    /// [`Session::feed`], reading the dynamic lexicon or not.
+    pub(crate) fn feed_in(
+        &mut self,
+        cfg: &mut Config,
+        bytes: &[u8],
+        dynamic: Dynamic,
+    ) -> Result<(), Stop> {
         for &b in bytes {
             let saved = cfg.clone();
-            if let Err(e) = self.push_byte(cfg, b) {
+            if let Err(e) = self.push_byte_with(cfg, b, dynamic, &mut |_| {}) {
                 *cfg = saved;
                 return Err(e);
             }
         }
         Ok(())
-    }
-
-    fn push_byte(&mut self, cfg: &mut Config, byte: u8) -> Result<(), Stop> {
-        self.push_byte_with(cfg, byte, &mut |_| {})
     }
 
     /// Pushes one byte without saving the configuration first: on failure `cfg` is left
@@ -416,6 +722,7 @@ impl<'l> Session<'l> {
         &mut self,
         cfg: &mut Config,
         byte: u8,
+        dynamic: Dynamic,
         watch: &mut impl FnMut(Scanned),
     ) -> Result<(), Stop> {
         let lang = self.lang;
@@ -428,6 +735,7 @@ impl<'l> Session<'l> {
             session: self,
             stacks,
             watch,
+            dynamic,
         };
         let r = scan_byte(lang, scan, offset, byte, &mut host);
         match r {
@@ -449,10 +757,15 @@ impl<'l> Session<'l> {
 
     /// Whether some continuation of the bytes fed so far is a sentence.
     pub fn is_viable(&mut self, cfg: &Config) -> bool {
-        self.viable_within(cfg, CUTBACK_NESTING)
+        self.viable_within(cfg, CUTBACK_NESTING, Dynamic::On)
     }
 
-    fn viable_within(&mut self, cfg: &Config, nesting: u32) -> bool {
+    /// [`Session::is_viable`], reading the dynamic lexicon or not.
+    pub(crate) fn is_viable_in(&mut self, cfg: &Config, dynamic: Dynamic) -> bool {
+        self.viable_within(cfg, CUTBACK_NESTING, dynamic)
+    }
+
+    fn viable_within(&mut self, cfg: &Config, nesting: u32, dynamic: Dynamic) -> bool {
         if cfg.stacks.is_empty() {
             return false;
         }
@@ -465,10 +778,13 @@ impl<'l> Session<'l> {
         if self.lang.live(cfg.scan.q, cfg.scan.w).intersects(&wanted) {
             return true;
         }
+        if dynamic == Dynamic::On && self.dynamic_live(&cfg.stacks, &cfg.scan) {
+            return true;
+        }
         match cfg.scan.last {
             Some((len, _)) if (len as usize) < cfg.scan.rem.len() && nesting > 0 => {
                 let mut path = Vec::new();
-                self.cutback_viable(cfg, cfg.scan.q, cfg.scan.w, &mut path, nesting - 1)
+                self.cutback_viable(cfg, cfg.scan.q, cfg.scan.w, &mut path, nesting - 1, dynamic)
             }
             _ => false,
         }
@@ -484,6 +800,7 @@ impl<'l> Session<'l> {
         w: u32,
         path: &mut Vec<u8>,
         nesting: u32,
+        dynamic: Dynamic,
     ) -> bool {
         let lang = self.lang;
         for b in 0..=255u8 {
@@ -500,7 +817,8 @@ impl<'l> Session<'l> {
             if lang.live(q2, w2).is_empty() {
                 let mut c = cfg.clone();
                 path.push(b);
-                let ok = self.feed(&mut c, path).is_ok() && self.viable_within(&c, nesting);
+                let ok = self.feed_in(&mut c, path, dynamic).is_ok()
+                    && self.viable_within(&c, nesting, dynamic);
                 path.pop();
                 if ok {
                     return true;
@@ -510,7 +828,7 @@ impl<'l> Session<'l> {
                 && lang.dfa().dies_within(q2) < (CUTBACK_BYTES - path.len()) as u32
             {
                 path.push(b);
-                let ok = self.cutback_viable(cfg, q2, w2, path, nesting);
+                let ok = self.cutback_viable(cfg, q2, w2, path, nesting, dynamic);
                 path.pop();
                 if ok {
                     return true;
@@ -530,7 +848,8 @@ impl<'l> Session<'l> {
             let start = c.scan.start;
             let now = self.lang.candidates(c.scan.q, c.scan.w);
             if !now.is_empty() {
-                self.emit(&mut c, now, start)?;
+                let text = c.scan.rem.clone();
+                self.emit(&mut c, now, start, &text)?;
                 c.scan = self.fresh_scan(c.offset);
                 break;
             }
@@ -542,7 +861,8 @@ impl<'l> Session<'l> {
                 return Err(self.stop(&c, start, StopKind::SplitWord));
             }
             let tail: SmallVec<[u8; 24]> = SmallVec::from_slice(&c.scan.rem[len..]);
-            self.emit(&mut c, cands, start)?;
+            let text: SmallVec<[u8; 24]> = SmallVec::from_slice(&c.scan.rem[..len]);
+            self.emit(&mut c, cands, start, &text)?;
             c.offset = start + len;
             c.scan = self.fresh_scan(c.offset);
             self.feed(&mut c, &tail)?;

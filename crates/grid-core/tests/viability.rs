@@ -180,7 +180,10 @@ impl Searcher {
                 if s.feed(&mut c2, format!("{sp} ").as_bytes()).is_err() || !s.is_viable(&c2) {
                     continue;
                 }
-                if !seen.insert((c2.stacks.to_vec(), c2.scan.q, c2.scan.w)) {
+                // Configurations with the same parser states (values of the dynamic lexicon
+                // aside) continue alike for this search.
+                let cores: Vec<u32> = c2.stacks.iter().map(|&n| s.stacks.core(n)).collect();
+                if !seen.insert((cores, c2.scan.q, c2.scan.w)) {
                     continue;
                 }
                 let cost = steps + 1 + 2 * depth(s, &c2) as usize;

@@ -9,7 +9,7 @@ use blake2::{Blake2b, Digest};
 
 use super::cfg::Cfg;
 use super::projection::project;
-use super::spec::{IdentCategory, LexSpec, LexiconKind, TermKind};
+use super::spec::{DynKind, IdentCategory, LexSpec, LexiconKind, TermKind};
 use super::table::LrTable;
 use super::template;
 use crate::error::{GridError, Result};
@@ -47,6 +47,10 @@ pub struct Terminals {
     /// Identifier terminals that refuse reserved words (and, for CTE references, relations).
     pub free: TermSet,
     pub cte: TermSet,
+    /// Terminals of the dynamic lexicon (names the statement introduced), by category. Their
+    /// lexemes are identifiers; no static word is one (see [`crate::scope`]).
+    pub dynamic: BTreeMap<DynKind, TermSet>,
+    pub dynamic_all: TermSet,
 }
 
 impl Terminals {
@@ -241,11 +245,15 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         )));
     }
     let mut lexicon: BTreeMap<LexiconKind, TermSet> = BTreeMap::new();
+    let mut dynamic: BTreeMap<DynKind, TermSet> = BTreeMap::new();
     let (mut free, mut cte) = (TermSet::EMPTY, TermSet::EMPTY);
     for (i, k) in kinds.iter().enumerate() {
         match k {
             Some(TermKind::Ident(IdentCategory::Lexicon(l))) => {
                 lexicon.entry(*l).or_default().insert(i as u16)
+            }
+            Some(TermKind::Ident(IdentCategory::Dynamic(d))) => {
+                dynamic.entry(*d).or_default().insert(i as u16)
             }
             Some(TermKind::Ident(IdentCategory::Free)) => free.insert(i as u16),
             Some(TermKind::Ident(IdentCategory::Cte)) => cte.insert(i as u16),
@@ -257,6 +265,7 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         .iter()
         .filter(|(k, _)| k.is_relation())
         .fold(TermSet::EMPTY, |a, (_, s)| a.union(s));
+    let dynamic_all = dynamic.values().fold(TermSet::EMPTY, |a, s| a.union(s));
     Ok(Terminals {
         names,
         kinds,
@@ -267,6 +276,8 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         relation,
         free,
         cte,
+        dynamic,
+        dynamic_all,
     })
 }
 

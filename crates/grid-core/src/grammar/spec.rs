@@ -14,6 +14,30 @@ pub enum IdentCategory {
     Cte,
     /// An L3 allow-list, filled from the schema and the role's grants.
     Lexicon(LexiconKind),
+    /// A name the statement itself introduced, where PostgreSQL resolves it: the dynamic
+    /// lexicon ([`crate::scope`]), whose words come from the output so far, not the schema.
+    Dynamic(DynKind),
+}
+
+/// The categories of the dynamic lexicon.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DynKind {
+    /// An output column name of the SELECT whose ORDER BY or GROUP BY item it is.
+    OutputAlias,
+    /// An output column of a derived table, a CTE reference or a relation renamed by a
+    /// column alias list, in scope where it is written.
+    DerivedColumn,
+}
+
+impl DynKind {
+    pub const ALL: [DynKind; 2] = [DynKind::OutputAlias, DynKind::DerivedColumn];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DynKind::OutputAlias => "output_alias",
+            DynKind::DerivedColumn => "derived_column",
+        }
+    }
 }
 
 /// The L3 allow-lists.
@@ -66,6 +90,9 @@ impl LexiconKind {
         Some(match s {
             "free" => IdentCategory::Free,
             "cte" => IdentCategory::Cte,
+            _ if DynKind::ALL.iter().any(|k| k.name() == s) => {
+                IdentCategory::Dynamic(*DynKind::ALL.iter().find(|k| k.name() == s)?)
+            }
             _ => IdentCategory::Lexicon(*LexiconKind::ALL.iter().find(|k| k.name() == s)?),
         })
     }
