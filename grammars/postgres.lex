@@ -14,6 +14,23 @@
 %reserved authorization binary collation concurrently cross current_schema freeze full ilike
 %reserved inner is isnull join left like natural notnull outer overlaps right similar
 %reserved tablesample verbose
+# Reserved in the reference parser (libpg_query for PostgreSQL 15): system_user.
+%reserved system_user
+# Not reserved in PostgreSQL, but words the checker's parser (sqlparser) cannot read as an
+# identifier (a qualifier, an alias, a CTE name, a bare column): the checker must read every
+# statement of the language (crates/grid-pgref), so they are spelled quoted only.
+%reserved cube exists recursive rollup top trim unnest
+
+# Words a bare label (an alias without AS: of a select item, a FROM item, an UPDATE or
+# DELETE target) may not be, besides the reserved ones: PostgreSQL's AS_LABEL keywords, SET
+# after an UPDATE or DELETE target (PostgreSQL reads it as the keyword), and the words
+# sqlparser cannot read there. With AS, each may be an alias.
+%bare_label_denied char character day filter hour minute month over precision second
+%bare_label_denied varying within without year set
+%bare_label_denied between cluster distribute div exclude explain glob match member minus
+%bare_label_denied operator regexp rlike sort values view xor anti asof connect format
+%bare_label_denied match_condition match_recognize open output partition pivot prewhere
+%bare_label_denied qualify semi settings unpivot
 
 # Punctuation and operators.
 TOK LPAREN \(
@@ -43,6 +60,9 @@ TOK STRING '(?:[^']|'')*'
 TOK ESTRING [eE]'(?:[^'\\]|\\(?s:.)|'')*'
 TOK INTEGER [0-9]+
 TOK DECIMAL (?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+
+# The fields EXTRACT(field FROM x) knows (PostgreSQL's grammar takes any identifier that is
+# not a keyword there, and YEAR ... SECOND; its analysis only these).
+TOK EXTRACT_FIELD (?i:century|day|decade|dow|doy|epoch|hour|isodow|isoyear|julian|microseconds|millennium|milliseconds|minute|month|quarter|second|timezone|timezone_hour|timezone_minute|week|year)
 
 # Identifiers.
 ID TABLE_NAME table
@@ -53,6 +73,7 @@ ID COLUMN_NAME column
 ID FUNC_NAME function
 ID TYPE_NAME type
 ID IDENT free
+ID BARE_LABEL bare_label
 ID CTE_REF cte
 ID ALIAS_REF output_alias
 ID DERIVED_COL derived_column

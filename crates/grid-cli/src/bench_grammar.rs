@@ -122,7 +122,9 @@ impl<'a> PeerSource<'a> {
                 TermKind::Keyword { word } => format!("{}i", json_str(word)),
                 TermKind::Token { regex } => lark_regex(regex),
                 TermKind::Skip { .. } => continue,
-                TermKind::Ident(IdentCategory::Free | IdentCategory::Dynamic(_)) => {
+                TermKind::Ident(
+                    IdentCategory::Free | IdentCategory::BareLabel | IdentCategory::Dynamic(_),
+                ) => {
                     need_ident = true;
                     "(UNQUOTED_IDENT | QUOTED_IDENT) & ~RESERVED_WORD".to_string()
                 }
@@ -203,7 +205,10 @@ impl<'a> PeerSource<'a> {
                 }
                 TermKind::Skip { .. } => continue,
                 TermKind::Ident(
-                    IdentCategory::Free | IdentCategory::Cte | IdentCategory::Dynamic(_),
+                    IdentCategory::Free
+                    | IdentCategory::BareLabel
+                    | IdentCategory::Cte
+                    | IdentCategory::Dynamic(_),
                 ) => {
                     need_ident = true;
                     "ident".to_string()
@@ -327,6 +332,9 @@ fn ebnf_token(name: &str) -> Option<&'static str> {
         "STRING" => "\"'\" ([^'] | \"''\")* \"'\"",
         "ESTRING" => "[eE] \"'\" ([^'\\\\] | \"\\\\\" [\\x00-\\U0010FFFF] | \"''\")* \"'\"",
         "INTEGER" => "[0-9]+",
+        "EXTRACT_FIELD" => {
+            "(\"century\" | \"day\" | \"decade\" | \"dow\" | \"doy\" | \"epoch\" | \"hour\" | \"isodow\" | \"isoyear\" | \"julian\" | \"microseconds\" | \"millennium\" | \"milliseconds\" | \"minute\" | \"month\" | \"quarter\" | \"second\" | \"timezone\" | \"timezone_hour\" | \"timezone_minute\" | \"week\" | \"year\")"
+        }
         "DECIMAL" => {
             "(([0-9]+ \".\" [0-9]* | \".\" [0-9]+) ([eE] [+\\-]? [0-9]+)? | [0-9]+ [eE] [+\\-]? [0-9]+)"
         }

@@ -3,7 +3,8 @@
 //! statement beginning with a verb the policy allows, no forbidden verb or DDL word
 //! appears, and every identifier is a keyword, a word of the role's lexicon (tables,
 //! columns, functions, types), or a name the statement itself declares (an alias after
-//! `AS`, after a table or a closing parenthesis, or a CTE name after `WITH`), or a
+//! `AS`, after a table or a closing parenthesis, a CTE name after `WITH`, or the first name
+//! of a column alias list after a declared name: `AS t(a, b)`), or a
 //! qualifier of a column (`x.name`, `x.*`): a qualifier can only name an item of the
 //! statement's FROM clause, whose tables are checked, so an undeclared one reads nothing
 //! (PostgreSQL rejects it) and is not a forbidden lexeme.
@@ -177,15 +178,22 @@ impl StatementCheck {
             )),
         }
         let mut declared: HashSet<String> = HashSet::new();
-        for pair in lexemes.windows(2) {
-            let name = match &pair[1] {
-                Lexeme::Word(w) | Lexeme::Quoted(w) => w.to_ascii_lowercase(),
-                _ => continue,
+        let word = |l: &Lexeme| match l {
+            Lexeme::Word(w) | Lexeme::Quoted(w) => Some(w.to_ascii_lowercase()),
+            _ => None,
+        };
+        for k in 1..lexemes.len() {
+            let Some(name) = word(&lexemes[k]) else {
+                continue;
             };
-            let declares = match &pair[0] {
+            let declares = match &lexemes[k - 1] {
                 Lexeme::Word(w) => w == "as" || w == "with" || self.tables.contains(w),
                 Lexeme::Quoted(w) => self.tables.contains(&w.to_ascii_lowercase()),
                 Lexeme::Punct(b')') | Lexeme::Punct(b',') => true,
+                // The first name of a column alias list, `AS t(a, b)`.
+                Lexeme::Punct(b'(') => {
+                    k >= 2 && word(&lexemes[k - 2]).is_some_and(|w| declared.contains(&w))
+                }
                 _ => false,
             };
             if declares {
@@ -251,6 +259,9 @@ mod tests {
             "SELECT T1.name FROM employees AS T1 WHERE T1.id = 1 -- drop",
             "SELECT count(*) FROM employees e /* delete */ WHERE name = 'drop'",
             "WITH x AS (SELECT id FROM employees) SELECT id FROM x;",
+            "WITH x(k) AS (SELECT id FROM employees) SELECT k FROM x ORDER BY k",
+            "SELECT 1 FROM (SELECT id, name FROM employees) AS s(a, b) WHERE s.a = 1 AND b = ''",
+            "SELECT count(*) AS n FROM employees GROUP BY name ORDER BY n",
             "SELECT DISTINCT T1.id, T2.* FROM employees",
         ] {
             assert_eq!(c.forbidden(ok), Vec::<String>::new(), "{ok}");

@@ -150,6 +150,25 @@ pub fn check(sql: &str, snapshot: &CatalogSnapshot) -> Vec<Violation> {
     Checker::new(snapshot).check(sql)
 }
 
+/// Whether the checker can read `sql` at all: one statement its parser takes. A statement
+/// it cannot read it refuses ([`ViolationKind::Unparsable`],
+/// [`ViolationKind::StatementCount`]), so every statement of the language must pass this
+/// (the differential test against PostgreSQL's parser checks it).
+pub fn parses(sql: &str) -> Result<(), ViolationKind> {
+    parse_one(sql).map(|_| ())
+}
+
+/// The one statement of `sql`, as the checker's parser reads it.
+fn parse_one(sql: &str) -> Result<Statement, ViolationKind> {
+    match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
+        Err(e) => Err(ViolationKind::Unparsable {
+            message: e.to_string(),
+        }),
+        Ok(mut stmts) if stmts.len() == 1 => Ok(stmts.remove(0)),
+        Ok(stmts) => Err(ViolationKind::StatementCount { count: stmts.len() }),
+    }
+}
+
 /// A checker for one snapshot, reusable across statements.
 pub struct Checker<'a> {
     snapshot: &'a CatalogSnapshot,
@@ -185,17 +204,9 @@ impl<'a> Checker<'a> {
             frames: Vec::new(),
             out: Vec::new(),
         };
-        match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
-            Err(e) => walk.flag(
-                ViolationKind::Unparsable {
-                    message: e.to_string(),
-                },
-                "",
-            ),
-            Ok(stmts) if stmts.len() != 1 => {
-                walk.flag(ViolationKind::StatementCount { count: stmts.len() }, "")
-            }
-            Ok(stmts) => walk.statement(&stmts[0]),
+        match parse_one(sql) {
+            Err(kind) => walk.flag(kind, ""),
+            Ok(stmt) => walk.statement(&stmt),
         }
         let mut seen = std::collections::HashSet::new();
         walk.out
@@ -869,6 +880,20 @@ impl<'a> Walk<'_, 'a> {
                 },
                 &at,
             );
+        }
+        // A column alias list renames columns by position, and the snapshot lists only the
+        // columns the role holds a privilege on: without a table-level grant some may be
+        // missing, and the positions would bind the wrong ones.
+        let complete = [Verb::Select, Verb::Insert, Verb::Update]
+            .iter()
+            .any(|v| rel.privileges.contains(v));
+        if alias.as_ref().is_some_and(|a| !a.columns.is_empty()) && !complete {
+            let what = format!(
+                "a column alias list on {}, whose columns role {} may not all see",
+                self.checker.named(rel),
+                self.checker.snapshot.role
+            );
+            self.unsupported(&what, name);
         }
         Some(relation_binding(rel, alias))
     }

@@ -136,6 +136,11 @@ fn build_words(dialect: &Dialect, lexicon: &Lexicon) -> Result<WordTrie> {
             trie.insert(w.as_bytes(), None, Some(t));
         }
     }
+    for w in &dialect.spec.bare_label_denied {
+        for t in terms.bare_label.iter() {
+            trie.insert(w.as_bytes(), None, Some(t));
+        }
+    }
     for r in &lexicon.relations {
         for sp in spellings(r, &reserved) {
             for t in terms.cte.iter() {

@@ -242,7 +242,7 @@ enum Action {
     Ranges,
     Core {
         targets: usize,
-        from: usize,
+        from: Option<usize>,
     },
     /// A set operation: the output names of its left operand.
     SetOp(usize),
@@ -304,6 +304,7 @@ impl Semantics {
         let mut words = TermSet::EMPTY;
         for name in [
             "IDENT",
+            "BARE_LABEL",
             "TABLE_NAME",
             "CTE_REF",
             "COLUMN_NAME",
@@ -493,7 +494,7 @@ impl Semantics {
                 }
             }
             Action::Core { targets, from } => {
-                let ranges: Arc<[RangeVar]> = Arc::from(at(*from).range());
+                let ranges: Arc<[RangeVar]> = Arc::from(from.map_or(&[][..], |f| at(f).range()));
                 let outputs = match at(*targets) {
                     Value::Targets(ts) => expand(ts, &ranges),
                     _ => Arc::from([]),
@@ -777,7 +778,7 @@ fn action(lhs: &str, rhs: &[&str]) -> Action {
             _ => A::None,
         },
         ("target_el", [_, "AS", "IDENT"]) => A::TargetAlias(2),
-        ("target_el", ["a_expr", "IDENT"]) => A::TargetAlias(1),
+        ("target_el", ["a_expr", "IDENT" | "BARE_LABEL"]) => A::TargetAlias(1),
         ("target_el", ["a_expr"]) => A::TargetExpr(0),
         ("target_el", ["STAR"]) => A::TargetStar,
         ("target_el", ["IDENT", "DOT", "STAR"]) => A::TargetQualifiedStar(0),
@@ -788,8 +789,10 @@ fn action(lhs: &str, rhs: &[&str]) -> Action {
         ("opt_name_list", ["LPAREN", "name_list", "RPAREN"]) => A::Keep(1),
         ("alias_clause", ["AS", "IDENT", "LPAREN", "name_list", "RPAREN"]) => A::Alias(1, Some(3)),
         ("alias_clause", ["AS", "IDENT"]) => A::Alias(1, None),
-        ("alias_clause", ["IDENT", "LPAREN", "name_list", "RPAREN"]) => A::Alias(0, Some(2)),
-        ("alias_clause", ["IDENT"]) => A::Alias(0, None),
+        ("alias_clause", ["IDENT" | "BARE_LABEL", "LPAREN", "name_list", "RPAREN"]) => {
+            A::Alias(0, Some(2))
+        }
+        ("alias_clause", ["IDENT" | "BARE_LABEL"]) => A::Alias(0, None),
         ("opt_alias_clause", ["alias_clause"]) => A::Keep(0),
         ("table_ref", ["TABLE_NAME", "opt_alias_clause"]) => A::RangeTable(0, 1),
         ("table_ref", ["CTE_REF", "opt_alias_clause"]) => A::RangeCte(0, 1),
@@ -802,18 +805,30 @@ fn action(lhs: &str, rhs: &[&str]) -> Action {
         ("joined_table" | "from_list" | "comma_join" | "from_clause" | "using_clause", _) => {
             A::Ranges
         }
-        ("simple_select", ["SELECT", "opt_distinct", "target_list", "from_clause", ..]) => {
+        (
+            "simple_select" | "insert_select",
+            ["SELECT", "opt_distinct", "target_list", "from_clause", ..],
+        ) => A::Core {
+            targets: 2,
+            from: Some(3),
+        },
+        ("simple_select" | "insert_select", ["SELECT", "opt_distinct", "target_list", ..]) => {
             A::Core {
                 targets: 2,
-                from: 3,
+                from: None,
             }
         }
-        ("simple_select", [_, "UNION" | "INTERSECT" | "EXCEPT", ..]) => A::SetOp(0),
-        ("select_clause", ["simple_select" | "select_with_parens"]) => A::Keep(0),
-        ("select_with_parens", ["LPAREN", _, "RPAREN"]) => A::Keep(1),
-        ("select_no_parens", ["simple_select"]) => A::Keep(0),
-        ("select_no_parens", ["select_clause", ..]) => A::Keep(0),
-        ("select_no_parens", ["with_clause", "select_clause", ..]) => A::Keep(1),
+        ("simple_select" | "insert_select", [_, "UNION" | "INTERSECT" | "EXCEPT", ..]) => {
+            A::SetOp(0)
+        }
+        ("select_clause" | "select_clause_plain", [_]) => A::Keep(0),
+        ("select_with_parens", [_]) => A::Keep(0),
+        ("select_with_parens_plain" | "select_with_parens_opts", ["LPAREN", _, "RPAREN"]) => {
+            A::Keep(1)
+        }
+        ("select_no_parens", [_]) => A::Keep(0),
+        ("select_no_parens_opts" | "insert_query", ["with_clause", _, ..]) => A::Keep(1),
+        ("select_no_parens_opts" | "insert_query", [_, ..]) => A::Keep(0),
         ("select_stmt", [_]) => A::Keep(0),
         ("subquery", ["select_with_parens"]) => A::Keep(0),
         (

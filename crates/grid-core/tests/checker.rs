@@ -419,3 +419,35 @@ fn messages_quote_back_to_the_model() {
         "relation payroll does not exist or is not visible to role analyst (at `payroll`)"
     );
 }
+
+/// A column alias list renames by position; the snapshot lists only the columns a role
+/// holds some privilege on, so without a table-level grant the positions cannot be trusted:
+/// `employees AS e(a, b)` could name a column the clerk may not see.
+#[test]
+fn column_alias_lists_need_every_column_visible() {
+    let c = clerk();
+    let k = kinds(&c, "SELECT e.a FROM employees AS e(a, b)");
+    assert!(
+        k.iter()
+            .any(|v| matches!(v, ViolationKind::Unsupported { what } if what.contains("column alias list"))),
+        "{k:?}"
+    );
+    clean(&c, "SELECT e.name FROM employees AS e");
+    clean(&c, "SELECT s.a FROM (SELECT name FROM employees) AS s(a)");
+    clean(&analyst(), "SELECT x.a FROM employees AS x(a)");
+}
+
+/// What the checker can read at all: one statement.
+#[test]
+fn the_checker_parses_one_statement() {
+    use grid_core::checker::parses;
+    assert!(parses("SELECT 1").is_ok());
+    assert!(matches!(
+        parses("SELECT 1; SELECT 2"),
+        Err(ViolationKind::StatementCount { count: 2 })
+    ));
+    assert!(matches!(
+        parses("SELEC 1"),
+        Err(ViolationKind::Unparsable { .. })
+    ));
+}

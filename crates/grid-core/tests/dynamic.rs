@@ -323,3 +323,53 @@ fn random_walks_through_names_agree() {
     }
     assert!(steps > 1000, "{steps}");
 }
+
+// ---------------------------------------------------------------------------------------
+// What a name may still bind to, and who refuses it
+
+/// A name is never a relation, function or type (above); as a column, PostgreSQL may bind
+/// it to a column of a relation the statement reads rather than to the introduced column
+/// (GROUP BY binds an input column first; a CTE's column is a word before any FROM names
+/// the CTE). Then it is a column word like any other, and the checker binds it: a column
+/// the role may not see is refused there (and by the server's column privileges).
+#[test]
+fn a_name_that_binds_to_a_hidden_column_is_the_checkers_to_refuse() {
+    use grid_core::catalog::CatalogSnapshot;
+    use grid_core::checker::ViolationKind;
+    let lang = shop_language();
+    // The role reads employees' columns but `secret` (column-level grants only).
+    let snapshot = CatalogSnapshot::from_json(
+        r#"{"format":1,"role":"clerk","search_path":["public"],"relations":[
+        {"schema":"public","name":"employees","on_search_path":true,"privileges":[],
+         "columns":[{"name":"id","privileges":["select"]},{"name":"name","privileges":["select"]},
+                    {"name":"dept_id","privileges":["select"]},{"name":"hired","privileges":["select"]}]},
+        {"schema":"public","name":"orders","on_search_path":true,"privileges":["select"],
+         "columns":[{"name":"id","privileges":["select"]},{"name":"employee_id","privileges":["select"]},
+                    {"name":"amount","privileges":["select"]},{"name":"placed","privileges":["select"]}]}]}"#,
+    )
+    .expect("snapshot");
+    for sql in [
+        "WITH c AS (SELECT 1 AS secret) SELECT secret FROM employees",
+        "WITH c AS (SELECT 1 AS secret) SELECT e.name FROM employees e GROUP BY secret",
+    ] {
+        assert!(check(&lang, sql).is_ok(), "{sql}: the mask admits it");
+        let v = grid_core::checker::check(sql, &snapshot);
+        assert!(
+            v.iter().any(|v| matches!(
+                &v.kind,
+                ViolationKind::UnknownColumn { column, .. } if column == "secret"
+            )),
+            "{sql}: {v:?}"
+        );
+    }
+    // Where the name binds to what the statement introduced, the checker agrees.
+    for sql in [
+        "SELECT count(*) AS secret FROM employees GROUP BY name ORDER BY secret",
+        "SELECT 1 FROM (SELECT amount AS secret FROM orders) s WHERE s.secret > 0",
+        "WITH c AS (SELECT amount AS secret FROM orders) SELECT max(secret) FROM c",
+    ] {
+        assert!(check(&lang, sql).is_ok(), "{sql}: the mask admits it");
+        let v = grid_core::checker::check(sql, &snapshot);
+        assert!(v.is_empty(), "{sql}: {v:?}");
+    }
+}

@@ -101,10 +101,12 @@ impl Searcher {
 
     /// A byte string s with complete(p·s), where `cfg` is p fed.
     fn witness(&mut self, s: &mut Session, cfg: &Config, words: &[&str]) -> Option<String> {
-        let mut finishes: Vec<String> = ["", "'", "\"", "*/", "\n", "1", "5", "x", ")", "'s'"]
-            .iter()
-            .map(|x| x.to_string())
-            .collect();
+        // "**/" closes a comment whose opening slash is the last byte.
+        let mut finishes: Vec<String> =
+            ["", "'", "\"", "*/", "**/", "\n", "1", "5", "x", ")", "'s'"]
+                .iter()
+                .map(|x| x.to_string())
+                .collect();
         // The rest of any word of the language that continues the pending lexeme.
         let rem = String::from_utf8_lossy(&cfg.scan.rem).to_ascii_lowercase();
         for w in self

@@ -45,7 +45,10 @@ pub struct Terminals {
     /// The terminals of the relation lexicons, whose words may be `schema.table`.
     pub relation: TermSet,
     /// Identifier terminals that refuse reserved words (and, for CTE references, relations).
+    /// The bare labels are among them.
     pub free: TermSet,
+    /// Identifier terminals that also refuse the words of `bare_label_denied`.
+    pub bare_label: TermSet,
     pub cte: TermSet,
     /// Terminals of the dynamic lexicon (names the statement introduced), by category. Their
     /// lexemes are identifiers; no static word is one (see [`crate::scope`]).
@@ -246,7 +249,7 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
     }
     let mut lexicon: BTreeMap<LexiconKind, TermSet> = BTreeMap::new();
     let mut dynamic: BTreeMap<DynKind, TermSet> = BTreeMap::new();
-    let (mut free, mut cte) = (TermSet::EMPTY, TermSet::EMPTY);
+    let (mut free, mut cte, mut bare_label) = (TermSet::EMPTY, TermSet::EMPTY, TermSet::EMPTY);
     for (i, k) in kinds.iter().enumerate() {
         match k {
             Some(TermKind::Ident(IdentCategory::Lexicon(l))) => {
@@ -256,6 +259,10 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
                 dynamic.entry(*d).or_default().insert(i as u16)
             }
             Some(TermKind::Ident(IdentCategory::Free)) => free.insert(i as u16),
+            Some(TermKind::Ident(IdentCategory::BareLabel)) => {
+                free.insert(i as u16);
+                bare_label.insert(i as u16);
+            }
             Some(TermKind::Ident(IdentCategory::Cte)) => cte.insert(i as u16),
             _ => {}
         }
@@ -275,6 +282,7 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         lexicon_all,
         relation,
         free,
+        bare_label,
         cte,
         dynamic,
         dynamic_all,

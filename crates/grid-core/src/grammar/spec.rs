@@ -9,6 +9,9 @@ use crate::error::{GridError, Result};
 pub enum IdentCategory {
     /// Any identifier that is not a reserved word: aliases, qualifiers, CTE definitions.
     Free,
+    /// An alias written without AS (a bare label): [`IdentCategory::Free`] without the
+    /// words of [`LexSpec::bare_label_denied`] either.
+    BareLabel,
     /// A CTE reference: any identifier that is neither reserved nor a relation of the schema,
     /// so that a name PostgreSQL would resolve to a table can never pass as a CTE.
     Cte,
@@ -89,6 +92,7 @@ impl LexiconKind {
     fn parse(s: &str) -> Option<IdentCategory> {
         Some(match s {
             "free" => IdentCategory::Free,
+            "bare_label" => IdentCategory::BareLabel,
             "cte" => IdentCategory::Cte,
             _ if DynKind::ALL.iter().any(|k| k.name() == s) => {
                 IdentCategory::Dynamic(*DynKind::ALL.iter().find(|k| k.name() == s)?)
@@ -122,6 +126,8 @@ pub struct TermDecl {
 pub struct LexSpec {
     /// Words that are never identifiers when unquoted (folded to lower case).
     pub reserved: BTreeSet<String>,
+    /// Words that are no bare label either (folded to lower case).
+    pub bare_label_denied: BTreeSet<String>,
     pub decls: Vec<TermDecl>,
 }
 
@@ -140,6 +146,11 @@ impl LexSpec {
             };
             if let Some(words) = text.strip_prefix("%reserved") {
                 spec.reserved
+                    .extend(words.split_whitespace().map(|w| w.to_ascii_lowercase()));
+                continue;
+            }
+            if let Some(words) = text.strip_prefix("%bare_label_denied") {
+                spec.bare_label_denied
                     .extend(words.split_whitespace().map(|w| w.to_ascii_lowercase()));
                 continue;
             }
@@ -174,7 +185,11 @@ impl LexSpec {
                 "ID" => TermKind::Ident(
                     LexiconKind::parse(arg).ok_or_else(|| err("unknown identifier category"))?,
                 ),
-                _ => return Err(err("a line starts with %reserved, KW, TOK, ID or SKIP")),
+                _ => {
+                    return Err(err(
+                        "a line starts with %reserved, %bare_label_denied, KW, TOK, ID or SKIP",
+                    ))
+                }
             };
             if spec.decls.iter().any(|d| d.name == name) {
                 return Err(err("terminal declared twice"));
