@@ -4,7 +4,11 @@
 #   fmt              cargo fmt --all --check
 #   clippy engine    clippy -D warnings on every workspace crate but the extension
 #   clippy pg        clippy -D warnings on the extension (pgrx, PostgreSQL 15)
-#   engine tests     cargo test on those crates, optimised (profile ci: heavy tests)
+#   engine tests     cargo test on those crates, optimised (profile ci: heavy tests), but
+#                    grid-pgref
+#   pg differential  clippy and cargo test -p grid-pgref: the language against PostgreSQL 15's own
+#                    parser (libpg_query) and the checker's, on random walks, the mocks'
+#                    outputs, the grammar's examples and the Spider gold (fixed seed)
 #   spider parse     scripts/spider-parse.sh, when ../shared/data is beside the repo
 #   pgrx tests       the #[pg_test]s of src/ in a throwaway PostgreSQL 15
 #   fault suite      tests/faults/run.sh: endpoint faults, cancellation, load, admission, tamper,
@@ -21,6 +25,9 @@ cd "$GRID_ROOT"
 # The engine crates: every workspace member but the extension (grid-core,
 # grid-cli, grid-vocab, grid-endpoint, ... as they are added). They need no PostgreSQL.
 ENGINE=(--workspace --exclude grid_pg)
+# The differential test builds libpg_query's C sources: its own step, timed apart, linted
+# and tested in one profile so that the C is built once.
+DIFFERENTIAL=(-p grid-pgref --profile ci)
 PG_FEATURES=(--no-default-features --features pg15)
 
 timings=()
@@ -77,6 +84,11 @@ pgrx_tests() {
     fi
 }
 
+pg_differential() {
+    cargo clippy "${DIFFERENTIAL[@]}" --all-targets -- -D warnings
+    cargo test "${DIFFERENTIAL[@]}"
+}
+
 fuzz_checks() {
     (cd fuzz && cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo test --lib)
     bash fuzz/run.sh --seconds 30
@@ -84,9 +96,10 @@ fuzz_checks() {
 
 step "setup" bash scripts/setup.sh
 step "fmt" cargo fmt --all --check
-step "clippy engine" cargo clippy "${ENGINE[@]}" --all-targets -- -D warnings
+step "clippy engine" cargo clippy "${ENGINE[@]}" --exclude grid-pgref --all-targets -- -D warnings
 step "clippy pg" cargo clippy -p grid_pg "${PG_FEATURES[@]}" --all-targets -- -D warnings
-step "engine tests" cargo test "${ENGINE[@]}" --profile ci
+step "engine tests" cargo test "${ENGINE[@]}" --exclude grid-pgref --profile ci
+step "pg differential" pg_differential
 step "spider parse" spider_parse
 step "pgrx tests" pgrx_tests
 # After the pgrx tests, which installed the extension it runs.
