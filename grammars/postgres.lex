@@ -60,6 +60,9 @@ TOK STRING '(?:[^']|'')*'
 TOK ESTRING [eE]'(?:[^'\\]|\\(?s:.)|'')*'
 TOK INTEGER [0-9]+
 TOK DECIMAL (?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+
+# Numeric literals: PostgreSQL 15 refuses one followed by a letter or `_` ("trailing junk
+# after numeric literal"), so no lexeme boundary falls there (`98.n` is refused).
+%numeric INTEGER DECIMAL
 # The fields EXTRACT(field FROM x) knows (PostgreSQL's grammar takes any identifier that is
 # not a keyword there, and YEAR ... SECOND; its analysis only these).
 TOK EXTRACT_FIELD (?i:century|day|decade|dow|doy|epoch|hour|isodow|isoyear|julian|microseconds|millennium|milliseconds|minute|month|quarter|second|timezone|timezone_hour|timezone_minute|week|year)

@@ -164,7 +164,7 @@ pub(crate) fn scan_byte<H: ScanHost>(
         };
         let len = len as usize;
         let next = scan.rem.get(len).copied().unwrap_or(b);
-        if is_word_byte(scan.rem[len - 1]) && is_word_byte(next) {
+        if splits(lang, &cands, scan.rem[len - 1], next) {
             return Err(ScanStop::Scan {
                 at: start,
                 kind: StopKind::SplitWord,
@@ -288,6 +288,16 @@ const CUTBACK_NESTING: u32 = 2;
 
 pub(crate) fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// Whether ending a lexeme whose candidates are `cands` and last byte `last` before the byte
+/// `next` splits what PostgreSQL reads as one token or refuses: two word bytes (`1ex`,
+/// `salariesx`), or a numeric literal and an identifier's start (`98.n`: "trailing junk
+/// after numeric literal").
+pub(crate) fn splits(lang: &Language, cands: &TermSet, last: u8, next: u8) -> bool {
+    (is_word_byte(last) && is_word_byte(next))
+        || (cands.intersects(&lang.terms().numeric)
+            && (next.is_ascii_alphabetic() || next == b'_' || next >= 0x80))
 }
 
 /// One session over a language: owns the stack arena and its memos.
@@ -560,11 +570,10 @@ impl<'l> Session<'l> {
         let mut out = [false; 256];
         let lang = self.lang;
         let scan = &cfg.scan;
-        let Some((len, _)) = scan.last else {
+        let Some((len, cands)) = scan.last else {
             return out;
         };
         let len = len as usize;
-        let word_end = is_word_byte(scan.rem[len - 1]);
         let mut relation: Option<bool> = None;
         for b in 0..=255u8 {
             let q2 = if scan.q == DEAD {
@@ -583,7 +592,8 @@ impl<'l> Session<'l> {
                 lang.words.step(scan.w, b)
             };
             let next = scan.rem.get(len).copied().unwrap_or(b);
-            out[usize::from(b)] = lang.live(q2, w2).is_empty() && !(word_end && is_word_byte(next));
+            out[usize::from(b)] =
+                lang.live(q2, w2).is_empty() && !splits(lang, &cands, scan.rem[len - 1], next);
         }
         out
     }
@@ -857,7 +867,7 @@ impl<'l> Session<'l> {
                 return Err(self.stop(&c, start, StopKind::NoLexeme));
             };
             let len = len as usize;
-            if is_word_byte(c.scan.rem[len - 1]) && is_word_byte(c.scan.rem[len]) {
+            if splits(self.lang, &cands, c.scan.rem[len - 1], c.scan.rem[len]) {
                 return Err(self.stop(&c, start, StopKind::SplitWord));
             }
             let tail: SmallVec<[u8; 24]> = SmallVec::from_slice(&c.scan.rem[len..]);

@@ -286,19 +286,23 @@ impl Semantics {
         if alias_ref.is_none() && derived_col.is_none() {
             return Semantics::default();
         }
-        let base = |s: &str| -> String { s.strip_suffix("_w").unwrap_or(s).to_string() };
-        let sym_name = |s: &Sym| -> String {
+        // Names without the `_w` of template copies, once per rule.
+        let rule_base: Vec<&str> = table
+            .rule_names
+            .iter()
+            .map(|r| r.strip_suffix("_w").unwrap_or(r))
+            .collect();
+        let sym_name = |s: &Sym| -> &str {
             match *s {
-                Sym::Term(t) => terms.name(t).to_string(),
-                Sym::Rule(r) => base(&table.rule_names[r as usize]),
+                Sym::Term(t) => terms.name(t),
+                Sym::Rule(r) => rule_base[r as usize],
             }
         };
         let actions = (0..table.prod_rhs.len())
             .map(|p| {
-                let lhs = base(&table.rule_names[table.prod_lhs[p] as usize]);
-                let rhs: Vec<String> = table.prod_rhs[p].iter().map(sym_name).collect();
-                let rhs: Vec<&str> = rhs.iter().map(String::as_str).collect();
-                action(&lhs, &rhs)
+                let lhs = rule_base[table.prod_lhs[p] as usize];
+                let rhs: Vec<&str> = table.prod_rhs[p].iter().map(sym_name).collect();
+                action(lhs, &rhs)
             })
             .collect();
         let mut words = TermSet::EMPTY;
@@ -324,16 +328,13 @@ impl Semantics {
         let flags = (0..table.n_states as u32)
             .map(|s| {
                 let mut f = 0;
-                let before_dot = |(p, dot): &(u32, u16)| -> Option<String> {
-                    let rhs = &table.prod_rhs[*p as usize];
-                    (*dot > 0).then(|| sym_name(&rhs[usize::from(*dot) - 1]))
-                };
                 let kernel = &table.kernels[s as usize];
+                let before_dot = |&(p, dot): &(u32, u16)| -> Option<&str> {
+                    let rhs = &table.prod_rhs[p as usize];
+                    (dot > 0).then(|| sym_name(&rhs[usize::from(dot) - 1]))
+                };
                 let all_after = |name: &str| {
-                    !kernel.is_empty()
-                        && kernel
-                            .iter()
-                            .all(|k| before_dot(k).as_deref() == Some(name))
+                    !kernel.is_empty() && kernel.iter().all(|k| before_dot(k) == Some(name))
                 };
                 if all_after("LPAREN") {
                     f |= ENTERED_BY_LPAREN;
@@ -345,15 +346,14 @@ impl Semantics {
                     f |= FROM_ITEM;
                 }
                 for &(p, dot) in kernel {
-                    let lhs = base(&table.rule_names[table.prod_lhs[p as usize] as usize]);
-                    let rhs: Vec<String> =
-                        table.prod_rhs[p as usize].iter().map(sym_name).collect();
+                    let lhs = rule_base[table.prod_lhs[p as usize] as usize];
+                    let rhs = &table.prod_rhs[p as usize];
                     if lhs == "common_table_expr" && dot == 2 {
                         f |= CTE_HEADER;
                     }
                     if lhs == "columnref"
                         && dot == 2
-                        && rhs.get(2).map(String::as_str) == Some("DERIVED_COL")
+                        && rhs.get(2).map(sym_name) == Some("DERIVED_COL")
                     {
                         f |= QUALIFIED_COLUMN;
                     }

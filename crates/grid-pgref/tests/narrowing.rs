@@ -31,12 +31,14 @@ const CHECKER_CANNOT_READ: &[&str] = &[
 ];
 
 /// PostgreSQL's parser refuses these bare labels (its AS_LABEL keywords; SET after a
-/// DELETE target), and an EXTRACT field that is a keyword; the language too.
+/// DELETE target), an EXTRACT field that is a keyword, and a numeric literal an identifier
+/// follows ("trailing junk"); the language too.
 const POSTGRES_REFUSES_WORDS: &[&str] = &[
     "SELECT 1 year",
     "SELECT 1 over",
     "DELETE FROM t set",
     "SELECT EXTRACT(over FROM x) FROM t",
+    "SELECT 98.n",
 ];
 
 /// PostgreSQL's parser refuses these (it merges the options of a query around a

@@ -49,6 +49,8 @@ pub struct Terminals {
     pub free: TermSet,
     /// Identifier terminals that also refuse the words of `bare_label_denied`.
     pub bare_label: TermSet,
+    /// Numeric literals: a lexeme boundary never falls between one and a letter or `_`.
+    pub numeric: TermSet,
     pub cte: TermSet,
     /// Terminals of the dynamic lexicon (names the statement introduced), by category. Their
     /// lexemes are identifiers; no static word is one (see [`crate::scope`]).
@@ -273,6 +275,13 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         .filter(|(k, _)| k.is_relation())
         .fold(TermSet::EMPTY, |a, (_, s)| a.union(s));
     let dynamic_all = dynamic.values().fold(TermSet::EMPTY, |a, s| a.union(s));
+    let mut numeric = TermSet::EMPTY;
+    for n in &spec.numeric {
+        let t = names.iter().position(|x| x == n).ok_or_else(|| {
+            GridError::SpecMismatch(format!("%numeric names {n}, which is no terminal"))
+        })?;
+        numeric.insert(t as u16);
+    }
     Ok(Terminals {
         names,
         kinds,
@@ -283,6 +292,7 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         relation,
         free,
         bare_label,
+        numeric,
         cte,
         dynamic,
         dynamic_all,

@@ -128,6 +128,8 @@ pub struct LexSpec {
     pub reserved: BTreeSet<String>,
     /// Words that are no bare label either (folded to lower case).
     pub bare_label_denied: BTreeSet<String>,
+    /// Terminals of numeric literals: no identifier may start right after one.
+    pub numeric: BTreeSet<String>,
     pub decls: Vec<TermDecl>,
 }
 
@@ -147,6 +149,11 @@ impl LexSpec {
             if let Some(words) = text.strip_prefix("%reserved") {
                 spec.reserved
                     .extend(words.split_whitespace().map(|w| w.to_ascii_lowercase()));
+                continue;
+            }
+            if let Some(names) = text.strip_prefix("%numeric") {
+                spec.numeric
+                    .extend(names.split_whitespace().map(str::to_string));
                 continue;
             }
             if let Some(words) = text.strip_prefix("%bare_label_denied") {
@@ -187,7 +194,7 @@ impl LexSpec {
                 ),
                 _ => {
                     return Err(err(
-                        "a line starts with %reserved, %bare_label_denied, KW, TOK, ID or SKIP",
+                        "a line starts with %reserved, %bare_label_denied, %numeric, KW, TOK, ID or SKIP",
                     ))
                 }
             };
