@@ -460,3 +460,37 @@ fn generations_through_names_replay_bit_for_bit() {
     .expect("the log replays bit for bit");
     assert!(summary.steps > 30, "{summary:?}");
 }
+
+/// The reserve finishes a name in progress as that name (no other terminal could), then
+/// completes the statement within its count.
+#[test]
+fn the_reserve_finishes_a_name_in_progress() {
+    use grid_core::reserve::{ReserveMemo, ReserveTable, Speller};
+    let lang = shop_language();
+    let vocab = synthetic_vocab();
+    let speller = Speller::of(&vocab);
+    let table = ReserveTable::build(&lang, &speller);
+    for prefix in [
+        "SELECT 1 FROM (SELECT 1 AS total) s WHERE s.tot",
+        "SELECT 1 FROM (SELECT 1 AS \"Total\") s WHERE s.\"To",
+        "SELECT COUNT(*) AS cnt FROM employees GROUP BY dept_id ORDER BY cn",
+        "WITH c AS (SELECT 1 AS zz) SELECT z",
+    ] {
+        let mut s = Session::new(&lang);
+        let mut cfg = s.start();
+        s.feed(&mut cfg, prefix.as_bytes()).expect("prefix");
+        assert!(s.is_viable(&cfg), "{prefix}");
+        let mut memo = ReserveMemo::default();
+        let cost = table.reserve(&mut s, &mut memo, &cfg, &speller);
+        let tail = table
+            .completion(&mut s, &mut memo, &cfg, &speller)
+            .unwrap_or_else(|| panic!("{prefix}: no completion"));
+        let full = format!("{prefix}{}", String::from_utf8_lossy(&tail));
+        assert!(check(&lang, &full).is_ok(), "{full}");
+        let tokens = speller.segment(&tail).expect("spelled").len() as u32;
+        assert!(
+            tokens <= cost,
+            "{full}: {tokens} tokens over a reserve of {cost}"
+        );
+    }
+}
