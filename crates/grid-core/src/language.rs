@@ -83,6 +83,16 @@ impl Language {
             .union(&free)
     }
 
+    /// The terminals of the column lexicon.
+    pub fn column_terms(&self) -> TermSet {
+        self.dialect
+            .terms
+            .lexicon
+            .get(&LexiconKind::Column)
+            .copied()
+            .unwrap_or_default()
+    }
+
     /// Whether a parser that can take `allowed` next expects a relation: then, and only
     /// then, a `schema.table` word is one lexeme (elsewhere `x.y` is a qualifier and a
     /// column, as before).

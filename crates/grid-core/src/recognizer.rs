@@ -286,6 +286,18 @@ pub struct Stop {
 const CUTBACK_BYTES: usize = 3;
 const CUTBACK_NESTING: u32 = 2;
 
+/// Makes `next` (sorted, without repeats) the stacks, unless it is empty: false then, and
+/// `stacks` untouched.
+fn replace_stacks(stacks: &mut SmallVec<[u32; 4]>, mut next: SmallVec<[u32; 4]>) -> bool {
+    next.sort_unstable();
+    next.dedup();
+    if next.is_empty() {
+        return false;
+    }
+    *stacks = next;
+    true
+}
+
 pub(crate) fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
 }
@@ -396,13 +408,7 @@ impl<'l> Session<'l> {
                 }
             }
         }
-        next.sort_unstable();
-        next.dedup();
-        if next.is_empty() {
-            return false;
-        }
-        *stacks = next;
-        true
+        replace_stacks(stacks, next)
     }
 
     /// [`Session::emit_on`] for the language itself: the lexeme's bytes are kept on the
@@ -440,13 +446,7 @@ impl<'l> Session<'l> {
                 }
             }
         }
-        next.sort_unstable();
-        next.dedup();
-        if next.is_empty() {
-            return false;
-        }
-        *stacks = next;
-        true
+        replace_stacks(stacks, next)
     }
 
     /// The dynamic terminals among `shapes` (those whose lexeme shape `text` has) that the
@@ -473,18 +473,12 @@ impl<'l> Session<'l> {
     /// stands wherever these may).
     fn dynamic_shapes(&self, cands: &TermSet, text: &[u8]) -> TermSet {
         let lang = self.lang;
-        let terms = lang.terms();
-        let columns = terms
-            .lexicon
-            .get(&crate::grammar::spec::LexiconKind::Column)
-            .copied()
-            .unwrap_or_default();
-        if !lang.sem.enabled() || cands.intersects(&columns) {
+        if !lang.sem.enabled() || cands.intersects(&lang.column_terms()) {
             return TermSet::EMPTY;
         }
         lang.dfa()
             .accept(lang.dfa().run(text))
-            .intersect(&terms.dynamic_all)
+            .intersect(&lang.terms().dynamic_all)
     }
 
     /// The stored name of an identifier lexeme, memoised by its bytes.
@@ -517,12 +511,7 @@ impl<'l> Session<'l> {
             }
             let lang = self.lang;
             let reserved = |w: &str| lang.dialect.is_reserved(w);
-            let columns = lang
-                .terms()
-                .lexicon
-                .get(&crate::grammar::spec::LexiconKind::Column)
-                .copied()
-                .unwrap_or_default();
+            let columns = lang.column_terms();
             let mut sp: Vec<Vec<u8>> = Vec::new();
             for n in names.iter() {
                 let q = crate::lexicon::quoted(n);
@@ -692,13 +681,7 @@ impl<'l> Session<'l> {
             next.extend_from_slice(&after);
             self.shifted.insert((s, cands), after);
         }
-        next.sort_unstable();
-        next.dedup();
-        if next.is_empty() {
-            return false;
-        }
-        *stacks = next;
-        true
+        replace_stacks(stacks, next)
     }
 
     /// Feeds bytes; on failure the configuration is left as it was before the failing byte.

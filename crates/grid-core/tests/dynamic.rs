@@ -236,41 +236,14 @@ impl Fixture {
     }
 }
 
-/// Every byte offset of every statement: the three masks agree, the next byte is allowed,
-/// EOS at the end.
-fn over_offsets(lang: &Language, fx: &mut Fixture, statements: &[&str]) -> usize {
-    let mut s = Session::new(lang);
-    let mut n = 0;
-    for text in statements {
-        let bytes = text.as_bytes();
-        let mut cfg = s.start();
-        for i in 0..=bytes.len() {
-            let what = format!("{:?} at byte {i}", &text[..i]);
-            let m = fx.checked(&mut s, &cfg, &what);
-            n += 1;
-            match bytes.get(i) {
-                Some(&b) => {
-                    let id = fx
-                        .vocab
-                        .iter()
-                        .find(|(id, t)| !fx.vocab.is_special(*id) && *t == [b])
-                        .map(|(id, _)| id)
-                        .expect("every byte is a token");
-                    assert!(m.contains(id), "{what}: next byte {:?} blocked", b as char);
-                    s.feed(&mut cfg, &[b]).expect("statement byte");
-                }
-                None => assert!(m.eos, "{text}: EOS not allowed at the end"),
-            }
-        }
-    }
-    n
-}
-
 #[test]
 fn fast_equals_oracle_equals_cache_at_every_offset() {
     let lang = shop_language();
     let mut fx = Fixture::new(synthetic_vocab());
-    let n = over_offsets(&lang, &mut fx, ACCEPTED);
+    let ids = common::byte_ids(&fx.vocab);
+    let n = common::over_offsets_by(&lang, &ids, ACCEPTED, &mut |s, cfg, what| {
+        fx.checked(s, cfg, what)
+    });
     assert!(n > 2000, "{n}");
     assert!(
         fx.dynamic_classes > 100,

@@ -262,31 +262,7 @@ pub fn examples() -> Vec<String> {
         .collect()
 }
 
-/// A schema in which every unquoted word of `texts` that is not reserved is a table and a
-/// column, so that the lexicon constrains nothing the texts use (what is compared is the
-/// dialect).
+/// [`grid_core::schema::permissive`] over the dialect's reserved words.
 pub fn permissive_schema(dialect: &Dialect, texts: &[String]) -> Schema {
-    let mut words = BTreeSet::new();
-    for t in texts {
-        let mut in_str = false;
-        for w in t.split(|c: char| {
-            if c == '\'' {
-                in_str = !in_str;
-            }
-            in_str || !(c.is_ascii_alphanumeric() || c == '_')
-        }) {
-            let w = w.to_ascii_lowercase();
-            if !w.is_empty() && !w.as_bytes()[0].is_ascii_digit() && !dialect.is_reserved(&w) {
-                words.insert(w);
-            }
-        }
-    }
-    let columns: Vec<&str> = words.iter().map(String::as_str).collect();
-    Schema {
-        db_id: "permissive".into(),
-        tables: words
-            .iter()
-            .map(|w| Table::with_columns(w, &columns))
-            .collect(),
-    }
+    grid_core::schema::permissive(texts, &|w| dialect.is_reserved(w))
 }

@@ -18,9 +18,14 @@ pub mod walks;
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
 use grid_core::checker;
 use grid_core::grammar::dialect::{POSTGRES_LEX, POSTGRES_Y};
 use grid_core::{Dialect, Language, Lexicon, Policy, Session};
+use grid_endpoint::backend::mock::{mix, AdversarialMock, ScriptedMock};
+use grid_endpoint::backend::script::Script;
+use grid_endpoint::model::{InProcess, SamplingPlan};
 use serde_json::json;
 
 /// Whether PostgreSQL 15's parser reads `sql` as exactly one statement.
@@ -46,14 +51,14 @@ const QUAL_LESS_JOIN: &str = "    | table_ref@ JOIN table_ref@ %prec TYPECAST\n"
 /// language without that production refuses it too (it needs the qual-less JOIN). Once
 /// the production is gone, nothing is excused.
 pub struct JoinGap {
-    dialect: Option<std::sync::Arc<Dialect>>,
+    dialect: Option<Arc<Dialect>>,
 }
 
 impl JoinGap {
     pub fn new() -> JoinGap {
         let without = POSTGRES_Y.replace(QUAL_LESS_JOIN, "");
         let dialect = (without != POSTGRES_Y).then(|| {
-            std::sync::Arc::new(
+            Arc::new(
                 Dialect::load(&without, POSTGRES_LEX)
                     .expect("the dialect without the qual-less JOIN builds"),
             )
@@ -255,23 +260,15 @@ impl Budget {
     }
 }
 
-/// One run: walks and mocks over the built-in schema's roles, and with `data`, the Spider
-/// gold and walks and mocks over the first `budget.spider_dbs` databases. `progress` is
-/// told what is being done.
+/// One run: walks and mocks over the built-in schema's roles, the grammar's examples, and
+/// with `data`, the Spider gold and walks and mocks over the first `budget.spider_dbs`
+/// databases. `progress` is told what is being done.
 pub fn run(
     budget: &Budget,
     seed: u64,
     data: Option<&std::path::Path>,
     progress: &mut dyn FnMut(&str),
 ) -> Differential {
-    use grid_endpoint::backend::mock::{AdversarialMock, ScriptedMock};
-    use grid_endpoint::model::{InProcess, SamplingPlan};
-    use std::sync::Arc;
-
-    let plan = SamplingPlan {
-        temperature: 0.8,
-        top_k: Some(16),
-    };
     let gap = JoinGap::new();
     let mut d = Differential::default();
 
@@ -281,36 +278,15 @@ pub fn run(
         &fixtures::words_of(roles.iter().map(|r| &r.lexicon)),
     ));
     let walks = walks::Walks::new(&vocab);
-    let judge = |d: &mut Differential, source: &str, texts: &[String], role: &fixtures::Role| {
-        for t in texts {
-            d.admitted(source, t, &mut |sql| {
-                gap.needs_it(sql, &role.lexicon, &role.policy)
-            });
-        }
-    };
     for (k, role) in roles.iter().enumerate() {
-        progress(&format!("walks of {}", role.name));
-        let texts = walks.run(
-            &role.lang,
-            budget.walks,
-            grid_endpoint::backend::mock::mix(seed, k as u64),
-            budget.max_tokens,
-        );
-        judge(&mut d, &format!("walk:{}", role.name), &texts, role);
-        let mut adv = InProcess::new(
-            Arc::new(AdversarialMock::new(vocab.clone())),
-            vocab.clone(),
-            plan,
-        )
-        .expect("runtime");
-        let prompts = vec![Vec::new(); budget.adversarial as usize];
-        let texts = walks.generate(&role.lang, &mut adv, &prompts, seed, budget.max_tokens);
-        judge(
-            &mut d,
-            &format!("mock:adversarial:{}", role.name),
-            &texts,
-            role,
-        );
+        progress(&format!("walks and mocks of {}", role.name));
+        let run = Generations {
+            walks: &walks,
+            vocab: &vocab,
+            gap: &gap,
+            budget,
+        };
+        run.walks_and_adversary(&mut d, role, "", budget.walks, mix(seed, k as u64));
     }
 
     let dialects = fixtures::dialects();
@@ -323,14 +299,7 @@ pub fn run(
         &fixtures::permissive_schema(full, &examples),
         Policy::default(),
     );
-    for (i, sql) in examples.iter().enumerate() {
-        let language = Session::new(&permissive.lang)
-            .check(sql.as_bytes())
-            .map_err(|e| format!("{e:?}"));
-        d.gold(&format!("example:{}", i + 1), sql, language, &mut |s| {
-            gap.needs_it(s, &permissive.lexicon, &permissive.policy)
-        });
-    }
+    judge_texts(&mut d, &gap, "example", &examples, |_| &permissive);
     d.examples = d.gold;
     d.gold = [0; 4];
 
@@ -340,83 +309,140 @@ pub fn run(
     let spider = fixtures::Spider::load(dir, full);
     progress("Spider gold");
     let mut langs: std::collections::HashMap<String, fixtures::Role> = Default::default();
-    for (i, (sql, db)) in spider.gold.iter().enumerate() {
-        let role = langs.entry(db.clone()).or_insert_with(|| {
+    for (_, db) in &spider.gold {
+        langs.entry(db.clone()).or_insert_with(|| {
             fixtures::Role::new(db, full, &spider.schemas[db], Policy::default())
         });
-        let language = Session::new(&role.lang)
-            .check(sql.as_bytes())
-            .map_err(|e| format!("{e:?}"));
-        d.gold(&format!("gold:{}", i + 1), sql, language, &mut |s| {
-            gap.needs_it(s, &role.lexicon, &role.policy)
-        });
     }
+    let (sqls, dbs): (Vec<String>, Vec<&String>) =
+        spider.gold.iter().map(|(s, db)| (s.clone(), db)).unzip();
+    judge_texts(&mut d, &gap, "gold", &sqls, |i| &langs[dbs[i]]);
+
     let (_, ext) = &dialects[0];
-    let dbs: Vec<String> = spider
+    let roles: Vec<fixtures::Role> = spider
         .databases()
         .into_iter()
         .take(budget.spider_dbs)
-        .collect();
-    let roles: Vec<fixtures::Role> = dbs
-        .iter()
-        .map(|db| fixtures::Role::new(db, ext, &spider.schemas[db], Policy::default()))
+        .map(|db| fixtures::Role::new(&db, ext, &spider.schemas[&db], Policy::default()))
         .collect();
     let vocab = Arc::new(fixtures::sql_vocabulary(
         ext,
         &fixtures::words_of(roles.iter().map(|r| &r.lexicon)),
     ));
     let walks = walks::Walks::new(&vocab);
+    let run = Generations {
+        walks: &walks,
+        vocab: &vocab,
+        gap: &gap,
+        budget,
+    };
     for (k, role) in roles.iter().enumerate() {
         progress(&format!("walks and mocks of {}", role.name));
-        let texts = walks.run(
-            &role.lang,
-            budget.spider_walks,
-            grid_endpoint::backend::mock::mix(seed, 1000 + k as u64),
-            budget.max_tokens,
-        );
-        judge(&mut d, &format!("walk:spider:{}", role.name), &texts, role);
-        let script = spider.script(&role.name);
-        let prompts: Vec<Vec<u32>> = script
-            .entries
-            .iter()
-            .take(budget.scripted)
-            .map(|e| vocab.encode(&e.pattern))
-            .collect();
-        let mut scripted = InProcess::new(
-            Arc::new(ScriptedMock::new(vocab.clone(), script)),
-            vocab.clone(),
-            plan,
-        )
-        .expect("runtime");
-        let texts = walks.generate(
-            &role.lang,
-            &mut scripted,
-            &prompts,
-            seed,
-            4 * budget.max_tokens,
-        );
-        judge(
+        run.walks_and_adversary(
             &mut d,
-            &format!("mock:scripted:{}", role.name),
-            &texts,
             role,
+            "spider:",
+            budget.spider_walks,
+            mix(seed, 1000 + k as u64),
         );
+        run.scripted(&mut d, role, &spider.script(&role.name), seed);
+    }
+    d
+}
+
+/// Judges `texts` as gold: each against the language of `role_of(its index)`.
+fn judge_texts<'r>(
+    d: &mut Differential,
+    gap: &JoinGap,
+    source: &str,
+    texts: &[String],
+    role_of: impl Fn(usize) -> &'r fixtures::Role,
+) {
+    for (i, sql) in texts.iter().enumerate() {
+        let role = role_of(i);
+        let language = Session::new(&role.lang)
+            .check(sql.as_bytes())
+            .map_err(|e| format!("{e:?}"));
+        d.gold(&format!("{source}:{}", i + 1), sql, language, &mut |s| {
+            gap.needs_it(s, &role.lexicon, &role.policy)
+        });
+    }
+}
+
+/// Generations over one vocabulary, judged as admitted statements.
+struct Generations<'a> {
+    walks: &'a walks::Walks<'a>,
+    vocab: &'a Arc<grid_vocab::Vocabulary>,
+    gap: &'a JoinGap,
+    budget: &'a Budget,
+}
+
+const PLAN: SamplingPlan = SamplingPlan {
+    temperature: 0.8,
+    top_k: Some(16),
+};
+
+impl Generations<'_> {
+    fn judge(&self, d: &mut Differential, source: &str, texts: &[String], role: &fixtures::Role) {
+        for t in texts {
+            d.admitted(source, t, &mut |sql| {
+                self.gap.needs_it(sql, &role.lexicon, &role.policy)
+            });
+        }
+    }
+
+    /// `n` random walks of `role`, then the adversarial mock's generations.
+    fn walks_and_adversary(
+        &self,
+        d: &mut Differential,
+        role: &fixtures::Role,
+        kind: &str,
+        n: u64,
+        seed: u64,
+    ) {
+        let texts = self.walks.run(&role.lang, n, seed, self.budget.max_tokens);
+        self.judge(d, &format!("walk:{kind}{}", role.name), &texts, role);
         let mut adv = InProcess::new(
-            Arc::new(AdversarialMock::new(vocab.clone())),
-            vocab.clone(),
-            plan,
+            Arc::new(AdversarialMock::new(self.vocab.clone())),
+            self.vocab.clone(),
+            PLAN,
         )
         .expect("runtime");
-        let prompts = vec![Vec::new(); budget.adversarial as usize];
-        let texts = walks.generate(&role.lang, &mut adv, &prompts, seed, budget.max_tokens);
-        judge(
-            &mut d,
-            &format!("mock:adversarial:spider:{}", role.name),
+        let prompts = vec![Vec::new(); self.budget.adversarial as usize];
+        let texts =
+            self.walks
+                .generate(&role.lang, &mut adv, &prompts, seed, self.budget.max_tokens);
+        self.judge(
+            d,
+            &format!("mock:adversarial:{kind}{}", role.name),
             &texts,
             role,
         );
     }
-    d
+
+    /// The scripted mock answering the first questions of `script`.
+    fn scripted(&self, d: &mut Differential, role: &fixtures::Role, script: &Script, seed: u64) {
+        let prompts: Vec<Vec<u32>> = script
+            .entries
+            .iter()
+            .take(self.budget.scripted)
+            .map(|e| self.vocab.encode(&e.pattern))
+            .collect();
+        let mut scripted = InProcess::new(
+            Arc::new(ScriptedMock::new(self.vocab.clone(), script.clone())),
+            self.vocab.clone(),
+            PLAN,
+        )
+        .expect("runtime");
+        let texts = self.walks.generate(
+            &role.lang,
+            &mut scripted,
+            &prompts,
+            seed,
+            4 * self.budget.max_tokens,
+        );
+        self.judge(d, &format!("mock:scripted:{}", role.name), &texts, role);
+    }
 }
 
 #[cfg(test)]
