@@ -29,11 +29,26 @@ fn shop_schema() -> Schema {
     }
 }
 
-fn language(dialect: &Arc<Dialect>, schema: &Schema, policy: &Policy) -> Arc<Language> {
+fn lexicon(dialect: &Arc<Dialect>, schema: &Schema, policy: &Policy) -> Lexicon {
     let reserved = |w: &str| dialect.is_reserved(w);
-    let lx = Lexicon::from_schema(schema, policy, &reserved).expect("fixture lexicon");
+    Lexicon::from_schema(schema, policy, &reserved).expect("fixture lexicon")
+}
+
+fn language(dialect: &Arc<Dialect>, schema: &Schema, policy: &Policy) -> Arc<Language> {
+    let lx = lexicon(dialect, schema, policy);
     Arc::new(Language::build(dialect.clone(), policy, &lx).expect("fixture language"))
 }
+
+/// The lexicons of [`LANGUAGES`], in order.
+pub static LEXICONS: LazyLock<Vec<Lexicon>> = LazyLock::new(|| {
+    let full = Arc::new(Dialect::postgres().expect("postgres dialect"));
+    let ext = Arc::new(Dialect::postgres_without_comments().expect("extension dialect"));
+    vec![
+        lexicon(&full, &hr_schema(), &Policy::default()),
+        lexicon(&full, &hr_schema(), &Policy::select_only()),
+        lexicon(&ext, &shop_schema(), &Policy::select_only()),
+    ]
+});
 
 /// The roles the targets pick from: every verb and SELECT-only over `hr` with the full
 /// dialect (comments), and SELECT-only over `shop` with the extension's dialect (no
@@ -60,6 +75,9 @@ const FRAGMENTS: &[&str] = &[
     " <=", "||", " AND", " OR", " IN", " NOT", " NULL", " IS", " JOIN", " ON", " GROUP",
     " BY", " ORDER", " LIMIT", " 2", "0", ".5", "e", "E", " AS uu", " email", " customer",
     ",", ", ", " ,", " sal", "sal", "ary", " salary", " DELETE", " UPDATE", " SET",
+    // Names a statement introduces (the dynamic lexicon), and what uses them.
+    " AS n", " n", "n", ".n", "n,", " uu", "uu", ".uu", " ORDER BY", " ORDER BY n",
+    " GROUP BY", ") s", ") AS s", " s.", "s.", " WITH", " c AS (", " FROM c", " (SELECT",
 ];
 
 /// Every byte, SQL fragments that cross lexeme boundaries, aliases (duplicate spellings),

@@ -8,5 +8,7 @@ pub mod endpoint_reply;
 pub mod fixtures;
 pub mod lexer_parser;
 pub mod mask_oracle;
+#[cfg(feature = "pg")]
+pub mod pg_parse;
 #[cfg(test)]
 mod seeds;

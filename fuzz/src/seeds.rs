@@ -68,6 +68,11 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     out.push(("endpoint_reply", with(&[1], &vocabulary_reply(&VOCAB))));
     let completion = br#"{"choices":[{"text":" SELECT name","finish_reason":"stop","logprobs":{"tokens":[" SELECT"," name"],"token_logprobs":[-0.1,null],"top_logprobs":[{" SELECT":-0.1,"SELECT":-2.5},null]}}]}"#;
     out.push(("endpoint_reply", with(&[2], completion)));
+    for role in 0..3u8 {
+        out.push(("pg_parse", vec![role]));
+        out.push(("pg_parse", (0..40u8).map(|i| role + i * 5).collect()));
+        out.push(("pg_parse", [role, 3, 9, 0x81].to_vec()));
+    }
     out
 }
 
@@ -92,6 +97,10 @@ fn seeds_pass_their_targets() {
             "mask_oracle" => crate::mask_oracle::run(&seed),
             "audit_verify" => crate::audit_verify::run(&seed),
             "endpoint_reply" => crate::endpoint_reply::run(&seed),
+            #[cfg(feature = "pg")]
+            "pg_parse" => crate::pg_parse::run(&seed),
+            #[cfg(not(feature = "pg"))]
+            "pg_parse" => {}
             other => panic!("unknown target {other}"),
         }
     }
