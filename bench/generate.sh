@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# 1,000 mock generations over the Spider dev schemas (`grid generate`), each run's audit
-# log then checked with `grid audit verify` and `grid audit replay`:
+# 1,000 mock asks over the Spider dev schemas (`grid generate`: the ask pipeline grid.ask
+# runs, with the checker's repair), each run's audit log then checked with `grid audit
+# verify` and `grid audit replay`:
 #
 #   bash bench/generate.sh [--seed S] [--per-db N] [--cli-replay-every K]
 #
 # For each of the 20 dev databases, with a select-only policy and GPT-2's vocabulary,
-# four runs (N = 50 generations per database by default, split 15/10/15/10): the scripted
+# four runs (N = 50 asks per database by default, split 15/10/15/10): the scripted
 # mock (its script is the dev questions and their PostgreSQL gold SQL) with a budget of
 # 96 tokens and with a small one (14), and the adversarial mock with budgets of 16 and 64.
 # Seeds are random (from --seed, printed, so a run can be repeated). The runs' summary
 # lines are summed into one:
 #
-#   {"generations":N,"parsed":N,"dead_ends":N,"budget_completed":N,"forbidden_emitted":N,
-#    "audit_verified":N,"replayed_identical":N,"round_trips":N,"cli_verified_logs":N,
-#    "cli_replayed_logs":N}
+#   {"asks":N,"answered":N,"refused":N,"failed":N,"generations":N,"parsed":N,"dead_ends":N,
+#    "budget_completed":N,"forbidden_emitted":N,"audit_verified":N,"replayed_identical":N,
+#    "cli_verified_logs":N,"cli_replayed_logs":N}
 #
 # Passes when every generation parses, with 0 dead ends and 0 forbidden lexemes, every
 # generation's chain verifies and every mask replays bit for bit (in `grid generate`,
@@ -111,8 +112,8 @@ note "done in $((SECONDS - start))s"
 
 total=$(python3 - "$out_dir" "$verified" "$replayed" <<'PY'
 import glob, json, sys
-keys = ["generations", "parsed", "dead_ends", "budget_completed", "forbidden_emitted",
-        "audit_verified", "replayed_identical", "round_trips"]
+keys = ["asks", "answered", "refused", "failed", "generations", "parsed", "dead_ends",
+        "budget_completed", "forbidden_emitted", "audit_verified", "replayed_identical"]
 tot = dict.fromkeys(keys, 0)
 for f in sorted(glob.glob(f"{sys.argv[1]}/run*.out")):
     last = json.loads(open(f).read().splitlines()[-1])

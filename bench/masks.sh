@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mask-time benchmarks of issue 4 on Spider dev gold, per vocabulary:
+# Mask-time benchmarks on Spider dev gold, per vocabulary:
 #   `grid bench` (GRID and llguidance in process), XGrammar (bench/peers/xgrammar_bench.py
 #   on `grid bench-export`'s files) and `grid bench-r` (flat cost along long streams).
 #

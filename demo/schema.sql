@@ -17,9 +17,14 @@ GRANT SELECT ON employees, orders TO analyst;
 -- hr: reads all three.
 CREATE ROLE hr LOGIN IN ROLE grid_user;
 GRANT SELECT ON employees, orders, salaries TO hr;
--- clerk: may add orders (and must see employees to name one).
+-- clerk: may add orders (and must see employees to name one). grid.ask writes only
+-- what a grid.policy row lets a role write: without the row the clerk's questions
+-- would be answered with SELECTs, whatever its grants.
 CREATE ROLE clerk LOGIN IN ROLE grid_user;
 GRANT SELECT ON employees TO clerk;
 GRANT INSERT ON orders TO clerk;
+INSERT INTO grid.policy (role_name, policy, comment)
+VALUES ('clerk', '{"verbs": ["select", "insert"], "insert_tables": ["orders"]}',
+        'the clerk records orders through grid.ask');
 -- The auditor reads the audit store.
 CREATE ROLE auditor LOGIN IN ROLE grid_auditor;

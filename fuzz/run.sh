@@ -5,9 +5,10 @@
 #   bash fuzz/run.sh [--seconds N] [--targets a,b,...] [--corpus DIR]
 #
 # --seconds   time per target (default 30: the CI run; the recorded long run uses 1800)
-# --targets   default: lexer_parser,mask_oracle,audit_verify,endpoint_reply; pg_parse (the
-#             language against PostgreSQL's parser) builds libpg_query and is asked for by
-#             name (the CI run leaves it out; `cargo test -p grid-pgref` covers it there)
+# --targets   default: lexer_parser,mask_oracle,audit_verify,endpoint_reply,reserve_completion;
+#             pg_parse (the language against PostgreSQL's parser) builds libpg_query and is
+#             asked for by name (the CI run leaves it out; `cargo test -p grid-pgref` covers
+#             it there)
 # --corpus    where the grown corpus is kept (default fuzz/corpus, git-ignored); the
 #             committed seeds in fuzz/seeds/<target> are read as a second corpus
 #
@@ -23,7 +24,7 @@ cd "$GRID_ROOT/fuzz"
 
 CARGO_FUZZ_VERSION=0.13.2
 seconds=30
-targets=lexer_parser,mask_oracle,audit_verify,endpoint_reply
+targets=lexer_parser,mask_oracle,audit_verify,endpoint_reply,reserve_completion
 corpus_root=corpus
 while [ $# -gt 0 ]; do
     case $1 in

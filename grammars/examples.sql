@@ -10,7 +10,7 @@ SELECT 1
 SELECT 1 + 2 * 3 - 4 / 2 % 3 + 2 ^ 2
 SELECT -dog_id, +dog_id, - -dog_id FROM dogs
 SELECT first_name || ' ' || last_name AS full_name FROM owners
-SELECT 'it''s', E'line\nbreak', E'quote\'s', 'a' FROM owners
+SELECT 'it''s', E'line\nbreak', E'quote''s', 'a' FROM owners
 SELECT 42, 3.14, .5, 1., 1e5, 1.5E-3, 2e+10 FROM dogs
 SELECT TRUE, FALSE, NULL
 SELECT d.name, b.breed_name FROM dogs AS d JOIN breeds AS b ON d.breed_code = b.breed_code

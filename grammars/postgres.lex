@@ -55,9 +55,20 @@ TOK TYPECAST ::
 TOK LBRACKET \[
 TOK RBRACKET \]
 
-# Literals.
-TOK STRING '(?:[^']|'')*'
-TOK ESTRING [eE]'(?:[^'\\]|\\(?s:.)|'')*'
+# Literals. One meaning under every setting a session can change (docs/security.md):
+# - STRING holds no backslash. PostgreSQL reads '\' as a whole string only while
+#   standard_conforming_strings is on; any role may turn it off, and then the backslash
+#   escapes the quote and what the dialect saw as a string's end is code.
+# - ESTRING reads backslashes the same under both settings, but \' fails under
+#   backslash_quote = off (and under safe_encoding with some client encodings): a quote
+#   inside it is written '', never \'.
+# - Neither holds a control character but tab and line feed: a carriage return, an
+#   escape or a backspace in a literal can make the text look like another statement on
+#   a terminal or in the audit.
+# - The refused ones are lexemes of their own (STRING_UNSAFE, ESTRING_UNSAFE below), not
+#   bytes where the scanner stops: a literal is scanned to its closing quote either way.
+TOK STRING '(?:[^'\\\x00-\x08\x0b-\x1f\x7f]|'')*'
+TOK ESTRING [eE]'(?:[^'\\\x00-\x08\x0b-\x1f\x7f]|\\[^'\x00-\x08\x0b-\x1f\x7f]|'')*'
 TOK INTEGER [0-9]+
 TOK DECIMAL (?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+
 # Numeric literals: PostgreSQL 15 refuses one followed by a letter or `_` ("trailing junk
@@ -219,7 +230,24 @@ KW WITHIN within
 KW WITHOUT without
 KW ZONE zone
 
-# Ignored.
-SKIP WS [ \t\r\n\f]+
+# Lexemes that PostgreSQL reads as one operator where the dialect would read two
+# (`a||-1` is the operator `||-`, which a role may create; PostgreSQL only splits a
+# trailing + or - off an operator made of + - * / < > = alone): scanned, so that maximal
+# munch matches PostgreSQL's, and taken by no parser state.
+NEVER MERGED_OPERATOR (?:\|\||\^|%|!=)[+\-]+
+# Literals with what STRING and ESTRING leave out (a backslash in a standard string; \'
+# or a control character in an escape string): scanned whole, so that the scanner never
+# stops inside a literal, and refused.
+NEVER STRING_UNSAFE '(?:[^']|'')*[\\\x00-\x08\x0b-\x1f\x7f](?:[^']|'')*'
+NEVER ESTRING_UNSAFE [eE]'(?:[^'\\]|\\(?s:.)|'')*(?:\\'|\\[\x00-\x08\x0b-\x1f\x7f]|[\x00-\x08\x0b-\x1f\x7f])(?:[^'\\]|\\(?s:.)|'')*'
+# A number followed by a letter after its dot (`1.x`, `1.e`): PostgreSQL 15 refuses it
+# ("trailing junk after numeric literal"), where the dialect would read `1.` and `x`.
+# (Without the dot, `1x` is already refused: a lexeme never ends between two word
+# characters.)
+NEVER NUMERIC_JUNK [0-9]+\.(?:[A-Za-z_]|[^\x00-\x7f])
+
+# Ignored. Whitespace is space, tab and line feed: no form feed, vertical tab or carriage
+# return in returned SQL.
+SKIP WS [ \t\n]+
 SKIP LINE_COMMENT --[^\n]*
 SKIP BLOCK_COMMENT /\*(?:[^*]|\*+[^*/])*\*+/

@@ -29,10 +29,8 @@
  * - RPAREN ranks above it for the same reason (PostgreSQL: the line with parentheses).
  * - JOIN and friends are left associative so that a CROSS or NATURAL join followed by
  *   another join groups to the left. ON and USING share their level.
- * - A JOIN without ON or USING (SQLite, used by two Spider gold queries) is a cross join
- *   ranked at TYPECAST, below the JOIN line: after "a JOIN b" the parser always shifts a
- *   following join keyword, ON or USING, exactly as PostgreSQL would, and reduces the
- *   qual-less join only when nothing else can continue it.
+ * - A JOIN is qualified (ON, USING), NATURAL or CROSS, as in PostgreSQL, which refuses
+ *   "a JOIN b" alone (SQLite reads it as a cross join; two Spider gold lines do).
  */
 %left UNION EXCEPT
 %left INTERSECT
@@ -194,11 +192,12 @@ from_list@: table_ref@
 
 comma_join@: COMMA table_ref@ ;
 
-/* The alias of a subquery is optional (PostgreSQL 16; the Spider gold omits it). */
+/* A subquery in FROM has an alias: PostgreSQL 15, which runs the statements, refuses
+   one without (16 allows it; two Spider gold lines omit it). */
 table_ref@: TABLE_NAME opt_alias_clause
     | CTE_REF opt_alias_clause /*only_w*/
-    | subquery@ opt_alias_clause
-    | LATERAL subquery@ opt_alias_clause
+    | subquery@ alias_clause
+    | LATERAL subquery@ alias_clause
     | joined_table@
     | LPAREN joined_table@ RPAREN alias_clause
     ;
@@ -207,7 +206,6 @@ joined_table@: LPAREN joined_table@ RPAREN
     | table_ref@ CROSS JOIN table_ref@
     | table_ref@ join_type JOIN table_ref@ join_qual@
     | table_ref@ JOIN table_ref@ join_qual@
-    | table_ref@ JOIN table_ref@ %prec TYPECAST
     | table_ref@ NATURAL join_type JOIN table_ref@
     | table_ref@ NATURAL JOIN table_ref@
     ;

@@ -96,6 +96,12 @@ if [ "$check" -eq 1 ]; then
           WHERE current_user_name = 'clerk'" t
     expect "the clerk's grid.run wrote nothing" \
         "SELECT count(*) FROM orders WHERE id = 104" 0
+    if grep -q 'NOTICE:  grid.ask: the statement returned writes (INSERT on orders)' "$dir/session.log"; then
+        note "ok: the clerk's INSERT came with a NOTICE naming orders"
+    else
+        printf '!!! demo check failed: no NOTICE naming the target of the clerk'"'"'s INSERT\n' >&2
+        failed=1
+    fi
     expect "grid.verify_audit() passes" "SELECT ok FROM grid.verify_audit()" t
     # The two errors the session shows on purpose: the analyst's refused salary statement,
     # and grid.run refusing the clerk's INSERT.

@@ -65,6 +65,16 @@ ensure_json_reader() {
     fi
 }
 
+# ensure_py_venv DIR: a virtualenv at DIR with psycopg (from PyPI), for the cluster-level
+# Python of the fault suite and the accuracy harness; created on first use.
+ensure_py_venv() {
+    local venv=$1
+    if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import psycopg" 2>/dev/null; then
+        run_logged "python venv at $venv" python3 -m venv "$venv"
+        run_logged "pip install psycopg" "$venv/bin/pip" install --quiet "psycopg[binary]==3.3.*"
+    fi
+}
+
 # json_int KEY JSON: print the integer value of KEY in a flat JSON object;
 # fail when the text is not a JSON object or KEY is not an integer.
 json_int() {

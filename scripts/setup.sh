@@ -5,7 +5,8 @@
 # Expects Debian 12 with the Rust toolchain (rustup) installed; run as root or
 # as a user with sudo. Installs:
 #   - Debian packages: PostgreSQL 15 server and headers, libclang/clang (for
-#     pgrx's bindgen), sudo (pgrx tests run PostgreSQL as user postgres);
+#     pgrx's bindgen and the llama backend's), sudo (pgrx tests run PostgreSQL as
+#     user postgres), cmake and a C++ compiler (the llama backend builds llama.cpp);
 #   - the rustfmt and clippy components, when missing;
 #   - cargo-pgrx 0.18.0 (the version of the pgrx dependency; ~10 minutes);
 #   - pgrx's configuration for PostgreSQL 15 (~/.pgrx/config.toml).
@@ -28,9 +29,10 @@ cargo fmt --version >/dev/null 2>&1 || add_component rustfmt
 cargo clippy --version >/dev/null 2>&1 || add_component clippy
 
 say "setup: Debian packages"
-packages=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" libclang-dev clang sudo)
-# A C compiler and linker for build scripts, in case the toolchain came without one.
-command -v cc >/dev/null 2>&1 || packages+=(build-essential)
+packages=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" libclang-dev clang sudo cmake)
+# A C/C++ compiler and linker for build scripts (llama.cpp is C++), in case the
+# toolchain came without one.
+{ command -v cc && command -v c++; } >/dev/null 2>&1 || packages+=(build-essential)
 # python3 (or jq) reads the JSON summaries of the data-driven checks.
 command -v python3 >/dev/null 2>&1 || command -v jq >/dev/null 2>&1 || packages+=(python3)
 ensure_apt_packages "${packages[@]}"

@@ -9,14 +9,23 @@
 #   pg differential  clippy and cargo test -p grid-pgref: the language against PostgreSQL 15's own
 #                    parser (libpg_query) and the checker's, on random walks, the mocks'
 #                    outputs, the grammar's examples and the Spider gold (fixed seed)
+#   llama backend    grid-endpoint with feature llama (builds llama.cpp, kept in target/):
+#                    clippy, its unit tests, and the real-model tests on Qwen2.5-Coder-0.5B
+#                    (scripts/model.sh fetches it once into ~/.cache/grid_pg/models)
 #   spider parse     scripts/spider-parse.sh, when ../shared/data is beside the repo
 #   pgrx tests       the #[pg_test]s of src/ in a throwaway PostgreSQL 15
 #   fault suite      tests/faults/run.sh: endpoint faults, cancellation, load, admission, tamper,
 #                    security and kill -9 arms on a throwaway cluster, CI counts
 #   demo             scripts/demo.sh --check: the README's main job, with its outcome
 #                    checked (audited asks, the analyst blocked, verify_audit)
+#   eval harness     bench/eval/test.sh: the accuracy harness's unit tests, and bench/eval.sh
+#                    against the scripted mock with EX checked against hand-computed values
 #   fuzz             the fuzz crate (fuzz/, its own workspace): fmt, clippy, its seeds
 #                    as unit tests, then fuzz/run.sh for 30 s per cargo-fuzz target
+#
+# Step names on the command line (a space in a name as a dash) run only those steps,
+# in the order above, after the setup:
+#   bash scripts/test.sh clippy-pg pgrx-tests
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -29,6 +38,12 @@ ENGINE=(--workspace --exclude grid_pg)
 # and tested in one profile so that the C is built once.
 DIFFERENTIAL=(-p grid-pgref --profile ci)
 PG_FEATURES=(--no-default-features --features pg15)
+
+STEPS=(fmt clippy-engine clippy-pg engine-tests pg-differential llama-backend spider-parse pgrx-tests fault-suite demo eval-harness fuzz)
+wanted=("$@")
+for w in "${wanted[@]}"; do
+    [[ " ${STEPS[*]} " == *" $w "* ]] || die "unknown step \"$w\" (steps: ${STEPS[*]})"
+done
 
 timings=()
 current=""
@@ -48,9 +63,13 @@ finish() {
 }
 trap finish EXIT
 
-# step NAME CMD...: run one check, timed.
+# step NAME CMD...: run one check, timed (unless steps were named and NAME is not one).
 step() {
-    local start=$SECONDS
+    local start=$SECONDS key=${1// /-}
+    if [ "${#wanted[@]}" -gt 0 ] && [ "$key" != setup ] &&
+        [[ " ${wanted[*]} " != *" $key "* ]]; then
+        return 0
+    fi
     current=$1
     shift
     say "test: $current"
@@ -89,6 +108,16 @@ pg_differential() {
     cargo test "${DIFFERENTIAL[@]}"
 }
 
+llama_backend() {
+    local model
+    # --profile ci: the same llama.cpp build as the tests (a dev-profile clippy would build
+    # llama.cpp a second time).
+    cargo clippy -p grid-endpoint --features llama --profile ci --all-targets -- -D warnings
+    model=$(bash scripts/model.sh qwen2.5-coder-0.5b)
+    # --nocapture: the real-model tests print how often other schedules met a near tie.
+    GRID_TEST_MODEL="$model" cargo test -p grid-endpoint --features llama --profile ci --lib --test llama -- --nocapture
+}
+
 fuzz_checks() {
     (cd fuzz && cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo test --lib)
     bash fuzz/run.sh --seconds 30
@@ -100,10 +129,12 @@ step "clippy engine" cargo clippy "${ENGINE[@]}" --exclude grid-pgref --all-targ
 step "clippy pg" cargo clippy -p grid_pg "${PG_FEATURES[@]}" --all-targets -- -D warnings
 step "engine tests" cargo test "${ENGINE[@]}" --exclude grid-pgref --profile ci
 step "pg differential" pg_differential
+step "llama backend" llama_backend
 step "spider parse" spider_parse
 step "pgrx tests" pgrx_tests
 # After the pgrx tests, which installed the extension it runs.
 step "fault suite" bash tests/faults/run.sh
 step "demo" bash scripts/demo.sh --check
+step "eval harness" bash bench/eval/test.sh
 step "fuzz" fuzz_checks
 current=""

@@ -1,5 +1,5 @@
--- The audit store: the hash-chained log of every generation (DESIGN "Inside
--- PostgreSQL"; grid_core::audit). Three append-only tables:
+-- The audit store: the hash-chained log of every generation (grid_core::audit). Three
+-- append-only tables:
 --
 --   grid.audit_log    one row per decoding step: grid_core::audit::StepRecord
 --   grid.generations  one row per finished generation: its grid_core::audit::Seal,
@@ -63,7 +63,7 @@ CREATE TABLE grid.generations (
     lexicons_fp       bytea NOT NULL CHECK (octet_length(lexicons_fp) = 16),
     policy_fp         bytea NOT NULL CHECK (octet_length(policy_fp) = 16),
     vocabulary_fp     bytea NOT NULL CHECK (octet_length(vocabulary_fp) = 16),
-    decode_mode       text NOT NULL CHECK (decode_mode IN ('mode1', 'mode2')),
+    decode_mode       text NOT NULL CHECK (decode_mode IN ('mode1', 'mode2', 'unconstrained')),
     mask_cache        boolean NOT NULL,
     prev_seal_hash    bytea NOT NULL CHECK (octet_length(prev_seal_hash) = 32),
     hash              bytea NOT NULL CHECK (octet_length(hash) = 32),
@@ -82,7 +82,7 @@ COMMENT ON TABLE grid.generations IS 'Append-only: one row per finished generati
 CREATE TABLE grid.artifacts (
     kind         text NOT NULL CHECK (kind IN ('grammar', 'lexicons', 'policy', 'vocabulary')),
     fingerprint  bytea NOT NULL CHECK (octet_length(fingerprint) = 16),
-    -- The artefact itself, as bytes, as a document, or both; the vocabulary may be
+    -- The artifact itself, as bytes, as a document, or both; the vocabulary may be
     -- kept by fingerprint only when the endpoint can serve it again.
     content      bytea,
     content_json jsonb,

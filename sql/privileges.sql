@@ -4,6 +4,10 @@
 -- function (GRANT EXECUTE ON FUNCTION grid.ask(text) TO analyst, ...). The
 -- auditors' role gets what it exists for.
 REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA grid FROM PUBLIC;
+-- The one exception: the provenance rule is part of the catalog snapshot that
+-- grid.ask() reads as its caller (who may hold EXECUTE on grid.ask alone). It is a
+-- predicate over pg_roles and role membership, which every role may read anyway.
+GRANT EXECUTE ON FUNCTION grid.trusted_author(oid) TO PUBLIC;
 GRANT EXECUTE ON FUNCTION grid.verify_audit(text), grid.audit_head(), grid.replay(bigint) TO grid_auditor;
 
 -- The users' role (cluster-wide, like grid_auditor): what a role needs to ask.
@@ -18,4 +22,4 @@ END
 $user$;
 GRANT USAGE ON SCHEMA grid TO grid_user;
 GRANT EXECUTE ON FUNCTION grid.ask(text), grid.run(text, integer), grid.explain(text),
-    grid.catalog_snapshot(name[]) TO grid_user;
+    grid.catalog_snapshot(text[]) TO grid_user;

@@ -1,45 +1,44 @@
 //! `grid.catalog_snapshot()`: what the calling role may use, read from pg_catalog as the
-//! caller, in the format `grid_core::catalog::CatalogSnapshot` reads. It is plain SQL
-//! (sql/catalog.sql): the privilege checks are PostgreSQL's own `has_*_privilege`
-//! functions, and nothing here runs with more rights than the caller.
+//! caller, in the format `grid_core::catalog::CatalogSnapshot` reads. It is one plain SQL
+//! query (sql/catalog_snapshot.sql): the privilege checks are PostgreSQL's own
+//! `has_*_privilege` functions, and nothing here runs with more rights than the caller.
 
 use pgrx::prelude::*;
 
-extension_sql_file!(
-    "../sql/catalog.sql",
-    name = "catalog_snapshot",
-    requires = ["bootstrap"]
-);
+/// The query of `grid.catalog_snapshot(search_path)`, the path as `$1` (`text[]`): the
+/// function runs it, and `grid.ask()` runs the very same query as the caller, so that a
+/// DBA may grant `grid.ask(text)` alone. Run it under the pinned `search_path`, as the
+/// function does.
+pub const SNAPSHOT_QUERY: &str = include_str!("../sql/catalog_snapshot.sql");
 
-/// The body of `grid.catalog_snapshot(search_path)` as one query taking the path as
-/// `$1` (`text[]`), so that `grid.ask()` reads the very same snapshot without its caller
-/// holding EXECUTE on the function: a DBA may grant `grid.ask(text)` alone. Run it under
-/// the pinned `search_path`, as the function's body runs.
-pub fn snapshot_query() -> Result<&'static str, &'static str> {
-    static QUERY: std::sync::OnceLock<Result<String, &'static str>> = std::sync::OnceLock::new();
-    QUERY
-        .get_or_init(|| {
-            const SQL: &str = include_str!("../sql/catalog.sql");
-            const OPEN: &str = "AS $snapshot$";
-            let start = SQL
-                .find(OPEN)
-                .ok_or("sql/catalog.sql: no `AS $snapshot$`")?
-                + OPEN.len();
-            let len = SQL[start..]
-                .find("$snapshot$")
-                .ok_or("sql/catalog.sql: the body is not closed")?;
-            let body = &SQL[start..start + len];
-            if body.matches("catalog_snapshot.search_path").count() != 1 {
-                return Err("sql/catalog.sql: the body must read its argument exactly once");
-            }
-            Ok(body.replace(
-                "catalog_snapshot.search_path",
-                "$1::pg_catalog.text[]::pg_catalog.name[]",
-            ))
-        })
-        .as_deref()
-        .map_err(|e| *e)
+#[pg_schema]
+mod grid {
+    use pgrx::prelude::*;
+
+    /// `grid.catalog_snapshot(search_path)`: the caller's snapshot under `search_path`
+    /// (default: the caller's own, `current_schemas(false)`, evaluated before the pinned
+    /// path applies). SECURITY INVOKER: every privilege check answers for the caller.
+    #[pg_extern(security_invoker, stable)]
+    #[search_path(pg_catalog, pg_temp)]
+    fn catalog_snapshot(
+        search_path: default!(
+            Option<Vec<Option<String>>>,
+            "pg_catalog.current_schemas(false)::pg_catalog.text[]"
+        ),
+    ) -> Option<pgrx::JsonB> {
+        match Spi::get_one_with_args::<pgrx::JsonB>(super::SNAPSHOT_QUERY, &[search_path.into()]) {
+            Ok(v) => v,
+            Err(e) => error!("grid.catalog_snapshot: {e}"),
+        }
+    }
 }
+
+extension_sql!(
+    "COMMENT ON FUNCTION grid.catalog_snapshot(text[]) IS \
+     'The relations, columns, keys and comments the calling role may use, per verb (format 1).';",
+    name = "catalog_snapshot_comment",
+    requires = [grid::catalog_snapshot]
+);
 
 #[cfg(any(test, feature = "pg_test"))]
 #[pg_schema]
@@ -111,7 +110,7 @@ mod tests {
             "GRANT DELETE ON public.grid_t_outbox TO grid_t_analyst",
             // SELECT on the table, but no USAGE on its schema: unusable, so absent.
             "GRANT SELECT ON grid_t_locked.grid_t_vault TO grid_t_analyst",
-            "GRANT EXECUTE ON FUNCTION grid.catalog_snapshot(name[]) TO grid_t_analyst",
+            "GRANT EXECUTE ON FUNCTION grid.catalog_snapshot(text[]) TO grid_t_analyst",
         ] {
             run(sql);
         }
@@ -274,7 +273,7 @@ mod tests {
     #[pg_test]
     fn the_inlined_snapshot_query_is_the_function() {
         fixture();
-        let query = super::snapshot_query().expect("the body is found");
+        let query = super::SNAPSHOT_QUERY;
         run("SET ROLE grid_t_analyst");
         for path in [vec!["grid_t_app", "public"], vec!["public"], vec![]] {
             let path: Vec<String> = path.into_iter().map(String::from).collect();
@@ -282,7 +281,7 @@ mod tests {
                 .expect("the query runs")
                 .map(|j| j.0);
             let function = Spi::get_one_with_args::<pgrx::JsonB>(
-                "SELECT grid.catalog_snapshot($1::text[]::name[])",
+                "SELECT grid.catalog_snapshot($1::text[])",
                 &[path.clone().into()],
             )
             .expect("the function runs")

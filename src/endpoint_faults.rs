@@ -1,6 +1,6 @@
 //! Endpoint faults seen through `grid.ask()`: each gives its own SQLSTATE, and the audit
-//! records the failed generation with its stop reason (issue 7, arm 1). The endpoint is
-//! a raw HTTP server on loopback, in a thread of the test's backend: it serves the
+//! records the failed generation with its stop reason (as the fault suite's endpoint arm
+//! does on a cluster). The endpoint is a raw HTTP server on loopback, in a thread of the test's backend: it serves the
 //! built-in vocabulary like the reference endpoint, and answers every step request with
 //! the fault under test.
 

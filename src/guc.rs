@@ -1,28 +1,26 @@
 //! Every configuration parameter of grid_pg (`grid.*`), registered once from `_PG_init`.
 //!
-//! Who may change what: the endpoint, the model, the API key and the audit level are
-//! `SUSET` (a superuser sets them, in `postgresql.conf` or with `ALTER ROLE … SET`), so
-//! that a caller can neither redirect the worker to a host of its choosing nor switch its
-//! own auditing off; the worker's thread count comes from the configuration file; the timeout, the
-//! token budget and the temperature are per-session knobs within bounded ranges.
+//! Who may change what: the endpoint, the model, the API key, the audit level and the
+//! ablation are `SUSET` (a superuser sets them, in `postgresql.conf` or with `ALTER ROLE …
+//! SET`), so that a caller can neither redirect the worker to a host of its choosing nor
+//! switch its own auditing or its mask off; the worker's thread count and cache size come
+//! from the configuration file; the timeout, the token budget and the temperature are
+//! per-session knobs within bounded ranges.
 //!
 //! `grid.api_key` is a secret: it is `SUPERUSER_ONLY` (SHOW, `current_setting` and
-//! `pg_settings` refuse it to roles without `pg_read_all_settings`) and `NO_SHOW_ALL`
-//! (not in SHOW ALL, nor in the sample configuration file). PostgreSQL only applies these flags once the library is loaded in the
-//! backend: before that a value from `postgresql.conf` is an unprotected placeholder that
-//! any role can SHOW. Set the key only with `grid_pg` in `shared_preload_libraries` (the
-//! worker needs it there anyway), and not with `ALTER ROLE … SET` (`pg_roles.rolconfig`
-//! is readable by every role).
-
-// The accessors are the worker's interface to the settings; until the worker lands only the
-// tests read them.
-#![allow(dead_code)]
+//! `pg_settings` refuse it to roles without `pg_read_all_settings`) and `NO_SHOW_ALL` (not
+//! in SHOW ALL, nor in the sample configuration file). PostgreSQL only applies these flags
+//! once the library is loaded in the backend: before that a value from `postgresql.conf`
+//! is an unprotected placeholder that any role can SHOW. Set the key only with `grid_pg` in
+//! `shared_preload_libraries` (the worker needs it there anyway), and not with `ALTER ROLE
+//! … SET` (`pg_roles.rolconfig` is readable by every role).
 
 use std::ffi::{CStr, CString};
 
 use pgrx::guc::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
 
-/// What the audit store records for each generation (`grid.audit`).
+/// What the audit store records for each generation (`grid.audit`; the pipeline's
+/// [`grid_ask::AuditLevel`], as a setting).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
 pub enum AuditLevel {
     /// Every step record and the seal: the log verifies and replays.
@@ -33,12 +31,27 @@ pub enum AuditLevel {
     Off,
 }
 
-impl AuditLevel {
-    /// The setting's spelling.
-    pub fn name(self) -> &'static str {
+/// A lever switched off for measurement (`grid.ablation`; the pipeline's
+/// [`grid_ask::Ablation`] arms, as a setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PostgresGucEnum)]
+pub enum Ablation {
+    /// Masks, checker and repair, as shipped.
+    #[name = c"none"]
+    None,
+    /// No repair after a refusal.
+    #[name = c"no_repair"]
+    NoRepair,
+    /// No mask (and no repair): the model alone; sealed in decode mode `unconstrained`.
+    #[name = c"unconstrained"]
+    Unconstrained,
+}
+
+impl Ablation {
+    fn arm(self) -> &'static str {
         match self {
-            AuditLevel::Full => "full",
-            AuditLevel::Off => "off",
+            Ablation::None => "none",
+            Ablation::NoRepair => "no_repair",
+            Ablation::Unconstrained => "unconstrained",
         }
     }
 }
@@ -53,6 +66,7 @@ static TEMPERATURE: GucSetting<f64> = GucSetting::<f64>::new(0.0);
 static WORKER_THREADS: GucSetting<i32> = GucSetting::<i32>::new(0);
 static MASK_CACHE_MB: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static AUDIT: GucSetting<AuditLevel> = GucSetting::<AuditLevel>::new(AuditLevel::Full);
+static ABLATION: GucSetting<Ablation> = GucSetting::<Ablation>::new(Ablation::None);
 static DEBUG_FAULT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static DATABASE: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"postgres"));
@@ -157,6 +171,14 @@ pub fn register() {
         GucFlags::NO_SHOW_ALL,
     );
     GucRegistry::define_enum_guc(
+        c"grid.ablation",
+        c"For measurement only: none, no_repair (no repair after a refusal) or unconstrained (no mask, no repair).",
+        c"Superuser-only, so that no ordinary role can switch its mask off. An unconstrained generation is sealed in decode mode 'unconstrained'; the checker still refuses what the role may not run.",
+        &ABLATION,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_enum_guc(
         c"grid.audit",
         c"What the audit store records: full (every step and the seal) or off.",
         c"",
@@ -244,9 +266,17 @@ pub fn database() -> String {
     string(&DATABASE).unwrap_or_else(|| "postgres".to_string())
 }
 
+/// `grid.ablation`.
+pub fn ablation() -> grid_ask::Ablation {
+    grid_ask::Ablation::named(ABLATION.get().arm()).unwrap_or_default()
+}
+
 /// `grid.audit`.
-pub fn audit() -> AuditLevel {
-    AUDIT.get()
+pub fn audit() -> grid_ask::AuditLevel {
+    match AUDIT.get() {
+        AuditLevel::Full => grid_ask::AuditLevel::Full,
+        AuditLevel::Off => grid_ask::AuditLevel::Off,
+    }
 }
 
 #[cfg(any(test, feature = "pg_test"))]
@@ -301,6 +331,8 @@ mod tests {
             "SET grid.endpoint = 'http://attacker.example/'",
             "SET grid.model = 'other'",
             "SET grid.audit = off",
+            "SET grid.ablation = unconstrained",
+            "SET grid.ablation = no_repair",
         ] {
             assert_refused(statement, "42501");
         }
@@ -332,6 +364,7 @@ mod tests {
             "SET grid.temperature = -0.1",
             "SET grid.temperature = 2.5",
             "SET grid.audit = 'sometimes'",
+            "SET grid.ablation = 'no_mask'",
         ] {
             assert_refused(statement, "22023");
         }
@@ -339,14 +372,18 @@ mod tests {
             "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ' ' ORDER BY name)
                FROM pg_catalog.pg_settings
               WHERE name IN ('grid.max_tokens', 'grid.timeout', 'grid.temperature',
-                             'grid.worker_threads', 'grid.mask_cache_mb', 'grid.audit')",
+                             'grid.worker_threads', 'grid.mask_cache_mb', 'grid.audit',
+                             'grid.ablation')",
         );
         assert_eq!(
             defaults.as_deref(),
-            Some("grid.audit=full grid.mask_cache_mb=1024MB grid.max_tokens=512 grid.temperature=0 grid.timeout=30000ms grid.worker_threads=0")
+            Some("grid.ablation=none grid.audit=full grid.mask_cache_mb=1024MB grid.max_tokens=512 grid.temperature=0 grid.timeout=30000ms grid.worker_threads=0")
         );
         assert_eq!(super::mask_cache_bytes(), 1 << 30);
-        assert_eq!(super::audit(), super::AuditLevel::Full);
+        assert_eq!(super::audit(), grid_ask::AuditLevel::Full);
+        assert_eq!(super::ablation(), grid_ask::Ablation::default());
+        run("SET grid.ablation = unconstrained");
+        assert!(super::ablation().unconstrained && super::ablation().no_repair);
         assert_eq!(super::endpoint(), None);
     }
 }

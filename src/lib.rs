@@ -6,9 +6,11 @@
 //!
 //! Modules, one concept each:
 //! - `guc`: every `grid.*` configuration parameter;
-//! - `catalog`: `grid.catalog_snapshot()` (plain SQL, sql/catalog.sql);
+//! - `catalog`: `grid.catalog_snapshot()` (one SQL query, sql/catalog_snapshot.sql);
 //! - `audit`: the append-only audit store and its verifier (sql/audit.sql);
-//! - `policy`: per-role bans, `grid.policy` (sql/policy.sql);
+//! - `policy`: per-role bans and write opt-in, `grid.policy` (sql/policy.sql);
+//! - `provenance`: whose text may reach a prompt, `grid.trusted_author()` and
+//!   `grid_curator` (sql/provenance.sql);
 //! - `worker`: the mask worker (a background worker) and the backends' socket client;
 //! - `ask`: `grid.ask()`, the backend's half of a generation.
 //!
@@ -31,7 +33,9 @@ mod caller;
 mod catalog;
 mod endpoint_faults;
 mod guc;
+mod meaning;
 mod policy;
+mod provenance;
 mod worker;
 
 #[cfg(any(test, feature = "pg_test"))]
@@ -154,7 +158,13 @@ mod tests {
               WHERE p.pronamespace = 'grid'::regnamespace
                 AND pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')",
         );
-        assert_eq!(public, None, "functions PUBLIC may execute");
+        // The one exception (sql/privileges.sql): the provenance predicate the snapshot
+        // applies to every comment, read as the caller of grid.ask.
+        assert_eq!(
+            public.as_deref(),
+            Some("grid.trusted_author(oid)"),
+            "functions PUBLIC may execute"
+        );
     }
 
     #[pg_test]
@@ -172,7 +182,7 @@ mod tests {
             assert!(m.contains("permission denied for function"), "{call}: {m}");
         }
         run("RESET ROLE");
-        run("GRANT EXECUTE ON FUNCTION grid.version(), grid.catalog_snapshot(name[]) TO grid_t_noexec");
+        run("GRANT EXECUTE ON FUNCTION grid.version(), grid.catalog_snapshot(text[]) TO grid_t_noexec");
         run("SET ROLE grid_t_noexec");
         let v: Option<String> = select_one("SELECT grid.version()");
         assert_eq!(v.as_deref(), Some(env!("CARGO_PKG_VERSION")));

@@ -1,4 +1,5 @@
-//! `grid.policy` (sql/policy.sql): per-role bans in grid-core's `Policy` format. The
+//! `grid.policy` (sql/policy.sql): per-role bans, DML targets and the write verbs a role
+//! may be asked (opt-in: `grid_core::Policy::for_asker`), in grid-core's `Policy` format. The
 //! table's CHECK constraint calls `grid.check_policy(jsonb)`, so a row that grid-core could
 //! not read is refused when it is written, with grid-core's reason, rather than when a
 //! role next asks.

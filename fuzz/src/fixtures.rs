@@ -6,61 +6,49 @@ use grid_core::schema::{Schema, Table};
 use grid_core::{Dialect, Language, Lexicon, Policy};
 use grid_vocab::Vocabulary;
 
-/// `employees` is a prefix of `employees_public`; a quoted column needs quoting.
-fn hr_schema() -> Schema {
-    Schema {
-        db_id: "hr".into(),
-        tables: vec![
-            Table::with_columns("employees", &["id", "name", "salary", "Rating_(millions)"]),
-            Table::with_columns("employees_public", &["id", "name"]),
-            Table::with_columns("orders", &["id", "total", "employee_id"]),
-        ],
-    }
+// The schemas the tests use too, from their one place.
+#[path = "../../crates/grid-core/tests/core/common/fixtures.rs"]
+mod shared;
+use shared::{hr_schema, language, lexicon, shop_schema};
+
+/// `shop` plus another role's table off the search path, written `atk.inbox`.
+fn shop_with_inbox() -> Schema {
+    let mut s = shop_schema();
+    let mut inbox = Table::with_columns("inbox", &["id", "note"]);
+    inbox.qualifier = Some("atk".into());
+    s.tables.push(inbox);
+    s
 }
 
-/// Shares `orders` and some column names with `hr`, so positions of the two look alike.
-fn shop_schema() -> Schema {
-    Schema {
-        db_id: "shop".into(),
-        tables: vec![
-            Table::with_columns("orders", &["id", "total", "customer"]),
-            Table::with_columns("customers", &["id", "name", "email"]),
-        ],
-    }
+/// The roles the targets pick from: every verb and SELECT-only over `hr` with the full
+/// dialect (comments), and with the extension's dialect (no comments, ASCII
+/// identifiers) SELECT-only over `shop` and every verb over `shop` with a qualified
+/// relation.
+fn roles() -> Vec<(Arc<Dialect>, Schema, Policy)> {
+    let full = Arc::new(Dialect::postgres().expect("postgres dialect"));
+    let ext = Arc::new(Dialect::postgres_without_comments().expect("extension dialect"));
+    vec![
+        (full.clone(), hr_schema(), Policy::default()),
+        (full, hr_schema(), Policy::select_only()),
+        (ext.clone(), shop_schema(), Policy::select_only()),
+        (ext, shop_with_inbox(), Policy::default()),
+    ]
 }
 
-fn lexicon(dialect: &Arc<Dialect>, schema: &Schema, policy: &Policy) -> Lexicon {
-    let reserved = |w: &str| dialect.is_reserved(w);
-    Lexicon::from_schema(schema, policy, &reserved).expect("fixture lexicon")
-}
-
-fn language(dialect: &Arc<Dialect>, schema: &Schema, policy: &Policy) -> Arc<Language> {
-    let lx = lexicon(dialect, schema, policy);
-    Arc::new(Language::build(dialect.clone(), policy, &lx).expect("fixture language"))
-}
+/// The languages of [`roles`], in order.
+pub static LANGUAGES: LazyLock<Vec<Arc<Language>>> = LazyLock::new(|| {
+    roles()
+        .iter()
+        .map(|(d, s, p)| language(d, s, p))
+        .collect()
+});
 
 /// The lexicons of [`LANGUAGES`], in order.
 pub static LEXICONS: LazyLock<Vec<Lexicon>> = LazyLock::new(|| {
-    let full = Arc::new(Dialect::postgres().expect("postgres dialect"));
-    let ext = Arc::new(Dialect::postgres_without_comments().expect("extension dialect"));
-    vec![
-        lexicon(&full, &hr_schema(), &Policy::default()),
-        lexicon(&full, &hr_schema(), &Policy::select_only()),
-        lexicon(&ext, &shop_schema(), &Policy::select_only()),
-    ]
-});
-
-/// The roles the targets pick from: every verb and SELECT-only over `hr` with the full
-/// dialect (comments), and SELECT-only over `shop` with the extension's dialect (no
-/// comments, ASCII identifiers).
-pub static LANGUAGES: LazyLock<Vec<Arc<Language>>> = LazyLock::new(|| {
-    let full = Arc::new(Dialect::postgres().expect("postgres dialect"));
-    let ext = Arc::new(Dialect::postgres_without_comments().expect("extension dialect"));
-    vec![
-        language(&full, &hr_schema(), &Policy::default()),
-        language(&full, &hr_schema(), &Policy::select_only()),
-        language(&ext, &shop_schema(), &Policy::select_only()),
-    ]
+    roles()
+        .iter()
+        .map(|(d, s, p)| lexicon(d, s, p))
+        .collect()
 });
 
 #[rustfmt::skip]

@@ -10,5 +10,6 @@ pub mod lexer_parser;
 pub mod mask_oracle;
 #[cfg(feature = "pg")]
 pub mod pg_parse;
+pub mod reserve_completion;
 #[cfg(test)]
 mod seeds;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use grid_vocab::Vocabulary;
 
-use crate::fixtures::VOCAB;
+use crate::fixtures::{LANGUAGES, VOCAB};
 
 fn vocabulary_reply(v: &Vocabulary) -> Vec<u8> {
     let mut reply: serde_json::Value =
@@ -68,7 +68,15 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     out.push(("endpoint_reply", with(&[1], &vocabulary_reply(&VOCAB))));
     let completion = br#"{"choices":[{"text":" SELECT name","finish_reason":"stop","logprobs":{"tokens":[" SELECT"," name"],"token_logprobs":[-0.1,null],"top_logprobs":[{" SELECT":-0.1,"SELECT":-2.5},null]}}]}"#;
     out.push(("endpoint_reply", with(&[2], completion)));
-    for role in 0..3u8 {
+    // Budgets around the shortest statement's reserve and well past it, per language:
+    // the model stops writing its own tokens early (input ends) or never.
+    for lang in 0..LANGUAGES.len() as u8 {
+        out.push(("reserve_completion", vec![lang, 0]));
+        out.push(("reserve_completion", vec![lang, 7, 3, 1, 4]));
+        out.push(("reserve_completion", vec![lang, 40]));
+        out.push(("reserve_completion", with(&[lang, 200], &[0x11; 60])));
+    }
+    for role in 0..LANGUAGES.len() as u8 {
         out.push(("pg_parse", vec![role]));
         out.push(("pg_parse", (0..40u8).map(|i| role + i * 5).collect()));
         out.push(("pg_parse", [role, 3, 9, 0x81].to_vec()));
@@ -97,6 +105,7 @@ fn seeds_pass_their_targets() {
             "mask_oracle" => crate::mask_oracle::run(&seed),
             "audit_verify" => crate::audit_verify::run(&seed),
             "endpoint_reply" => crate::endpoint_reply::run(&seed),
+            "reserve_completion" => crate::reserve_completion::run(&seed),
             #[cfg(feature = "pg")]
             "pg_parse" => crate::pg_parse::run(&seed),
             #[cfg(not(feature = "pg"))]

@@ -1,34 +1,16 @@
 //! `grid.artifacts`: the inputs a replay needs (grammar, lexicons, policy, vocabulary),
 //! content-addressed by the fingerprints the seals carry. Stored insert-if-absent: the
-//! same fingerprint is the same content, so a second generation that uses an artefact
+//! same fingerprint is the same content, so a second generation that uses an artifact
 //! adds nothing.
 
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 
+use grid_ask::ArtifactKind;
+
 use super::sink::StoreError;
 
-/// The kinds of artefact a seal names (the table's `kind` column).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArtifactKind {
-    Grammar,
-    Lexicons,
-    Policy,
-    Vocabulary,
-}
-
-impl ArtifactKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            ArtifactKind::Grammar => "grammar",
-            ArtifactKind::Lexicons => "lexicons",
-            ArtifactKind::Policy => "policy",
-            ArtifactKind::Vocabulary => "vocabulary",
-        }
-    }
-}
-
-/// Stores an artefact unless one of that kind and fingerprint is there already.
+/// Stores an artifact unless one of that kind and fingerprint is there already.
 pub fn store(
     kind: ArtifactKind,
     fingerprint: [u8; 16],
@@ -50,13 +32,13 @@ pub fn store(
     Ok(())
 }
 
-/// The first seal, in append order, that names an artefact `grid.artifacts` lacks: its
-/// log position, generation, and which artefact.
+/// The first seal, in append order, that names an artifact `grid.artifacts` lacks: its
+/// log position, generation, and which artifact.
 pub fn first_missing() -> Result<Option<(i64, i64, String)>, StoreError> {
     Spi::connect(|client| {
         let table = client.select(
             "SELECT g.entry, g.generation,
-                    k.kind || ' artefact ' || pg_catalog.encode(k.fp, 'hex')
+                    k.kind || ' artifact ' || pg_catalog.encode(k.fp, 'hex')
                FROM grid.generations g
               CROSS JOIN LATERAL (VALUES (1, 'grammar', g.grammar_fp),
                                          (2, 'lexicons', g.lexicons_fp),

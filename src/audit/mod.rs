@@ -3,14 +3,17 @@
 //!
 //! - `rows`: the row format of step records and seals (both directions).
 //! - `sink`: the writer's sink (`TableSink`) and the stored head.
-//! - `artifacts`: the content-addressed artefacts the seals name.
+//! - `artifacts`: the content-addressed artifacts the seals name.
 //! - `verify`: reading the store back as one log and verifying it.
+//! - `replay`: recomputing a stored generation's masks from its artifacts.
 //!
 //! Only the mask worker writes, in transactions of its own that it commits before it
 //! answers, so that a caller's ROLLBACK cannot erase what it asked, and one process
-//! holds the chain's head. Until the decode loop runs there,
-//! `grid.audit_append_synthetic()` (superusers only) has the worker write a generation
-//! of given tokens through the same `ChainWriter` and sink.
+//! holds the chain's head: the pipeline's step records and seals ([`store_steps`],
+//! [`store_seals`]), and the generations of given tokens that
+//! `grid.audit_append_synthetic()` (superusers only, for tests) asks for
+//! ([`write_synthetic`]), through the same `ChainWriter` and sink. Nothing here calls
+//! the worker: the SQL functions that do live in `worker`.
 
 mod artifacts;
 mod replay;
@@ -27,8 +30,9 @@ use grid_core::audit::{
 };
 use pgrx::prelude::*;
 
-use crate::worker::protocol::SyntheticGeneration;
-use artifacts::ArtifactKind;
+use grid_ask::record::sealed_role;
+use grid_ask::{ArtifactKind, SealToWrite};
+use serde::{Deserialize, Serialize};
 pub use sink::StoreError;
 use sink::{Asked, TableSink};
 pub use verify::verify_store;
@@ -40,10 +44,32 @@ extension_sql_file!(
     requires = ["bootstrap"]
 );
 
-/// The seal's `role`: who asked, as `["<session_user>","<current_user>"]` (JSON), so that
-/// both names in the row are bound to the seal's hash (a `SET ROLE` changes the second).
-pub fn sealed_role(session_user: &str, current_user: &str) -> String {
-    serde_json::json!([session_user, current_user]).to_string()
+/// A generation of given sampled tokens, as `grid.audit_append_synthetic()` asks for it.
+/// The backend has checked the caller (a superuser) and the values; the worker checks
+/// them again, since anything that reaches the socket may send this.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyntheticGeneration {
+    pub question: Option<String>,
+    pub final_sql: Option<String>,
+    pub tokens: Vec<u32>,
+    /// A `StopReason` name; `None` leaves the generation unsealed.
+    pub stop: Option<String>,
+    pub session_user: String,
+    pub current_user: String,
+    /// How long the worker may wait for the store's lock (a caller that holds a
+    /// conflicting lock must get an error, not a worker stuck until it commits).
+    pub lock_timeout_ms: u32,
+}
+
+/// A stored generation's seal and final statement, if it is sealed (for tests).
+#[cfg(any(test, feature = "pg_test"))]
+pub fn stored_seal(
+    generation: i64,
+) -> Result<Option<(grid_core::audit::Seal, Option<String>)>, String> {
+    Ok(replay::read(generation)?
+        .0
+        .map(|row| (row.seal, row.final_sql)))
 }
 
 /// The stored head, as text `<seals>:<64 hex digits>`.
@@ -87,9 +113,9 @@ impl SyntheticError {
     }
 }
 
-/// The content a synthetic generation records for the artefact `label`, and its
+/// The content a synthetic generation records for the artifact `label`, and its
 /// fingerprint (the first 16 bytes of the content's text digest): content-addressed like
-/// the real artefacts.
+/// the real artifacts.
 fn synthetic_artifact(label: &str) -> ([u8; 16], serde_json::Value) {
     let d = text_digest(label);
     let mut fp = [0u8; 16];
@@ -147,7 +173,7 @@ pub fn synthetic_request(
 
 /// The worker's half: appends one generation whose sampled tokens are `g.tokens` (an
 /// EOS record is added when the stop reason ends with one), sealed unless `g.stop` is
-/// `None` (as a crash in the middle of a generation would leave it), with the artefacts
+/// `None` (as a crash in the middle of a generation would leave it), with the artifacts
 /// its seal names; returns its generation id and the seal chain's head after it. Runs in
 /// the worker's transaction, which the caller commits.
 pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), SyntheticError> {
@@ -214,7 +240,7 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
     } else {
         DecodeMode::Mode1
     };
-    // The lexicons depend on the question here, so that a test can remove the artefact
+    // The lexicons depend on the question here, so that a test can remove the artifact
     // of one generation only.
     let labels = [
         "synthetic grammar".to_string(),
@@ -232,7 +258,7 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
         policy: policy.0,
         vocabulary: vocabulary.0,
     };
-    // The artefacts first: a stored seal always finds what it names.
+    // The artifacts first: a stored seal always finds what it names.
     for (kind, (fingerprint, content)) in [
         (ArtifactKind::Grammar, grammar),
         (ArtifactKind::Lexicons, lexicons),
@@ -288,25 +314,16 @@ pub fn store_steps(steps: &[grid_core::audit::StepRecord]) -> Result<(), StoreEr
     Ok(())
 }
 
-/// Stores the seals of one ask: their artefacts first, then each seal re-anchored to the
+/// Stores the seals of one ask: their artifacts first, then each seal re-anchored to the
 /// stored head under the writers' lock (the engine chains them from a genesis head it
 /// cannot know). Returns the head after them.
-pub fn store_seals(
-    seals: &[crate::worker::engine::SealToWrite],
-    session_user: &str,
-) -> Result<Head, StoreError> {
+pub fn store_seals(seals: &[SealToWrite], session_user: &str) -> Result<Head, StoreError> {
     // A session holding a conflicting lock must not stall every other ask.
     Spi::run("SET LOCAL lock_timeout = '10s'")?;
     for s in seals {
-        for a in &s.artefacts {
-            let kind = match a.kind {
-                "grammar" => ArtifactKind::Grammar,
-                "lexicons" => ArtifactKind::Lexicons,
-                "policy" => ArtifactKind::Policy,
-                _ => ArtifactKind::Vocabulary,
-            };
+        for a in &s.artifacts {
             artifacts::store(
-                kind,
+                a.kind,
                 a.fingerprint,
                 a.content.clone(),
                 a.content_json.clone(),
@@ -316,10 +333,7 @@ pub fn store_seals(
     sink::lock_for_append()?;
     let mut head = sink::stored_head()?;
     for s in seals {
-        let mut seal = s.seal.clone();
-        seal.index = head.seals;
-        seal.prev_seal_hash = head.hash;
-        seal.hash = seal.compute_hash();
+        let seal = s.anchored(head);
         let sink = TableSink::started_at(
             Asked {
                 session_user: session_user.to_string(),
@@ -342,7 +356,6 @@ pub fn store_seals(
 mod grid {
     use pgrx::prelude::*;
 
-    use crate::worker::protocol::{Request, Response};
     use grid_core::audit::Head;
 
     /// `grid.verify_audit(expected_head)`: verifies every chain of the store (and, given
@@ -398,7 +411,7 @@ mod grid {
     }
 
     /// `grid.replay(generation)`: recomputes every mask of `generation` from the archived
-    /// artefacts (the role's catalog snapshot and policy, the vocabulary, this version's
+    /// artifacts (the role's catalog snapshot and policy, the vocabulary, this version's
     /// dialect) and compares each step with what the log committed to: configuration
     /// hash, mask entry id, blocked count, and that the token was allowed. `ok` false
     /// names the first differing step, or why the generation cannot be replayed.
@@ -431,36 +444,6 @@ mod grid {
         match super::head_text() {
             Ok(h) => h,
             Err(e) => error!("grid.audit_head: {e}"),
-        }
-    }
-
-    /// `grid.audit_append_synthetic(...)`: has the mask worker append a generation of the
-    /// given sampled tokens through grid-core's chain writer, sealed with `stop` (left
-    /// unsealed when `stop` is NULL), in a transaction of the worker's own that is
-    /// committed when this returns: a ROLLBACK of the caller keeps it. For tests until
-    /// the worker writes real generations; superusers only.
-    #[pg_extern(security_invoker, volatile)]
-    #[search_path(pg_catalog, pg_temp)]
-    fn audit_append_synthetic(
-        question: Option<String>,
-        final_sql: Option<String>,
-        tokens: Vec<Option<i32>>,
-        stop: default!(Option<&str>, "'eos'"),
-    ) -> i64 {
-        const WHAT: &str = "grid.audit_append_synthetic";
-        crate::worker::require_store_database(WHAT);
-        let timeout = crate::guc::timeout();
-        // Half the caller's wait: a lock the worker cannot get is reported as such,
-        // before the caller stops waiting.
-        let lock_timeout_ms = u32::try_from(timeout.as_millis() / 2).unwrap_or(u32::MAX);
-        let request =
-            match super::synthetic_request(question, final_sql, &tokens, stop, lock_timeout_ms) {
-                Ok(r) => r,
-                Err(e) => crate::worker::raise(e.sqlstate(), e.to_string()),
-            };
-        match crate::worker::request(WHAT, &Request::AppendSynthetic(request), timeout) {
-            Response::Appended { generation, .. } => generation,
-            other => crate::worker::unexpected(WHAT, &other),
         }
     }
 }

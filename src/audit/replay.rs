@@ -1,17 +1,12 @@
 //! `grid.replay(generation)`: recomputes one generation's masks from the archived
-//! artefacts (the catalog snapshot and policy the role had, the vocabulary, the dialect)
+//! artifacts (the catalog snapshot and policy the role had, the vocabulary, the dialect)
 //! and compares every step with what the log committed to. It answers "was the model
 //! really allowed to say this?" long after the schema or the grants have changed.
-
-use std::sync::Arc;
 
 use grid_core::audit::{replay_generation, to_hex, StepRecord, StopReason};
 use grid_core::catalog::CatalogSnapshot;
 use grid_core::checker;
 use grid_core::decode::Recomputer;
-use grid_core::trie::TokenTrie;
-use grid_core::{Dialect, Policy};
-use grid_vocab::Vocabulary;
 use pgrx::prelude::*;
 
 use super::rows::{self, SealRow, SEAL_COLUMNS, STEP_COLUMNS};
@@ -37,7 +32,7 @@ impl Replayed {
 }
 
 /// The generation's seal and steps as stored.
-fn read(generation: i64) -> Result<(Option<SealRow>, Vec<StepRecord>), String> {
+pub fn read(generation: i64) -> Result<(Option<SealRow>, Vec<StepRecord>), String> {
     Spi::connect(|client| {
         let seal = client
             .select(
@@ -66,10 +61,10 @@ fn read(generation: i64) -> Result<(Option<SealRow>, Vec<StepRecord>), String> {
     })
 }
 
-/// An artefact's stored content: its bytes and its document, either may be absent.
+/// An artifact's stored content: its bytes and its document, either may be absent.
 type Content = (Option<Vec<u8>>, Option<serde_json::Value>);
 
-fn artefact(kind: &str, fingerprint: &[u8; 16]) -> Result<Option<Content>, StoreError> {
+fn artifact(kind: &str, fingerprint: &[u8; 16]) -> Result<Option<Content>, StoreError> {
     Spi::connect(|client| {
         let table = client.select(
             "SELECT content, content_json FROM grid.artifacts WHERE kind = $1 AND fingerprint = $2",
@@ -98,11 +93,7 @@ fn verdict_differs(
         "SELECT refused FROM grid.generations WHERE generation = $1",
         &[generation.into()],
     )?;
-    let violations: Vec<String> = checker::check(sql, snapshot)
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    let recomputed = crate::worker::engine::refusal(&violations);
+    let recomputed = grid_ask::record::refusal(&checker::check(sql, snapshot));
     Ok((stored != recomputed).then(|| {
         format!(
             "the masks replay, but the checker's verdict on the final statement differs: \
@@ -148,72 +139,34 @@ pub fn replay(generation: i64) -> Result<Replayed, StoreError> {
     let f = seal.fingerprints;
     let missing = |kind: &str, fp: &[u8; 16]| {
         Replayed::refused(format!(
-            "the {kind} artefact {} is not in grid.artifacts",
+            "the {kind} artifact {} is not in grid.artifacts",
             to_hex(fp)
         ))
     };
-    let Some((_, Some(grammar))) = artefact("grammar", &f.grammar)? else {
+    let Some((_, Some(grammar))) = artifact("grammar", &f.grammar)? else {
         return Ok(missing("grammar", &f.grammar));
     };
-    let Some((_, Some(lexicons))) = artefact("lexicons", &f.lexicons)? else {
+    let Some((_, Some(lexicons))) = artifact("lexicons", &f.lexicons)? else {
         return Ok(missing("lexicons", &f.lexicons));
     };
-    let Some((Some(vocabulary), _)) = artefact("vocabulary", &f.vocabulary)? else {
+    let Some((Some(vocabulary), _)) = artifact("vocabulary", &f.vocabulary)? else {
         return Ok(missing("vocabulary", &f.vocabulary));
     };
-    // The dialect is the extension's own; a log written by another grammar version
-    // cannot be replayed by this one, and says so.
-    let dialect = match Dialect::postgres_without_comments() {
-        Ok(d) => d,
-        Err(e) => {
-            return Ok(Replayed::refused(format!(
-                "the dialect does not build: {e}"
-            )))
-        }
+    let inputs = match grid_ask::replay::from_artifacts(&grammar, &lexicons, &vocabulary) {
+        Ok(i) => i,
+        Err(e) => return Ok(Replayed::refused(e)),
     };
-    let sealed_dialect = grammar["dialect_fingerprint"].as_str().unwrap_or_default();
-    if sealed_dialect != to_hex(&dialect.fingerprint) {
-        return Ok(Replayed::refused(format!(
-            "the generation was written with dialect {sealed_dialect}, this version of grid_pg has {}",
-            to_hex(&dialect.fingerprint)
-        )));
-    }
-    let snapshot: CatalogSnapshot = match serde_json::from_value(lexicons["snapshot"].clone()) {
-        Ok(s) => s,
-        Err(e) => return Ok(Replayed::refused(format!("lexicons artefact: {e}"))),
-    };
-    let base: Policy = match Policy::from_json(&lexicons["base_policy"].to_string()) {
-        Ok(p) => p,
-        Err(e) => return Ok(Replayed::refused(format!("lexicons artefact: {e}"))),
-    };
-    let language = match snapshot.language(Arc::new(dialect), &base) {
-        Ok(l) => l,
-        Err(e) => {
-            return Ok(Replayed::refused(format!(
-                "the language does not build: {e}"
-            )))
-        }
-    };
-    let vocab = match std::str::from_utf8(&vocabulary)
-        .map_err(|e| e.to_string())
-        .and_then(|t| Vocabulary::from_served_json(t).map_err(|e| e.to_string()))
-    {
-        Ok(v) => v,
-        Err(e) => return Ok(Replayed::refused(format!("vocabulary artefact: {e}"))),
-    };
-    let trie = match TokenTrie::shared(&vocab) {
-        Ok(t) => t,
-        Err(e) => return Ok(Replayed::refused(format!("vocabulary artefact: {e}"))),
-    };
-    let mut rc = Recomputer::new(trie, &vocab);
-    let replayed = replay_generation(&steps, &seal, &mut |ctx| rc.recompute(&language, ctx));
+    let (snapshot, language) = (&inputs.snapshot, &inputs.language);
+    let mut rc = Recomputer::new(inputs.trie.clone(), &inputs.vocab);
+    let replayed = replay_generation(&steps, &seal, &mut |ctx| rc.recompute(language, ctx));
     Ok(match replayed {
         Ok(n) => {
             let steps = i64::try_from(n).unwrap_or(i64::MAX);
             let verdict = match (seal.stop, final_sql) {
-                (StopReason::Eos | StopReason::BudgetCompleted, Some(sql)) => {
-                    verdict_differs(generation, &sql, &snapshot)?
-                }
+                (
+                    StopReason::Eos | StopReason::BudgetCompleted | StopReason::BudgetTruncated,
+                    Some(sql),
+                ) => verdict_differs(generation, &sql, snapshot)?,
                 _ => None,
             };
             Replayed {

@@ -160,7 +160,7 @@ pub fn seal_from_row(row: &SpiHeapTupleData<'_>) -> Result<SealRow, RowError> {
             found: stop_name,
         })?;
     let mode_name: String = required(row, 11, "decode_mode")?;
-    let decode = [DecodeMode::Mode1, DecodeMode::Mode2]
+    let decode = DecodeMode::ALL
         .into_iter()
         .find(|m| m.name() == mode_name)
         .ok_or(RowError::Unknown {

@@ -307,8 +307,8 @@ mod tests {
         install();
         let g = append("q", "SELECT 1", vec![1], "eos");
         let before = rows_of(g);
-        let artefacts = || select_one::<i64>("SELECT count(*) FROM grid.artifacts");
-        let artefacts_before = artefacts();
+        let artifacts = || select_one::<i64>("SELECT count(*) FROM grid.artifacts");
+        let artifacts_before = artifacts();
         for table in ["grid.audit_log", "grid.generations", "grid.artifacts"] {
             // Statement-level: refused even when no row would be touched.
             for sql in [
@@ -337,8 +337,8 @@ mod tests {
         );
         assert!(m.contains("append-only"), "{m}");
         assert_eq!(rows_of(g), before);
-        // Artefacts are only ever added (by other tests meanwhile).
-        assert!(artefacts() >= artefacts_before);
+        // Artifacts are only ever added (by other tests meanwhile).
+        assert!(artifacts() >= artifacts_before);
         assert!(verify(None).0);
     }
 
@@ -372,84 +372,8 @@ mod tests {
     }
 
     #[pg_test]
-    fn concurrent_appends_keep_one_chain() {
-        use crate::worker::protocol::{
-            encode, read_blocking, FrameReader, Request, Response, SyntheticGeneration,
-        };
-        use std::os::unix::net::UnixStream;
-
-        worker_ready();
-        // Several connections to the worker at once, from plain threads (they speak the
-        // socket protocol, and touch nothing of PostgreSQL), as several backends would.
-        let (session_user, current_user): (Option<String>, Option<String>) =
-            Spi::get_two("SELECT session_user::text, current_user::text").unwrap_or((None, None));
-        let threads: Vec<_> = (0..4)
-            .map(|t| {
-                let (su, cu) = (
-                    session_user.clone().unwrap_or_default(),
-                    current_user.clone().unwrap_or_default(),
-                );
-                std::thread::spawn(move || {
-                    let mut ids = Vec::new();
-                    for i in 0..5u32 {
-                        let request = Request::AppendSynthetic(SyntheticGeneration {
-                            question: Some(format!("concurrent {t}.{i}")),
-                            final_sql: None,
-                            tokens: vec![t, i],
-                            stop: Some("eos".into()),
-                            session_user: su.clone(),
-                            current_user: cu.clone(),
-                            lock_timeout_ms: 10_000,
-                        });
-                        let mut stream = UnixStream::connect(crate::worker::SOCKET_NAME)
-                            .map_err(|e| format!("connect: {e}"))?;
-                        std::io::Write::write_all(
-                            &mut stream,
-                            &encode(&request).map_err(|e| e.to_string())?,
-                        )
-                        .map_err(|e| e.to_string())?;
-                        match read_blocking::<Response>(&mut stream, &mut FrameReader::new()) {
-                            Ok(Some(Response::Appended { generation, .. })) => ids.push(generation),
-                            other => return Err(format!("{other:?}")),
-                        }
-                    }
-                    Ok::<_, String>(ids)
-                })
-            })
-            .collect();
-        let mut ids = Vec::new();
-        for t in threads {
-            match t.join() {
-                Ok(Ok(mut got)) => ids.append(&mut got),
-                Ok(Err(e)) => panic!("append: {e}"),
-                Err(_) => panic!("append thread panicked"),
-            }
-        }
-        assert_eq!(ids.len(), 20);
-        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-        // Twenty distinct seals, each with its steps, in a chain that verifies.
-        let distinct: Option<i64> = select_one(&format!(
-            "SELECT count(DISTINCT seal_index) FROM grid.generations WHERE generation IN ({list})"
-        ));
-        assert_eq!(distinct, Some(20));
-        let steps: Option<i64> = select_one(&format!(
-            "SELECT count(*) FROM grid.audit_log WHERE generation IN ({list})"
-        ));
-        assert_eq!(steps, Some(20 * 3));
-        let (ok, _, _, _, reason) = verify(None);
-        assert!(ok, "{reason:?}");
-        // One chain: every seal's predecessor is the seal before it.
-        let forks: Option<i64> = select_one(
-            "SELECT count(*) FROM grid.generations g
-               JOIN grid.generations p ON p.seal_index = g.seal_index - 1
-              WHERE g.prev_seal_hash <> p.hash",
-        );
-        assert_eq!(forks, Some(0));
-    }
-
-    #[pg_test]
-    fn every_artefact_a_seal_names_is_stored_once_and_its_loss_is_reported() {
-        let question = "the artefacts of this question";
+    fn every_artifact_a_seal_names_is_stored_once_and_its_loss_is_reported() {
+        let question = "the artifacts of this question";
         let g = append(question, "SELECT 1", vec![1], "eos");
         let stored: Option<i64> = select_one(&format!(
             "SELECT count(*) FROM grid.generations g
@@ -459,7 +383,7 @@ mod tests {
               WHERE g.generation = {g} AND a.content_json IS NOT NULL"
         ));
         assert_eq!(stored, Some(4));
-        // Content-addressed: a second generation with the same inputs adds no artefact.
+        // Content-addressed: a second generation with the same inputs adds no artifact.
         let g2 = append(question, "SELECT 2", vec![2], "eos");
         let lexicons = format!("(SELECT lexicons_fp FROM grid.generations WHERE generation = {g})");
         let copies: Option<i64> = select_one(&format!(
@@ -484,7 +408,7 @@ mod tests {
         );
         let reason = reason.unwrap_or_default();
         assert!(
-            reason.contains("lexicons artefact") && reason.contains("missing from grid.artifacts"),
+            reason.contains("lexicons artifact") && reason.contains("missing from grid.artifacts"),
             "{reason}"
         );
     }
@@ -503,8 +427,8 @@ mod tests {
             "SELECT count(*) FROM grid.audit_log WHERE generation = {g}"
         ));
         assert_eq!(n, Some(2));
-        let artefacts: Option<i64> = select_one("SELECT count(*) FROM grid.artifacts");
-        assert!(artefacts.unwrap_or(0) >= 4);
+        let artifacts: Option<i64> = select_one("SELECT count(*) FROM grid.artifacts");
+        assert!(artifacts.unwrap_or(0) >= 4);
         assert_refused(
             "INSERT INTO grid.artifacts (kind, fingerprint) VALUES ('grammar', '\\x00')",
             "42501",

@@ -4,7 +4,7 @@
 //! On top of the chains, each seal's question and SQL digests are checked against the
 //! texts stored beside them (grid-core's `text_digest`), so that an edit of
 //! `grid.generations.question` or `.final_sql` shows too; and once the chains hold, every
-//! artefact a seal names must be in `grid.artifacts` (else the generation cannot be
+//! artifact a seal names must be in `grid.artifacts` (else the generation cannot be
 //! replayed).
 
 use std::collections::VecDeque;

@@ -1,11 +1,12 @@
-//! The mask worker: a background worker that will own what is shared across sessions
-//! (grammar registry, tries, mask cache, endpoint client, decode loop), and the
-//! backends' way to reach it.
+//! The mask worker: a background worker that owns what is shared across sessions (the
+//! ask pipeline of `grid_ask` on a thread of its own, with its languages, tries, mask
+//! cache and endpoint clients) and writes the audit store, and the backends' way to
+//! reach it.
 //!
 //! - `protocol`: frames and messages on the socket.
-//! - `engine`: the generation engine (its own thread): languages, the decode loop.
-//! - `queue`: how jobs reach the engine's running decode loop.
-//! - `server`: the worker process.
+//! - `sqlstate`: the pipeline's failures as SQLSTATEs.
+//! - `server`: the worker process (socket threads, the pipeline's thread, the main
+//!   thread that alone touches PostgreSQL).
 //! - `transaction`: the worker's own transactions (the audit writes).
 //! - `client`: a backend's interruptible request.
 //!
@@ -13,10 +14,9 @@
 //! PostgreSQL process, and reachable by the server's OS user only).
 
 mod client;
-pub mod engine;
 pub mod protocol;
-mod queue;
 mod server;
+mod sqlstate;
 mod transaction;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,8 +60,10 @@ pub fn unexpected(what: &str, response: &Response) -> ! {
     )
 }
 
-/// Raises an ERROR with `code`.
+/// Raises an ERROR with `code`. The message is made ASCII: it may quote generated text
+/// or catalog names, and must reach a client of any `client_encoding`.
 pub fn raise(code: PgSqlErrorCode, message: String) -> ! {
+    let message = grid_core::message::ascii(&message).into_owned();
     ereport!(ERROR, code, message);
 }
 
@@ -135,6 +137,41 @@ mod grid {
                 Ok(v) => pgrx::JsonB(v),
                 Err(e) => error!("{WHAT}: {e}"),
             },
+            other => super::unexpected(WHAT, &other),
+        }
+    }
+
+    /// `grid.audit_append_synthetic(...)`: has the mask worker append a generation of the
+    /// given sampled tokens through grid-core's chain writer, sealed with `stop` (left
+    /// unsealed when `stop` is NULL), in a transaction of the worker's own that is
+    /// committed when this returns: a ROLLBACK of the caller keeps it. For tests of the
+    /// audit store; superusers only.
+    #[pg_extern(security_invoker, volatile)]
+    #[search_path(pg_catalog, pg_temp)]
+    fn audit_append_synthetic(
+        question: Option<String>,
+        final_sql: Option<String>,
+        tokens: Vec<Option<i32>>,
+        stop: default!(Option<&str>, "'eos'"),
+    ) -> i64 {
+        const WHAT: &str = "grid.audit_append_synthetic";
+        super::require_store_database(WHAT);
+        let timeout = crate::guc::timeout();
+        // Half the caller's wait: a lock the worker cannot get is reported as such,
+        // before the caller stops waiting.
+        let lock_timeout_ms = u32::try_from(timeout.as_millis() / 2).unwrap_or(u32::MAX);
+        let request = match crate::audit::synthetic_request(
+            question,
+            final_sql,
+            &tokens,
+            stop,
+            lock_timeout_ms,
+        ) {
+            Ok(r) => r,
+            Err(e) => super::raise(e.sqlstate(), e.to_string()),
+        };
+        match super::request(WHAT, &Request::AppendSynthetic(request), timeout) {
+            Response::Appended { generation, .. } => generation,
             other => super::unexpected(WHAT, &other),
         }
     }
@@ -236,6 +273,80 @@ mod tests {
             [Response::Pong { nonce: 2, .. }]
         ));
         still_serving();
+    }
+
+    #[pg_test]
+    fn concurrent_appends_keep_one_chain() {
+        use super::protocol::SyntheticGeneration;
+
+        worker_ready();
+        // Several connections to the worker at once, from plain threads (they speak the
+        // socket protocol, and touch nothing of PostgreSQL), as several backends would.
+        let (session_user, current_user): (Option<String>, Option<String>) =
+            Spi::get_two("SELECT session_user::text, current_user::text").unwrap_or((None, None));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (su, cu) = (
+                    session_user.clone().unwrap_or_default(),
+                    current_user.clone().unwrap_or_default(),
+                );
+                std::thread::spawn(move || {
+                    let mut ids = Vec::new();
+                    for i in 0..5u32 {
+                        let request = Request::AppendSynthetic(SyntheticGeneration {
+                            question: Some(format!("concurrent {t}.{i}")),
+                            final_sql: None,
+                            tokens: vec![t, i],
+                            stop: Some("eos".into()),
+                            session_user: su.clone(),
+                            current_user: cu.clone(),
+                            lock_timeout_ms: 10_000,
+                        });
+                        let mut stream = UnixStream::connect(SOCKET_NAME)
+                            .map_err(|e| format!("connect: {e}"))?;
+                        std::io::Write::write_all(
+                            &mut stream,
+                            &encode(&request).map_err(|e| e.to_string())?,
+                        )
+                        .map_err(|e| e.to_string())?;
+                        match read_blocking::<Response>(&mut stream, &mut FrameReader::new()) {
+                            Ok(Some(Response::Appended { generation, .. })) => ids.push(generation),
+                            other => return Err(format!("{other:?}")),
+                        }
+                    }
+                    Ok::<_, String>(ids)
+                })
+            })
+            .collect();
+        let mut ids = Vec::new();
+        for t in threads {
+            match t.join() {
+                Ok(Ok(mut got)) => ids.append(&mut got),
+                Ok(Err(e)) => panic!("append: {e}"),
+                Err(_) => panic!("append thread panicked"),
+            }
+        }
+        assert_eq!(ids.len(), 20);
+        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        // Twenty distinct seals, each with its steps, in a chain that verifies.
+        let distinct: Option<i64> = select_one(&format!(
+            "SELECT count(DISTINCT seal_index) FROM grid.generations WHERE generation IN ({list})"
+        ));
+        assert_eq!(distinct, Some(20));
+        let steps: Option<i64> = select_one(&format!(
+            "SELECT count(*) FROM grid.audit_log WHERE generation IN ({list})"
+        ));
+        assert_eq!(steps, Some(20 * 3));
+        let (ok, reason): (Option<bool>, Option<String>) =
+            Spi::get_two("SELECT ok, reason FROM grid.verify_audit()").expect("verify");
+        assert_eq!(ok, Some(true), "{reason:?}");
+        // One chain: every seal's predecessor is the seal before it.
+        let forks: Option<i64> = select_one(
+            "SELECT count(*) FROM grid.generations g
+               JOIN grid.generations p ON p.seal_index = g.seal_index - 1
+              WHERE g.prev_seal_hash <> p.hash",
+        );
+        assert_eq!(forks, Some(0));
     }
 
     #[pg_test]

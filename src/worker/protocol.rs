@@ -6,9 +6,14 @@
 //! response, in order, on a connection. Frames longer than [`MAX_FRAME`] are refused on
 //! both sides before anything is allocated for them.
 
+use grid_ask::{Answer, Ask, Generated};
 use pgrx::PgSqlErrorCode;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+use super::sqlstate::failure_sqlstate;
+pub use super::sqlstate::{sqlstate_code, sqlstate_text};
+pub use crate::audit::SyntheticGeneration;
 
 /// Largest payload either side accepts: room for a 1 MB question and its prompt.
 pub const MAX_FRAME: usize = 16 << 20;
@@ -27,63 +32,10 @@ pub enum Request {
     /// Append one generation of given tokens to the audit store, in a transaction of the
     /// worker's own, and answer [`Response::Appended`] once it is committed.
     AppendSynthetic(SyntheticGeneration),
-    /// Generate the SQL for a question (`grid.ask()`).
-    Ask(AskRequest),
-}
-
-/// Everything the decode loop needs from the asking backend. The API key is not here:
-/// only the worker reads it, from its own configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AskRequest {
-    pub question: String,
-    /// `grid.catalog_snapshot()` as the caller, under the caller's search_path.
-    pub snapshot: serde_json::Value,
-    pub session_user: String,
-    pub current_user: String,
-    pub database: String,
-    /// The caller's row of `grid.policy` (bans, verbs, DML targets), if it has one.
-    #[serde(default)]
-    pub policy: Option<serde_json::Value>,
-    /// For `grid.explain()`: a statement the checker refuses is answered with its steps
-    /// (and the refusal) rather than an error.
-    #[serde(default)]
-    pub explain: bool,
-    pub settings: AskSettings,
-}
-
-/// The caller's `grid.*` settings that shape one generation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AskSettings {
-    pub endpoint: Option<String>,
-    pub model: Option<String>,
-    pub max_tokens: u32,
-    pub temperature: f64,
-    pub timeout_ms: u64,
-    /// `full` or `off`.
-    pub audit: String,
-    /// `grid.debug_fault` (fault-injection tests).
-    #[serde(default)]
-    pub fault: Option<String>,
-}
-
-/// A generation of given sampled tokens, as `grid.audit_append_synthetic()` asks for it.
-/// The backend has checked the caller (a superuser) and the values; the worker checks
-/// them again, since anything that reaches the socket may send this.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SyntheticGeneration {
-    pub question: Option<String>,
-    pub final_sql: Option<String>,
-    pub tokens: Vec<u32>,
-    /// A `StopReason` name; `None` leaves the generation unsealed.
-    pub stop: Option<String>,
-    pub session_user: String,
-    pub current_user: String,
-    /// How long the worker may wait for the store's lock (a caller that holds a
-    /// conflicting lock must get an error, not a worker stuck until it commits).
-    pub lock_timeout_ms: u32,
+    /// Generate the SQL for a question (`grid.ask()`): everything the pipeline needs from
+    /// the asking backend. The API key is not here: only the worker reads it, from its
+    /// own configuration.
+    Ask(Ask),
 }
 
 /// What the worker answers.
@@ -116,65 +68,14 @@ impl Response {
             message: message.into(),
         }
     }
-}
 
-/// A generated statement and how it was written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Generated {
-    /// The generation whose output is `sql` (the repair's, when there was one).
-    pub generation: i64,
-    pub sql: String,
-    /// Its stop reason (`eos` or `budget_completed`).
-    pub stop: String,
-    /// The first attempt's generation and the violations that sent it to repair.
-    pub repaired_from: Option<i64>,
-    pub repair_reasons: Vec<String>,
-    /// Every step of `generation`, in order.
-    pub steps: Vec<ExplainStep>,
-    /// The seal chain's head after the generation (`<seals>:<hash>`).
-    pub head: String,
-    /// Why the statement is not returned (explain only; `sql` is then not to be run).
-    #[serde(default)]
-    pub refused: Option<String>,
-}
-
-/// One decoding step as `grid.explain()` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExplainStep {
-    pub step: u32,
-    /// The token's text (lossy UTF-8); `None` for the end of the statement.
-    pub token: Option<String>,
-    /// Vocabulary tokens the mask allowed and blocked.
-    pub allowed: u32,
-    pub blocked: u32,
-    /// `sampled`, `forced`, `eos` or `budget_completed`.
-    pub kind: String,
-}
-
-/// The five characters of an SQLSTATE (PostgreSQL packs them six bits each).
-pub fn sqlstate_text(code: PgSqlErrorCode) -> String {
-    let packed = code as i32;
-    (0..5)
-        .map(|i| char::from(b'0' + ((packed >> (6 * i)) & 0x3F) as u8))
-        .collect()
-}
-
-/// The error code of a five-character SQLSTATE; `internal_error` for anything else.
-pub fn sqlstate_code(text: &str) -> PgSqlErrorCode {
-    let bytes = text.as_bytes();
-    if bytes.len() != 5
-        || !bytes
-            .iter()
-            .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
-    {
-        return PgSqlErrorCode::ERRCODE_INTERNAL_ERROR;
+    /// The pipeline's answer, a failure with its SQLSTATE.
+    pub fn of(answer: Answer) -> Response {
+        match answer {
+            Answer::Generated(g) => Response::Generated(g),
+            Answer::Failed(f) => Response::error(failure_sqlstate(&f.kind), f.message),
+        }
     }
-    let packed = bytes.iter().enumerate().fold(0i32, |acc, (i, &b)| {
-        acc | (i32::from((b - b'0') & 0x3F) << (6 * i))
-    });
-    PgSqlErrorCode::from(packed)
 }
 
 /// A frame that cannot be sent or read.
@@ -307,29 +208,6 @@ mod unit_tests {
             }
             assert_eq!(got, [a.clone(), b.clone()], "split at {split}");
             assert!(!r.is_partial());
-        }
-    }
-
-    #[test]
-    fn sqlstates_survive_the_trip() {
-        for code in [
-            PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
-            PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE,
-            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-        ] {
-            assert_eq!(sqlstate_code(&sqlstate_text(code)), code);
-        }
-        assert_eq!(
-            sqlstate_text(PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION),
-            "08P01"
-        );
-        assert_eq!(
-            sqlstate_text(PgSqlErrorCode::ERRCODE_LOCK_NOT_AVAILABLE),
-            "55P03"
-        );
-        for bad in ["", "0800", "08p01", "08P011", "é1234"] {
-            assert_eq!(sqlstate_code(bad), PgSqlErrorCode::ERRCODE_INTERNAL_ERROR);
         }
     }
 

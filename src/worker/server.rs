@@ -9,7 +9,7 @@
 //! functions are not for foreign threads), and waits for the answer. pgrx's thread check turns any PostgreSQL call from another thread into a
 //! panic.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::prelude::*;
 
-use super::engine::{self, Outbox, Output, SealToWrite};
+use grid_ask::{Ask, Finished, Input, MockDefaults, NoJudge, Outbox, Output, SealToWrite};
+
 use super::protocol::{
-    encode, read_blocking, AskRequest, FrameReader, Request, Response, SyntheticGeneration,
-    MAX_PING_DELAY_MS,
+    encode, read_blocking, FrameReader, Request, Response, SyntheticGeneration, MAX_PING_DELAY_MS,
 };
 use super::transaction::{committed, Failure};
 use super::SOCKET_NAME;
@@ -43,7 +43,7 @@ struct Job {
     cancel: Arc<AtomicBool>,
 }
 
-/// What the main thread is given to do: a backend's request, or the engine's output.
+/// What the main thread is given to do: a backend's request, or the pipeline's output.
 enum Work {
     Request(Box<Job>),
     Engine(Output),
@@ -165,8 +165,10 @@ struct Worker {
     /// that needs it: the database may not exist yet when the postmaster starts the
     /// worker, and connecting to a missing one would end the process).
     connected: bool,
-    /// The engine thread's job queue.
-    engine: mpsc::Sender<engine::Job>,
+    /// The pipeline thread's inputs.
+    pipeline: mpsc::Sender<Input>,
+    /// Where the answer of each ask in the pipeline goes, by ask id.
+    waiting: HashMap<u64, mpsc::Sender<Response>>,
     /// Generations some of whose step records could not be stored: their later records
     /// and their seal are not written (the log keeps a verifiable prefix, unsealed).
     broken: HashSet<u64>,
@@ -213,8 +215,8 @@ impl Worker {
         }
     }
 
-    /// Draws the ask's generation ids and hands it to the engine.
-    fn ask(&mut self, a: &AskRequest, job: &Job) -> Option<Response> {
+    /// Draws the ask's generation ids and hands it to the pipeline.
+    fn ask(&mut self, a: &Ask, job: &Job) -> Option<Response> {
         self.connect();
         let ids = committed(|| {
             crate::audit::draw_generation_ids()
@@ -226,7 +228,7 @@ impl Worker {
         };
         // grid.timeout bounds the whole generation (a cancel may end it sooner).
         let wait = Duration::from_millis(a.settings.timeout_ms);
-        let sent = self.engine.send(engine::Job {
+        let sent = self.pipeline.send(Input::Ask(Box::new(grid_ask::Job {
             ids,
             ask: a.clone(),
             // Read here and only here; never put in a message.
@@ -238,13 +240,16 @@ impl Worker {
             started_at: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |d| d.as_secs_f64()),
-            reply: job.reply.clone(),
-        });
+            seed: grid_ask::SEED,
+        })));
         match sent {
-            Ok(()) => None,
+            Ok(()) => {
+                self.waiting.insert(ids[0], job.reply.clone());
+                None
+            }
             Err(_) => Some(Response::error(
                 PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                "the worker's generation engine is not running",
+                "the worker's ask pipeline is not running",
             )),
         }
     }
@@ -270,7 +275,7 @@ impl Worker {
         }
     }
 
-    /// Stores a job's seals, then answers it.
+    /// Stores an ask's seals, then answers it.
     fn finish(
         &mut self,
         seals: Vec<SealToWrite>,
@@ -331,14 +336,18 @@ impl Worker {
             }
             Work::Engine(Output::Finish(f)) => {
                 self.connect();
-                let engine::Finish {
+                let Finished {
+                    ask,
                     seals,
                     session_user,
-                    response,
-                    reply,
+                    answer,
+                    ..
                 } = *f;
-                let r = self.finish(seals, &session_user, response);
-                let _ = reply.send(r);
+                let r = self.finish(seals, &session_user, Response::of(answer));
+                // A backend that went away meanwhile dropped its receiver; nothing to do.
+                if let Some(reply) = self.waiting.remove(&ask) {
+                    let _ = reply.send(r);
+                }
             }
         }
     }
@@ -373,13 +382,16 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
         work,
         wake: Arc::new(wake),
     };
-    let (engine_jobs, engine_queue) = mpsc::channel::<engine::Job>();
-    let outbox: Arc<dyn Outbox + Send + Sync> = Arc::new(main.clone());
+    let (pipeline, inputs) = mpsc::channel::<Input>();
+    let outbox = main.clone();
     if let Err(e) = std::thread::Builder::new()
         .name("grid-engine".into())
-        .spawn(move || engine::run_engine(engine_queue, outbox))
+        .spawn(move || {
+            // No judge yet: every statement the checker passes is answered.
+            grid_ask::engine::run(inputs, &outbox, &mut NoJudge, MockDefaults::default())
+        })
     {
-        error!("grid_pg worker: cannot start the generation engine thread: {e}");
+        error!("grid_pg worker: cannot start the ask pipeline's thread: {e}");
     }
     if let Err(e) = std::thread::Builder::new()
         .name("grid-accept".into())
@@ -396,7 +408,8 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
     let mut drain = [0u8; 256];
     let mut worker = Worker {
         connected: false,
-        engine: engine_jobs,
+        pipeline,
+        waiting: HashMap::new(),
         broken: HashSet::new(),
         steps: Vec::new(),
     };

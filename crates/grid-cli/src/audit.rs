@@ -2,14 +2,15 @@
 //! --audit-out`, or an export of `grid.audit_log`).
 //!
 //! `replay` then recomputes every step's configuration hash, mask entry id and blocked
-//! count from the archived artefacts (`<file>.artefacts.json`, or `--artefacts`: the
-//! tokenizer, tables file, database and policy `grid generate` ran with), checking each
-//! language's fingerprints against the seals first, and compares them bit for bit.
+//! count from the archived artifacts (`<file>.artifacts.json`, or `--artifacts`: what
+//! `grid generate` wrote beside the log, as `grid.artifacts` holds them in the
+//! extension), rebuilding each generation's language from the artifacts its seal names,
+//! and compares them bit for bit.
 //!
 //! Exit codes: 0 verified (and, for `replay`, every mask identical); 1 the log does not
 //! verify (tampering, or an unsealed generation without `--allow-incomplete`) or a mask
 //! differs; 2 the file cannot be read or a line is malformed; 3 (`replay` only) the
-//! artefacts cannot be loaded or none matches a seal.
+//! artifacts cannot be loaded or none matches a seal.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -17,20 +18,14 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use std::sync::Arc;
-
 use clap::{Args, Subcommand};
+use grid_ask::replay::{replay_log, ArtifactSet};
 use grid_core::audit::{
-    replay, to_hex, Entry, Fingerprints, Head, JsonlReader, ReplayError, Seal, StepKind, Summary,
-    Verifier, VerifyError, VerifyOptions,
+    to_hex, Entry, Head, JsonlReader, ReplayError, Seal, StepKind, Summary, Verifier, VerifyError,
+    VerifyOptions,
 };
-use grid_core::decode::{fingerprints, Recomputer};
-use grid_core::trie::TokenTrie;
-use grid_core::{Dialect, Language, Policy};
-use grid_vocab::Vocabulary;
 
-use crate::artefacts::{Artefact, Manifest};
-use crate::generate::build_language;
+use crate::generate::artifacts_path;
 
 #[derive(Args)]
 pub struct AuditArgs {
@@ -42,7 +37,7 @@ pub struct AuditArgs {
 enum AuditCommand {
     /// Recompute every step chain and the seal chain; report the first error, located.
     Verify(CheckArgs),
-    /// Verify, then recompute every mask from the archived artefacts and compare it bit
+    /// Verify, then recompute every mask from the archived artifacts and compare it bit
     /// for bit with the log.
     Replay(ReplayArgs),
 }
@@ -65,9 +60,9 @@ struct CheckArgs {
 struct ReplayArgs {
     #[command(flatten)]
     check: CheckArgs,
-    /// The artefact list (default: `<file>.artefacts.json`).
+    /// The artifact list (default: `<file>.artifacts.json`).
     #[arg(long)]
-    artefacts: Option<PathBuf>,
+    artifacts: Option<PathBuf>,
 }
 
 /// Why the command stopped before a verdict.
@@ -158,11 +153,11 @@ pub fn run(a: &AuditArgs) -> ExitCode {
                 Ok((s, entries)) => {
                     print_summary(&s, c.head.is_some());
                     print_replay_plan(&entries);
-                    let manifest = r
-                        .artefacts
+                    let artifacts = r
+                        .artifacts
                         .clone()
-                        .unwrap_or_else(|| Manifest::path_for(&c.file));
-                    replay_masks(&entries, &options(c), &manifest)
+                        .unwrap_or_else(|| artifacts_path(&c.file));
+                    replay_masks(&entries, &options(c), &artifacts)
                 }
                 Err(f) => report_failure(f),
             }
@@ -170,65 +165,20 @@ pub fn run(a: &AuditArgs) -> ExitCode {
     }
 }
 
-/// One loaded artefact set: its vocabulary, trie and language.
-struct Loaded {
-    vocab: Vocabulary,
-    trie: Arc<TokenTrie>,
-    lang: Language,
-}
-
-fn load(a: &Artefact, dialect: &Arc<Dialect>) -> Result<Loaded, String> {
-    let policy = Policy::from_json(&a.policy).map_err(|e| e.to_string())?;
-    let (_, _, lang) =
-        build_language(dialect, &a.tables, &a.db, &policy).map_err(|e| e.to_string())?;
-    let vocab =
-        Vocabulary::load(&a.tokenizer).map_err(|e| format!("{}: {e}", a.tokenizer.display()))?;
-    let trie = TokenTrie::shared(&vocab).map_err(|e| e.to_string())?;
-    Ok(Loaded { vocab, trie, lang })
-}
-
-fn replay_masks(entries: &[Entry], opts: &VerifyOptions, manifest: &Path) -> ExitCode {
+fn replay_masks(entries: &[Entry], opts: &VerifyOptions, artifacts: &Path) -> ExitCode {
     let fail = |msg: String| {
         eprintln!("grid audit: cannot replay: {msg}");
         ExitCode::from(3)
     };
-    let m = match Manifest::read(manifest) {
-        Ok(m) => m,
-        Err(e) => return fail(e),
+    let set = match std::fs::read_to_string(artifacts)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        .and_then(|doc| ArtifactSet::from_json(&doc))
+    {
+        Ok(s) => s,
+        Err(e) => return fail(format!("{}: {e}", artifacts.display())),
     };
-    let dialect = match Dialect::postgres() {
-        Ok(d) => Arc::new(d),
-        Err(e) => return fail(e.to_string()),
-    };
-    let mut loaded = Vec::new();
-    for a in &m.artefacts {
-        match load(a, &dialect) {
-            Ok(l) => loaded.push(l),
-            Err(e) => return fail(e),
-        }
-    }
-    let prints: Vec<Fingerprints> = loaded
-        .iter()
-        .map(|l| fingerprints(&l.lang, l.vocab.fingerprint()))
-        .collect();
-    let mut recomputers: Vec<Recomputer<'_>> = loaded
-        .iter()
-        .map(|l| Recomputer::new(l.trie.clone(), &l.vocab))
-        .collect();
-    let result = replay(entries, opts, &mut |ctx| {
-        let k = prints
-            .iter()
-            .position(|p| *p == ctx.seal.fingerprints)
-            .ok_or_else(|| {
-                format!(
-                    "no listed artefact has the fingerprints of generation {} ({})",
-                    ctx.generation,
-                    artefacts(ctx.seal)
-                )
-            })?;
-        recomputers[k].recompute(&loaded[k].lang, ctx)
-    });
-    match result {
+    match replay_log(entries, &set, opts) {
         Ok(s) => {
             println!(
                 "replayed: {} generations, {} steps: every configuration hash, mask entry id and blocked count recomputed identical",
@@ -267,13 +217,13 @@ fn print_replay_plan(entries: &[Entry]) {
             let [sampled, forced, completed, eos] =
                 kinds.get(&s.generation).copied().unwrap_or_default();
             println!(
-                "generation {} (seal {}): stop {}, {} steps ({sampled} sampled, {forced} forced, {completed} budget-completed, {eos} eos), {}; artefacts {}",
+                "generation {} (seal {}): stop {}, {} steps ({sampled} sampled, {forced} forced, {completed} budget-completed, {eos} eos), {}; artifacts {}",
                 s.generation,
                 s.index,
                 s.stop.name(),
                 s.steps,
                 mode(s),
-                artefacts(s)
+                artifacts(s)
             );
         }
     }
@@ -287,7 +237,7 @@ fn mode(s: &Seal) -> String {
     )
 }
 
-fn artefacts(s: &Seal) -> String {
+fn artifacts(s: &Seal) -> String {
     let f = &s.fingerprints;
     format!(
         "grammar {} lexicons {} policy {} vocabulary {}",

@@ -1,10 +1,57 @@
-//! Gold corpora (`SQL<TAB>db_id` lines) and the per-database languages they are checked in.
+//! Gold corpora (`SQL<TAB>db_id` lines), the arguments that name one ([`CorpusArgs`]),
+//! the per-database languages they are checked in, and how their masks are computed
+//! ([`CacheMode`]).
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use clap::{Args, ValueEnum};
+use grid_core::cache::MaskCache;
+use grid_core::mask::Masker;
+use grid_core::trie::TokenTrie;
 use grid_core::{Dialect, GridError, Language, Lexicon, Policy, Schema};
+
+/// A gold corpus and the schemas and policy it is checked under.
+#[derive(Args)]
+pub struct CorpusArgs {
+    /// Spider-format tables.json with every database's schema.
+    #[arg(long)]
+    pub tables: PathBuf,
+    /// File of `SQL<TAB>db_id` lines.
+    #[arg(long)]
+    pub gold: PathBuf,
+    /// Policy JSON file (default: every verb, no bans).
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+}
+
+impl CorpusArgs {
+    pub fn policy(&self) -> Result<Policy, GridError> {
+        read_policy(self.policy.as_deref())
+    }
+
+    pub fn gold(&self) -> Result<Vec<GoldLine>, GridError> {
+        read_gold(&self.gold)
+    }
+}
+
+/// How masks are computed: through the write-back mask cache, or by the trie walk alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CacheMode {
+    On,
+    Off,
+}
+
+impl CacheMode {
+    /// A masker over `trie` in this mode.
+    pub fn masker(self, trie: Arc<TokenTrie>) -> Masker {
+        match self {
+            CacheMode::On => Masker::with_cache(trie, Arc::new(MaskCache::new(64))),
+            CacheMode::Off => Masker::new(trie),
+        }
+    }
+}
 
 /// One gold statement.
 pub struct GoldLine {

@@ -1,60 +1,70 @@
-//! `grid generate`: runs generations through the decode loop against an endpoint and
-//! checks every output independently of the mask.
+//! `grid generate`: asks questions through the ask pipeline (`grid_ask`), the very one
+//! `grid.ask()` runs in the extension's worker: the role's language from its catalog
+//! snapshot, the prompt, the decode loop, the checker and its one repair, seals and
+//! artifacts. There is no judge here (statements are unjudged), and nothing is written
+//! to a database: the record goes to `--audit-out`.
 //!
-//! `--endpoint mock:scripted|mock:adversarial` calls the reference server's mock backend
-//! in process (no sockets); the scripted mock's script is built from `dev.json` and
-//! `dev_gold_pg.sql` beside `--tables` when they are there (question → PostgreSQL gold
-//! SQL of `--db`). A URL is a `grid-endpoint/1` server, reached with `EndpointClient`.
+//! The role: a catalog snapshot (`--snapshot`, e.g. `grid.catalog_snapshot()` as the
+//! role), or a Spider database (`--tables`, `--db`) whose every table the role may use.
+//! `--policy` is its base policy (`grid.policy`'s JSON). The model: `--endpoint` in
+//! `grid.endpoint`'s forms; the mocks run over `--tokenizer` (the built-in vocabulary
+//! without it); `mock:scripted` without a script file writes the Spider gold of `--db`
+//! (PostgreSQL spelling from `dev_gold_pg.sql` when it is beside `--tables`).
 //!
-//! One JSON line per generation, then the summary as the last line:
-//! `{"generations":N,"parsed":N,"dead_ends":N,"budget_completed":N,"forbidden_emitted":N,
-//! "audit_verified":N,"replayed_identical":N,"round_trips":N}`. `parsed` re-checks each
-//! output from scratch; `forbidden_emitted` counts outputs with a lexeme the role may not
-//! write ([`crate::statement_check`]); `audit_verified` and `replayed_identical` count
-//! generations whose chain verifies and whose every mask replays bit for bit from the
-//! artefacts (read back from `--audit-out` when given). With `--audit-out F`, the
-//! artefacts a replay needs are listed in `F.artefacts.json`.
+//! One JSON line per ask, then the summary as the last line:
+//! `{"asks":N,"answered":N,"refused":N,"failed":N,"generations":N,"parsed":N,
+//! "dead_ends":N,"budget_completed":N,"forbidden_emitted":N,"audit_verified":N,
+//! "replayed_identical":N}`. `parsed` re-checks each generation's output from scratch
+//! in the role's language; `forbidden_emitted` counts outputs with a lexeme the role may
+//! not write ([`grid_ask::StatementCheck`]); `audit_verified` and `replayed_identical`
+//! count generations whose chain verifies and whose every mask replays bit for bit from
+//! the artifacts (read back from `--audit-out` when given). With `--audit-out F`, the
+//! artifacts are written to `F.artifacts.json`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use grid_core::audit::{
-    read_jsonl, replay, text_digest, verify, write_jsonl, AuditLog, Entry, SealMeta, StopReason,
-    VerifyOptions,
+use grid_ask::engine::Output;
+use grid_ask::replay::{replay_log, ArtifactSet};
+use grid_ask::{
+    ask_all, Ablation, Answer, Ask, AskSettings, AuditLevel, Finished, Job, MockDefaults, NoJudge,
+    StatementCheck,
 };
-use grid_core::decode::{DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, Recomputer};
-use grid_core::mask::Masker;
-use grid_core::reserve::{ReserveTable, Speller};
-use grid_core::trie::{TokenTrie, TrieError};
-use grid_core::{Dialect, GridError, Language, Lexicon, Schema, Session};
-use grid_endpoint::backend::mock::{AdversarialMock, ScriptedMock};
+use grid_core::audit::{read_jsonl, verify, write_jsonl, Entry, Head, StopReason, VerifyOptions};
+use grid_core::catalog::CatalogSnapshot;
+use grid_core::decode::DecodeError;
+use grid_core::{Dialect, GridError, Session};
 use grid_endpoint::backend::script::{Script, ScriptEntry};
-use grid_endpoint::model::{InProcess, Remote, SamplingPlan};
-use grid_endpoint::{Backend, ClientConfig, EndpointClient};
 use grid_vocab::{VocabError, Vocabulary};
 use serde_json::json;
 use thiserror::Error;
 
-use crate::artefacts::{Artefact, Manifest};
 use crate::corpus::read_policy;
-use crate::statement_check::StatementCheck;
 
 #[derive(Args)]
 pub struct GenerateArgs {
-    /// `mock:scripted`, `mock:adversarial`, or the URL of a grid-endpoint/1 server.
+    /// `mock:scripted[:<script file>]`, `mock:adversarial`, or the URL of a
+    /// grid-endpoint/1 server (`grid.endpoint`'s forms).
     #[arg(long)]
     endpoint: String,
-    /// Tokenizer: a directory or file `grid_vocab::Vocabulary::load` reads.
+    /// The mocks' vocabulary: a directory or file `grid_vocab::Vocabulary::load` reads
+    /// (the built-in vocabulary without it; a server serves its own).
     #[arg(long)]
-    tokenizer: PathBuf,
-    /// Spider-format tables.json.
-    #[arg(long)]
-    tables: PathBuf,
-    /// The database whose schema the role sees.
-    #[arg(long)]
-    db: String,
-    /// Policy JSON file (default: every verb, no bans).
+    tokenizer: Option<PathBuf>,
+    /// The role's catalog snapshot (JSON, as `grid.catalog_snapshot()` returns it).
+    #[arg(long, conflicts_with_all = ["tables", "db"], required_unless_present = "tables")]
+    snapshot: Option<PathBuf>,
+    /// Spider-format tables.json: the role may use every table of `--db`.
+    #[arg(long, requires = "db")]
+    tables: Option<PathBuf>,
+    /// The database of `--tables`.
+    #[arg(long, requires = "tables")]
+    db: Option<String>,
+    /// The role's name (with `--tables`).
+    #[arg(long, default_value = "grid")]
+    role: String,
+    /// The role's base policy (JSON file; default: every verb, no bans).
     #[arg(long)]
     policy: Option<PathBuf>,
     /// One question.
@@ -67,16 +77,25 @@ pub struct GenerateArgs {
     /// A file of questions, one per line.
     #[arg(long)]
     questions: Option<PathBuf>,
-    /// Generations to run (questions are reused in turn); default one per question.
+    /// Asks to run (questions are reused in turn); default one per question.
     #[arg(long)]
     n: Option<usize>,
-    /// Seed of the first generation's sampling; generation i uses a hash of (seed, i).
-    #[arg(long, default_value_t = 0)]
+    /// Seeds the sampling: generation g samples with a hash of (seed, g).
+    #[arg(long, default_value_t = grid_ask::SEED)]
     seed: u64,
-    /// Most tokens per output (EOS not counted).
+    /// Most tokens per generation (EOS not counted; `grid.max_tokens`).
     #[arg(long, default_value_t = 96)]
     max_tokens: u32,
-    /// Write the JSONL audit log here (and the artefact list to `<file>.artefacts.json`).
+    /// Sampling temperature (`grid.temperature`; 0 is greedy).
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f64,
+    /// One whole ask, end to end (`grid.timeout`), in milliseconds.
+    #[arg(long, default_value_t = 300_000)]
+    timeout_ms: u64,
+    /// `none`, `no_repair` or `unconstrained` (`grid.ablation`).
+    #[arg(long, default_value = "none", value_parser = ["none", "no_repair", "unconstrained"])]
+    ablation: String,
+    /// Write the JSONL audit log here (and its artifacts to `<file>.artifacts.json`).
     #[arg(long)]
     audit_out: Option<PathBuf>,
 }
@@ -87,31 +106,17 @@ pub enum GenerateError {
     Grid(#[from] GridError),
     #[error("tokenizer: {0}")]
     Vocab(#[from] VocabError),
-    #[error("token trie: {0}")]
-    Trie(#[from] TrieError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
     #[error("database {0:?} is not in the tables file")]
     UnknownDb(String),
     #[error("no questions given")]
     NoQuestions,
-    #[error("endpoint: {0}")]
-    Endpoint(String),
+    #[error("{0}")]
+    Input(String),
     #[error("audit log: {0}")]
     Audit(String),
 }
-
-/// SplitMix64 step: generation seeds from `(seed, index)`.
-fn mix(a: u64, b: u64) -> u64 {
-    grid_endpoint::backend::mock::mix(a, b)
-}
-
-/// The sampling of every generation: a seeded draw at temperature 0.8 among the 16 best
-/// allowed tokens.
-const SAMPLING: SamplingPlan = SamplingPlan {
-    temperature: 0.8,
-    top_k: Some(16),
-};
 
 /// The scripted mock's script: each `dev.json` question of `db` targets its gold SQL
 /// (the PostgreSQL spelling from `dev_gold_pg.sql`, same order, when present).
@@ -174,130 +179,185 @@ fn read_questions(a: &GenerateArgs) -> Result<Vec<String>, GenerateError> {
     Ok(qs)
 }
 
-fn model_for(a: &GenerateArgs, vocab: &Arc<Vocabulary>) -> Result<Box<dyn Model>, GenerateError> {
-    let backend: Arc<dyn Backend> = match a.endpoint.as_str() {
-        "mock:scripted" => Arc::new(ScriptedMock::new(
-            vocab.clone(),
-            spider_script(&a.tables, &a.db),
-        )),
-        "mock:adversarial" => Arc::new(AdversarialMock::new(vocab.clone())),
-        url => {
-            let client = EndpointClient::new(url, vocab.fingerprint(), ClientConfig::default())
-                .map_err(|e| GenerateError::Endpoint(e.to_string()))?;
-            let remote = Remote::new(client, vocab.clone(), SAMPLING)?;
-            remote
-                .block_on(remote.client().check_vocabulary())
-                .map_err(|e| GenerateError::Endpoint(e.to_string()))?;
-            return Ok(Box::new(remote));
-        }
+/// The role's catalog snapshot: the file, or every table of the Spider database.
+fn snapshot(a: &GenerateArgs, dialect: &Dialect) -> Result<CatalogSnapshot, GenerateError> {
+    if let Some(path) = &a.snapshot {
+        let text = std::fs::read_to_string(path)?;
+        return CatalogSnapshot::from_json(&text)
+            .map_err(|e| GenerateError::Input(format!("{}: {e}", path.display())));
+    }
+    let (Some(tables), Some(db)) = (&a.tables, &a.db) else {
+        return Err(GenerateError::Input(
+            "give --snapshot, or --tables and --db".into(),
+        ));
     };
-    Ok(Box::new(InProcess::new(backend, vocab.clone(), SAMPLING)?))
-}
-
-/// Builds the role's language for `db`: what generation, checking and replay share.
-pub fn build_language(
-    dialect: &Arc<Dialect>,
-    tables: &Path,
-    db: &str,
-    policy: &grid_core::Policy,
-) -> Result<(Schema, Lexicon, Language), GenerateError> {
     let reserved = |w: &str| dialect.is_reserved(w);
     let schema = grid_core::schema::load_spider(tables, &reserved)?
         .into_iter()
-        .find(|s| s.db_id == db)
-        .ok_or_else(|| GenerateError::UnknownDb(db.to_string()))?;
-    let lexicon = Lexicon::from_schema(&schema, policy, &reserved)?;
-    let lang = Language::build(dialect.clone(), policy, &lexicon)?;
-    Ok((schema, lexicon, lang))
+        .find(|s| s.db_id == *db)
+        .ok_or_else(|| GenerateError::UnknownDb(db.clone()))?;
+    Ok(CatalogSnapshot::granting_all(&schema, &a.role))
+}
+
+/// Every output of the pipeline, split: the log a host stores (seals anchored in the
+/// order the asks finished) and the finished asks.
+fn record(outputs: Vec<Output>) -> (Vec<Entry>, Vec<Finished>, ArtifactSet) {
+    let mut log = Vec::new();
+    let mut done = Vec::new();
+    let mut artifacts = ArtifactSet::default();
+    let mut head = Head::genesis();
+    for o in outputs {
+        match o {
+            Output::Steps(steps) => log.extend(steps.into_iter().map(Entry::Step)),
+            Output::Finish(f) => {
+                for s in &f.seals {
+                    let seal = s.anchored(head);
+                    head = seal.head();
+                    log.push(Entry::Seal(seal));
+                    for a in &s.artifacts {
+                        artifacts.insert(a.clone());
+                    }
+                }
+                done.push(*f);
+            }
+        }
+    }
+    (log, done, artifacts)
 }
 
 pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
-    let policy = read_policy(a.policy.as_deref())?;
-    let dialect = Arc::new(Dialect::postgres()?);
-    let (_, lexicon, lang) = build_language(&dialect, &a.tables, &a.db, &policy)?;
-    let vocab = Arc::new(Vocabulary::load(&a.tokenizer)?);
-    let trie = TokenTrie::shared(&vocab)?;
-    let speller = Speller::of(&vocab);
-    let reserve = ReserveTable::build(&lang, &speller);
+    let base = read_policy(a.policy.as_deref())?;
+    let dialect = Dialect::postgres_without_comments()?;
+    let snapshot = snapshot(a, &dialect)?;
     let questions = read_questions(a)?;
     let n = a.n.unwrap_or(questions.len());
-    let mut model = model_for(a, &vocab)?;
-
-    let specs: Vec<GenerationSpec<'_>> = (0..n)
+    let ablation = Ablation::named(&a.ablation)
+        .ok_or_else(|| GenerateError::Input(format!("--ablation {}", a.ablation)))?;
+    let defaults = MockDefaults {
+        vocabulary: match &a.tokenizer {
+            Some(t) => Some(Arc::new(Vocabulary::load(t)?)),
+            None => None,
+        },
+        script: match (&a.tables, &a.db) {
+            (Some(t), Some(db)) => Some(spider_script(t, db)),
+            _ => None,
+        },
+    };
+    let settings = AskSettings {
+        endpoint: Some(a.endpoint.clone()),
+        model: None,
+        max_tokens: a.max_tokens,
+        temperature: a.temperature,
+        timeout_ms: a.timeout_ms,
+        audit: AuditLevel::Full,
+        ablation,
+        fault: None,
+    };
+    let snapshot_json =
+        serde_json::to_value(&snapshot).map_err(|e| GenerateError::Input(e.to_string()))?;
+    let policy_json = a
+        .policy
+        .as_ref()
+        .map(|_| serde_json::from_str(&base.canonical_json()))
+        .transpose()
+        .map_err(|e| GenerateError::Input(e.to_string()))?;
+    let jobs: Vec<Job> = (0..n)
         .map(|i| {
-            let q = &questions[i % questions.len()];
-            GenerationSpec {
-                id: i as u64,
-                language: &lang,
-                reserve: &reserve,
-                prompt: vocab.encode(q),
-                max_tokens: a.max_tokens,
-                seed: mix(a.seed, i as u64),
-                meta: SealMeta {
-                    role: None,
-                    question_digest: Some(text_digest(q)),
-                    sql_digest: None,
-                },
+            let ask = Ask {
+                question: questions[i % questions.len()].clone(),
+                snapshot: snapshot_json.clone(),
+                session_user: a.role.clone(),
+                current_user: snapshot.role.clone(),
+                database: a.db.clone().unwrap_or_default(),
+                policy: policy_json.clone(),
+                explain: false,
+                settings: settings.clone(),
+            };
+            Job {
+                seed: a.seed,
+                ..Job::new([2 * i as u64 + 1, 2 * i as u64 + 2], ask)
             }
         })
         .collect();
-    let mut log = AuditLog::in_memory();
-    let mut decoder = Decoder::new(
-        &vocab,
-        Masker::new(trie.clone()),
-        &speller,
-        DecodeOptions::default(),
-    );
-    let outcomes = decoder
-        .run(&specs, model.as_mut(), &mut log, &mut |_, _| false)
-        .map_err(|e| GenerateError::Audit(e.to_string()))?;
+    let (log, done, artifacts) = record(ask_all(jobs, &mut NoJudge, defaults));
 
     let entries: Vec<Entry> = match &a.audit_out {
         Some(path) => {
             let f = std::fs::File::create(path)?;
             let mut w = std::io::BufWriter::new(f);
-            write_jsonl(&mut w, log.entries())?;
+            write_jsonl(&mut w, &log)?;
             std::io::Write::flush(&mut w)?;
-            Manifest {
-                artefacts: vec![Artefact {
-                    tokenizer: std::path::absolute(&a.tokenizer)?,
-                    tables: std::path::absolute(&a.tables)?,
-                    db: a.db.clone(),
-                    policy: policy.canonical_json(),
-                }],
-            }
-            .write(&Manifest::path_for(path))?;
+            std::fs::write(
+                artifacts_path(path),
+                serde_json::to_string(&artifacts.to_json())
+                    .map_err(|e| GenerateError::Audit(e.to_string()))?,
+            )?;
             let f = std::fs::File::open(path)?;
             read_jsonl(std::io::BufReader::new(f))
                 .map_err(|e| GenerateError::Audit(e.to_string()))?
         }
-        None => log.entries().to_vec(),
+        None => log,
     };
 
-    let check = StatementCheck::new(&dialect, &lexicon, &policy);
-    let mut session = Session::new(&lang);
-    let (mut parsed, mut dead_ends, mut completed, mut forbidden) = (0u64, 0u64, 0u64, 0u64);
-    for (o, spec) in outcomes.iter().zip(&specs) {
-        let text = String::from_utf8_lossy(&o.text).into_owned();
-        let ok = o.stop != StopReason::Error && session.complete(&o.text);
-        let bad = check.forbidden(&text);
-        parsed += u64::from(ok);
-        dead_ends += u64::from(matches!(o.error, Some(DecodeError::DeadEnd { .. })));
-        completed += u64::from(o.stop == StopReason::BudgetCompleted);
-        forbidden += u64::from(!bad.is_empty());
-        let q = &questions[spec.id as usize % questions.len()];
+    let dialect = Arc::new(dialect);
+    let language = snapshot
+        .language(dialect.clone(), &base)
+        .map_err(|e| GenerateError::Input(e.to_string()))?;
+    let check = StatementCheck::for_snapshot(&dialect, &snapshot, &base)
+        .map_err(|e| GenerateError::Input(e.to_string()))?;
+    let mut session = Session::new(&language);
+    let mut t = Tally::default();
+    let mut done = done;
+    done.sort_by_key(|f| f.ask);
+    for f in &done {
+        let mut generations = Vec::new();
+        for g in &f.generations {
+            let text = g.sql.clone().unwrap_or_default();
+            let ran = g.stop.is_some_and(|s| s != StopReason::Error);
+            let parsed = ran && session.complete(text.as_bytes());
+            let bad = if ran {
+                check.forbidden(&text)
+            } else {
+                Vec::new()
+            };
+            t.generations += 1;
+            t.parsed += u64::from(parsed);
+            t.dead_ends += u64::from(matches!(g.decode_error, Some(DecodeError::DeadEnd { .. })));
+            t.completed += u64::from(g.stop == Some(StopReason::BudgetCompleted));
+            t.forbidden += u64::from(!bad.is_empty());
+            generations.push(json!({
+                "generation": g.generation,
+                "stop": g.stop.map(StopReason::name),
+                "sql": g.sql,
+                "tokens": g.tokens,
+                "completed_tokens": g.completed_tokens,
+                "parsed": parsed,
+                "forbidden": bad,
+                "violations": g.violations,
+                "error": g.failure.as_ref().map(|e| e.to_string()),
+            }));
+        }
+        let (sql, error) = match &f.answer {
+            Answer::Generated(g) => (Some(g.sql.clone()), None),
+            Answer::Failed(e) => (
+                None,
+                Some(json!({"kind": e.kind.name(), "message": e.message})),
+            ),
+        };
+        match &f.answer {
+            Answer::Generated(_) => t.answered += 1,
+            Answer::Failed(e) if e.kind == grid_ask::FailureKind::Refused => t.refused += 1,
+            Answer::Failed(_) => t.failed += 1,
+        }
+        let question = done_question(&questions, f.ask);
         println!(
             "{}",
             json!({
-                "generation": o.generation,
-                "question": q,
-                "sql": text,
-                "stop": o.stop.name(),
-                "tokens": o.tokens.len(),
-                "completed_tokens": o.completed_tokens,
-                "parsed": ok,
-                "forbidden": bad,
-                "error": o.error.as_ref().map(|e| e.to_string()),
+                "ask": f.ask,
+                "question": question,
+                "sql": sql,
+                "error": error,
+                "generations": generations,
             })
         );
     }
@@ -309,10 +369,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
             0
         }
     };
-    let mut rc = Recomputer::new(trie, &vocab);
-    let replayed = match replay(&entries, &VerifyOptions::default(), &mut |ctx| {
-        rc.recompute(&lang, ctx)
-    }) {
+    let replayed = match replay_log(&entries, &artifacts, &VerifyOptions::default()) {
         Ok(s) => s.generations,
         Err(e) => {
             eprintln!("grid generate: the audit log does not replay: {e}");
@@ -322,15 +379,45 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
     println!(
         "{}",
         json!({
-            "generations": outcomes.len(),
-            "parsed": parsed,
-            "dead_ends": dead_ends,
-            "budget_completed": completed,
-            "forbidden_emitted": forbidden,
+            "asks": done.len(),
+            "answered": t.answered,
+            "refused": t.refused,
+            "failed": t.failed,
+            "generations": t.generations,
+            "parsed": t.parsed,
+            "dead_ends": t.dead_ends,
+            "budget_completed": t.completed,
+            "forbidden_emitted": t.forbidden,
             "audit_verified": audit_verified,
             "replayed_identical": replayed,
-            "round_trips": model.round_trips(),
         })
     );
     Ok(())
+}
+
+/// The question of ask `ask` (ask i has id 2i + 1).
+fn done_question(questions: &[String], ask: u64) -> &str {
+    let i = (ask.saturating_sub(1) / 2) as usize;
+    questions
+        .get(i % questions.len().max(1))
+        .map_or("", String::as_str)
+}
+
+/// Where the artifacts of the log at `log` are written (`<log>.artifacts.json`).
+pub fn artifacts_path(log: &Path) -> PathBuf {
+    let mut p = log.as_os_str().to_owned();
+    p.push(".artifacts.json");
+    PathBuf::from(p)
+}
+
+#[derive(Default)]
+struct Tally {
+    answered: u64,
+    refused: u64,
+    failed: u64,
+    generations: u64,
+    parsed: u64,
+    dead_ends: u64,
+    completed: u64,
+    forbidden: u64,
 }

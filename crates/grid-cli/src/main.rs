@@ -4,18 +4,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod artefacts;
 mod audit;
 mod bench;
-mod bench_export;
-mod bench_grammar;
-mod bench_r;
-mod bench_stats;
+mod check_output;
 mod corpus;
 mod generate;
 mod parse;
 mod replay;
-mod statement_check;
 
 #[derive(Parser)]
 #[command(name = "grid", version, about = "grid_pg engine tools")]
@@ -31,10 +26,12 @@ enum Command {
     /// Time per-step masks of GRID and llguidance over the same gold token sequences.
     Bench(bench::BenchArgs),
     /// Write the vocabulary, gold ids and peer grammars for an out-of-process peer engine.
-    BenchExport(bench_export::BenchExportArgs),
+    BenchExport(bench::export::BenchExportArgs),
     /// Time the mask along n-token streams at fixed nesting depths: is the cost flat?
-    BenchR(bench_r::BenchRArgs),
-    /// Run generations through the decode loop against an endpoint or a mock.
+    BenchR(bench::r::BenchRArgs),
+    /// Check statements for what a role may not write (the forbidden-output check).
+    CheckOutput(check_output::CheckOutputArgs),
+    /// Ask questions through the ask pipeline grid.ask runs, against an endpoint or a mock.
     Generate(generate::GenerateArgs),
     /// Check every gold statement against its database's language (L1 + L2 + L3).
     Parse(parse::ParseArgs),
@@ -47,8 +44,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Audit(a) => return audit::run(&a),
         Command::Bench(a) => bench::run(&a).map_err(|e| e.to_string()),
-        Command::BenchExport(a) => bench_export::run(&a).map_err(|e| e.to_string()),
-        Command::BenchR(a) => bench_r::run(&a).map_err(|e| e.to_string()),
+        Command::BenchExport(a) => bench::export::run(&a).map_err(|e| e.to_string()),
+        Command::BenchR(a) => bench::r::run(&a).map_err(|e| e.to_string()),
+        Command::CheckOutput(a) => check_output::run(&a).map_err(|e| e.to_string()),
         Command::Generate(a) => generate::run(&a).map_err(|e| e.to_string()),
         Command::Parse(a) => parse::run(&a).map_err(|e| e.to_string()),
         Command::Replay(a) => replay::run(&a).map_err(|e| e.to_string()),

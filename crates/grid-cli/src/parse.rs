@@ -1,31 +1,23 @@
 //! `grid parse`: which gold statements fall outside their database's language, and where.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use clap::Args;
 use grid_core::{GridError, Session, StopKind};
 use serde_json::json;
 
-use crate::corpus::{read_gold, read_policy, Languages};
+use crate::corpus::{CorpusArgs, Languages};
 
 #[derive(Args)]
 pub struct ParseArgs {
-    /// Spider-format tables.json with every database's schema.
-    #[arg(long)]
-    tables: PathBuf,
-    /// File of `SQL<TAB>db_id` lines.
-    #[arg(long)]
-    gold: PathBuf,
-    /// Policy JSON file (default: every verb, no bans).
-    #[arg(long)]
-    policy: Option<PathBuf>,
+    #[command(flatten)]
+    corpus: CorpusArgs,
 }
 
 pub fn run(a: &ParseArgs) -> Result<(), GridError> {
-    let policy = read_policy(a.policy.as_deref())?;
-    let gold = read_gold(&a.gold)?;
-    let mut langs = Languages::new(&a.tables, policy)?;
+    let policy = a.corpus.policy()?;
+    let gold = a.corpus.gold()?;
+    let mut langs = Languages::new(&a.corpus.tables, policy)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let (mut parsed, mut failed) = (0usize, 0usize);

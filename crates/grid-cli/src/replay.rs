@@ -18,12 +18,10 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
-use grid_core::cache::MaskCache;
-use grid_core::mask::{Mask, Masker};
+use grid_core::mask::Mask;
 use grid_core::oracle::oracle_mask;
 use grid_core::trie::{TokenTrie, TrieError};
 use grid_core::{GridError, Session};
@@ -31,22 +29,15 @@ use grid_vocab::{VocabError, Vocabulary};
 use serde_json::json;
 use thiserror::Error;
 
-use crate::corpus::{read_gold, read_policy, Languages};
+use crate::corpus::{CacheMode, CorpusArgs, Languages};
 
 #[derive(Args)]
 pub struct ReplayArgs {
     /// Tokenizer: a directory or file `grid_vocab::Vocabulary::load` reads.
     #[arg(long)]
     tokenizer: PathBuf,
-    /// Spider-format tables.json with every database's schema.
-    #[arg(long)]
-    tables: PathBuf,
-    /// File of `SQL<TAB>db_id` lines.
-    #[arg(long)]
-    gold: PathBuf,
-    /// Policy JSON file (default: every verb, no bans).
-    #[arg(long)]
-    policy: Option<PathBuf>,
+    #[command(flatten)]
+    corpus: CorpusArgs,
     /// Compare with the brute-force oracle every N steps (0: never).
     #[arg(long, default_value_t = 0)]
     oracle_every: u64,
@@ -59,12 +50,6 @@ pub struct ReplayArgs {
     /// Replay the statements this many times (with the cache on, later passes are warm).
     #[arg(long, default_value_t = 1)]
     passes: usize,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum CacheMode {
-    On,
-    Off,
 }
 
 #[derive(Debug, Error)]
@@ -130,15 +115,12 @@ impl Tally {
 }
 
 pub fn run(a: &ReplayArgs) -> Result<(), ReplayError> {
-    let policy = read_policy(a.policy.as_deref())?;
-    let gold = read_gold(&a.gold)?;
-    let mut langs = Languages::new(&a.tables, policy)?;
+    let policy = a.corpus.policy()?;
+    let gold = a.corpus.gold()?;
+    let mut langs = Languages::new(&a.corpus.tables, policy)?;
     let vocab = Vocabulary::load(&a.tokenizer)?;
     let trie = TokenTrie::shared(&vocab)?;
-    let mut masker = match a.cache {
-        CacheMode::On => Masker::with_cache(trie, Arc::new(MaskCache::new(64))),
-        CacheMode::Off => Masker::new(trie),
-    };
+    let mut masker = a.cache.masker(trie);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut t = Tally::default();

@@ -420,7 +420,22 @@ impl CatalogSnapshot {
             })
             .collect();
         if verbs.is_empty() {
-            let detail = if omitted.is_empty() {
+            let unabled: Vec<&str> = [Verb::Insert, Verb::Update, Verb::Delete]
+                .into_iter()
+                .filter(|&v| !base.allows(v) && granting(v).next().is_some())
+                .map(|v| match v {
+                    Verb::Insert => "INSERT",
+                    Verb::Update => "UPDATE",
+                    _ => "DELETE",
+                })
+                .collect();
+            let detail = if !unabled.is_empty() {
+                format!(
+                    " (it holds {} on some, but its grid.policy row does not enable writes: \
+                     a DBA names them in the row's \"verbs\")",
+                    unabled.join(", ")
+                )
+            } else if omitted.is_empty() {
                 String::new()
             } else {
                 format!(

@@ -245,16 +245,9 @@ fn stored(i: &Ident) -> String {
     }
 }
 
+/// The part of the statement a violation quotes: ASCII, shortened with `...`.
 fn fragment(node: &dyn fmt::Display) -> String {
-    let s = node.to_string();
-    if s.len() <= FRAGMENT_MAX {
-        return s;
-    }
-    let mut end = FRAGMENT_MAX;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+    crate::message::ascii_snippet(&node.to_string(), FRAGMENT_MAX)
 }
 
 /// A name bound by a FROM item.

@@ -658,7 +658,7 @@ impl Masker {
             let mut dot_after_hand_over = false;
             let pushed = session
                 .push_byte_with(f, trie.byte(i), Dynamic::Off, &mut |e| match e {
-                    Scanned::Lexeme(c) => log.push(c),
+                    Scanned::Lexeme { cands, .. } => log.push(cands),
                     Scanned::Dot => dot_after_hand_over |= !log.is_empty(),
                 })
                 .is_ok();

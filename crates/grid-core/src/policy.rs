@@ -1,6 +1,7 @@
 //! A role's policy: which statement kinds it may write, which tables each verb may target,
-//! and which clauses are banned. The extension derives it from GRANTs plus `grid.policy`;
-//! the CLI reads it as JSON, e.g. `{"verbs":["select"],"ban":["set_ops"]}`.
+//! and which clauses are banned. The extension derives it from GRANTs plus `grid.policy`
+//! ([`Policy::for_asker`]: write verbs are opt-in there); the CLI reads it as JSON, e.g.
+//! `{"verbs":["select"],"ban":["set_ops"]}`.
 
 use serde::{Deserialize, Serialize};
 
@@ -113,6 +114,33 @@ impl Policy {
         Ok(p)
     }
 
+    /// The policy `grid.ask` applies to a role, from its `grid.policy` row (`None`: no
+    /// row). Write verbs are opt-in: without a row, or with a row that lists no `verbs`,
+    /// the role writes SELECT only, whatever its grants allow; a DBA enables INSERT,
+    /// UPDATE or DELETE by naming them in the row (they still need the grants). So a
+    /// table another role granted the asker never makes a question write to it unless
+    /// a DBA said the asker may write.
+    pub fn for_asker(row: Option<&serde_json::Value>) -> Result<Policy> {
+        let mut row = row.cloned().unwrap_or_else(|| serde_json::json!({}));
+        match row.as_object_mut() {
+            Some(o) => {
+                o.entry("verbs")
+                    .or_insert_with(|| serde_json::json!([Verb::Select]));
+            }
+            None => {
+                return Err(GridError::Policy(format!(
+                    "expected a JSON object, got {row}"
+                )))
+            }
+        }
+        Policy::from_json(&row.to_string())
+    }
+
+    /// Whether the policy lets the role write (any verb but SELECT).
+    pub fn writes(&self) -> bool {
+        self.verbs.iter().any(|v| *v != Verb::Select)
+    }
+
     pub fn select_only() -> Policy {
         Policy {
             verbs: vec![Verb::Select],
@@ -147,5 +175,25 @@ mod tests {
         assert!(Policy::from_json(r#"{"verbs":["drop"]}"#).is_err());
         assert!(Policy::from_json(r#"{"verbs":[]}"#).is_err());
         assert!(Policy::from_json(r#"{"verb":["select"]}"#).is_err());
+    }
+
+    #[test]
+    fn an_asker_writes_only_what_a_policy_row_names() {
+        let json = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap();
+        assert_eq!(Policy::for_asker(None).unwrap(), Policy::select_only());
+        let banned = Policy::for_asker(Some(&json(r#"{"ban":["joins"]}"#))).unwrap();
+        assert_eq!(banned.verbs, vec![Verb::Select]);
+        assert_eq!(banned.ban, vec![Ban::Joins]);
+        assert!(!banned.writes());
+        let clerk = Policy::for_asker(Some(&json(
+            r#"{"verbs":["insert","select"],"insert_tables":["orders"]}"#,
+        )))
+        .unwrap();
+        assert!(clerk.allows(Verb::Insert) && !clerk.allows(Verb::Delete));
+        assert!(clerk.writes());
+        assert!(Policy::for_asker(Some(&json(r#"{"verbs":[]}"#))).is_err());
+        assert!(Policy::for_asker(Some(&json("[1]"))).is_err());
+        // What it returns reads back as itself (the worker parses it again).
+        assert_eq!(Policy::from_json(&clerk.canonical_json()).unwrap(), clerk);
     }
 }

@@ -1,6 +1,6 @@
-//! The prompt: compact DDL of what the role may see (column types, keys, COMMENT ON text,
-//! the verbs it holds), then the question; and the repair variant that quotes the checker's
-//! violations back. A large schema is trimmed here, for the prompt only, by relevance to
+//! The prompt ([`Prompt`]: a system and a user part): compact DDL of what the role may see
+//! (column types, keys, COMMENT ON text, the verbs it holds), then the question; and the
+//! repair variant that quotes the rejected statement and the reasons back. A large schema is trimmed here, for the prompt only, by relevance to
 //! the question ([`trim_by_relevance`]); the mask always covers the whole role's schema.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use thiserror::Error;
 
 use crate::catalog::{CatalogSnapshot, Offered, Relation, RelationKind};
-use crate::checker::Violation;
 use crate::lexicon::written;
 use crate::policy::Verb;
 
@@ -315,45 +314,81 @@ pub fn schema_ddl(
         .join("\n")
 }
 
+/// A prompt in its two parts, as a chat template takes them: what the model is told to
+/// do (the system message), and the schema, the question and, for a repair, the rejected
+/// statement and why (the user message). The user part never carries an instruction of
+/// its own beyond the question's data; the system part never carries schema text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub system: String,
+    pub user: String,
+}
+
+/// The instruction of every prompt.
+const ANSWER: &str =
+    "Answer the question below with one PostgreSQL statement over these tables only.";
+
+/// The instruction a repair adds.
+const CORRECT: &str = "Write a corrected statement.";
+
+impl Prompt {
+    /// The prompt as one text for a model without a chat template: the system part as an
+    /// SQL comment, the user part, and `-- SQL:` for the model to continue.
+    pub fn flat(&self) -> String {
+        let system: String = self.system.lines().map(|l| format!("-- {l}\n")).collect();
+        format!("{system}{}-- SQL:\n", self.user)
+    }
+}
+
+/// The user part's schema and question.
+fn schema_and_question(
+    snapshot: &CatalogSnapshot,
+    q: &str,
+    budget: usize,
+    is_reserved: &dyn Fn(&str) -> bool,
+) -> String {
+    format!(
+        "-- PostgreSQL tables visible to role {role}\n{ddl}\n-- Question:\n{q}\n",
+        role = snapshot.role,
+        ddl = schema_ddl(snapshot, q, budget, is_reserved),
+    )
+}
+
 /// The first prompt for `question`.
 pub fn question_prompt(
     snapshot: &CatalogSnapshot,
     question: &str,
     budget: usize,
     is_reserved: &dyn Fn(&str) -> bool,
-) -> Result<String, PromptError> {
+) -> Result<Prompt, PromptError> {
     let q = clean_question(question)?;
-    Ok(format!(
-        "-- PostgreSQL tables visible to role {role}\n{ddl}\n\
-         -- Answer the question below with one PostgreSQL statement over these tables only.\n\
-         -- Question:\n{q}\n-- SQL:\n",
-        role = snapshot.role,
-        ddl = schema_ddl(snapshot, q, budget, is_reserved),
-    ))
+    Ok(Prompt {
+        system: ANSWER.to_string(),
+        user: schema_and_question(snapshot, q, budget, is_reserved),
+    })
 }
 
-/// The repair prompt: the question prompt, the rejected statement and why it was rejected.
-pub fn repair_prompt(
+/// The repair prompt: the question prompt, the rejected statement and why it was rejected
+/// (the checker's violations, or the message of a later judge), each reason on one line.
+pub fn repair_prompt<R: std::fmt::Display>(
     snapshot: &CatalogSnapshot,
     question: &str,
     budget: usize,
     rejected_sql: &str,
-    violations: &[Violation],
+    reasons: &[R],
     is_reserved: &dyn Fn(&str) -> bool,
-) -> Result<String, PromptError> {
+) -> Result<Prompt, PromptError> {
     let q = clean_question(question)?;
-    let mut s = format!(
-        "-- PostgreSQL tables visible to role {role}\n{ddl}\n\
-         -- Answer the question below with one PostgreSQL statement over these tables only.\n\
-         -- Question:\n{q}\n\
-         -- This statement was rejected:\n-- {sql}\n-- because:\n",
-        role = snapshot.role,
-        ddl = schema_ddl(snapshot, q, budget, is_reserved),
-        sql = one_line(rejected_sql),
-    );
-    for v in violations {
-        s.push_str(&format!("-- - {}\n", one_line(&v.to_string())));
+    let mut user = schema_and_question(snapshot, q, budget, is_reserved);
+    user.push_str(&format!(
+        "-- This statement was rejected:\n-- {}\n-- because:\n",
+        one_line(rejected_sql)
+    ));
+    for r in reasons {
+        user.push_str(&format!("-- - {}\n", one_line(&r.to_string())));
     }
-    s.push_str("-- Write a corrected statement.\n-- SQL:\n");
-    Ok(s)
+    Ok(Prompt {
+        system: format!("{ANSWER}\n{CORRECT}"),
+        user,
+    })
 }

@@ -185,8 +185,12 @@ pub(crate) fn scan_byte<H: ScanHost>(
 /// What a [`Session::push_byte_with`] watcher is told.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Scanned {
-    /// A lexeme handed to the parser, by its candidates.
-    Lexeme(TermSet),
+    /// A lexeme handed to the parser: its candidates, start offset and length.
+    Lexeme {
+        cands: TermSet,
+        at: usize,
+        len: usize,
+    },
     /// The parser was asked whether the dot of a `schema.table` word joins it.
     Dot,
 }
@@ -202,7 +206,7 @@ struct Parse<'a, 'l, F> {
 impl<F: FnMut(Scanned)> ScanHost for Parse<'_, '_, F> {
     type Refused = TermSet;
 
-    fn lexeme(&mut self, cands: TermSet, _at: usize, bytes: &[u8]) -> Result<(), TermSet> {
+    fn lexeme(&mut self, cands: TermSet, at: usize, bytes: &[u8]) -> Result<(), TermSet> {
         let taken = match self.dynamic {
             Dynamic::On => self.session.emit_text(self.stacks, cands, bytes),
             Dynamic::Off => self.session.emit_on(self.stacks, cands),
@@ -211,7 +215,8 @@ impl<F: FnMut(Scanned)> ScanHost for Parse<'_, '_, F> {
             return Err(cands);
         }
         if !cands.intersects(&self.session.lang.terms().skip) {
-            (self.watch)(Scanned::Lexeme(cands));
+            let len = bytes.len();
+            (self.watch)(Scanned::Lexeme { cands, at, len });
         }
         Ok(())
     }
@@ -890,4 +895,35 @@ impl<'l> Session<'l> {
         self.feed(&mut c, text)?;
         self.finish(&c)
     }
+
+    /// The lexemes of the statement `text` as the scanner hands them to the parser
+    /// (ignored ones left out), in order: what PostgreSQL's own lexer must agree with
+    /// (docs/security.md). An error when `text` is not a sentence.
+    pub fn lexemes(&mut self, text: &[u8]) -> Result<Vec<Lexeme>, Stop> {
+        self.check(text)?;
+        let mut c = self.start();
+        let mut out = Vec::new();
+        // A space after a sentence ends its last lexeme (never a string or a quoted name
+        // left open: the sentence is complete) and is itself ignored.
+        for &b in text.iter().chain(b" ") {
+            self.push_byte_with(&mut c, b, Dynamic::On, &mut |e| {
+                if let Scanned::Lexeme { cands, at, len } = e {
+                    out.push(Lexeme {
+                        start: at,
+                        end: at + len,
+                        terms: cands,
+                    });
+                }
+            })?;
+        }
+        Ok(out)
+    }
+}
+
+/// One lexeme of a statement: its byte range and its candidate terminals.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lexeme {
+    pub start: usize,
+    pub end: usize,
+    pub terms: TermSet,
 }

@@ -1,4 +1,4 @@
-//! A single-flight registry of compiled artefacts (languages, token tries) keyed by
+//! A single-flight registry of compiled artifacts (languages, token tries) keyed by
 //! fingerprint.
 //!
 //! However many callers ask for one key at once, one of them builds and the others wait for
@@ -95,7 +95,7 @@ enum Slot<V, E: std::error::Error + 'static> {
     Failed(BuildError<E>, Duration),
 }
 
-/// Artefacts of type `V` by key `K`; see the module documentation.
+/// Artifacts of type `V` by key `K`; see the module documentation.
 pub struct Registry<K, V, E: std::error::Error + 'static> {
     slots: Mutex<HashMap<K, Slot<V, E>>>,
     /// How long a failure is served without a rebuild.
@@ -123,7 +123,7 @@ impl<K: Eq + Hash + Clone, V, E: std::error::Error + 'static> Registry<K, V, E> 
         }
     }
 
-    /// The artefact of `key`, built by `build` unless it is built, being built, or failed
+    /// The artifact of `key`, built by `build` unless it is built, being built, or failed
     /// less than the TTL ago.
     pub fn get_or_build(
         &self,
@@ -167,7 +167,7 @@ impl<K: Eq + Hash + Clone, V, E: std::error::Error + 'static> Registry<K, V, E> 
         r
     }
 
-    /// Forgets `key` (a superseded artefact); a build in flight still completes for its
+    /// Forgets `key` (a superseded artifact); a build in flight still completes for its
     /// waiters.
     pub fn evict(&self, key: &K) {
         let mut slots = lock(&self.slots);

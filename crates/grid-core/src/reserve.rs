@@ -1,4 +1,4 @@
-//! The token-denominated reserve (paper §5, termination): for a configuration, the number
+//! The token-denominated reserve (termination): for a configuration, the number
 //! of vocabulary tokens of a legal completion to ACCEPT, and that completion.
 //!
 //! Counting terminals would under-reserve (one identifier can span many tokens), so every
@@ -12,8 +12,16 @@
 //!   `A → α·β` (the cost of `β`), reduce to `A` on the entry `|α|` below, and continue
 //!   from the stack that goto makes. In an LR automaton the top `|α|` entries of any
 //!   stack ending in a state spell `α` for each of its kernel items, and the entry below
-//!   has a goto on `A`, so each step is a derivation the parser accepts. The cost is memoised
-//!   per interned stack node ([`ReserveMemo`]), so a step costs the new nodes only;
+//!   has a goto on `A`, so each step is a derivation of the grammar. It is not always one
+//!   the parser takes: where a conflict was resolved by precedence, the table shifts a
+//!   terminal on which the derivation needs a reduction (issue 16: after `a INNER JOIN b
+//!   JOIN c`, a qualifier-less inner join reduced before `ON` gave a completion whose `ON`
+//!   the parser gave to the inner join, and the outer join was left without one). So every
+//!   step is checked against the table itself: its terminals, then the first terminal of
+//!   the step after it, are shifted on the real stack, which must end where the next step
+//!   starts ([`ReserveTable::takes`]); a step the parser would read otherwise is never
+//!   used. The cost is memoised per interned stack node ([`ReserveMemo`]), so a step costs
+//!   the new nodes only;
 //! * plus the remainder of the lexeme in progress: the shortest byte suffix that makes it a
 //!   terminal some stack takes (or an ignored lexeme), or the rest of a name of the dynamic
 //!   lexicon ([`crate::scope`]) that a stack takes there (no other terminal may finish a
@@ -123,14 +131,20 @@ impl Speller {
 }
 
 /// How a stack's cost was reached: finish kernel item `(production, dot)` of its top state
-/// and continue from `next` (or accept, when `next` is [`NIL`]).
+/// and continue from `next` (or accept, when `next` is [`NIL`]). `first` is the first
+/// terminal the completion from here spells ([`NO_TERMINAL`] when it spells none: the
+/// stack accepts as it is).
 #[derive(Clone, Copy, Debug)]
 struct Step {
     cost: u32,
     prod: u32,
     dot: u16,
     next: u32,
+    first: u16,
 }
+
+/// [`Step::first`] of a completion that spells no terminal.
+const NO_TERMINAL: u16 = u16::MAX;
 
 /// Per-session memo of stack costs (node ids belong to one session's arena).
 ///
@@ -267,6 +281,7 @@ impl ReserveTable {
             prod: u32::MAX,
             dot: 0,
             next: NIL,
+            first: NO_TERMINAL,
         };
         if let Some(s) = memo.stacks.get(&node) {
             return (*s, usize::MAX);
@@ -280,15 +295,16 @@ impl ReserveTable {
         let table = session.lang.table.clone();
         let state = session.stacks.state(node) as usize;
         let mut best = unreachable;
+        let mut terms: Vec<u16> = Vec::new();
         for &(prod, dot) in &table.kernels[state] {
             let rhs = &table.prod_rhs[prod as usize];
             let beta = self.symbols_cost(&rhs[usize::from(dot)..]);
-            if beta == UNREACHABLE {
+            if beta == UNREACHABLE || beta >= best.cost {
                 continue;
             }
             let lhs = table.prod_lhs[prod as usize];
-            let (next, rest) = if lhs == table.start_rule {
-                (NIL, 0)
+            let (next, rest, then) = if lhs == table.start_rule {
+                (NIL, 0, NO_TERMINAL)
             } else {
                 let mut anc = node;
                 for _ in 0..dot {
@@ -306,17 +322,27 @@ impl ReserveTable {
                 let next = session.stacks.push_state(anc, g);
                 let (step, cut) = self.stack_step_at(session, memo, next, depth + 1);
                 low = low.min(cut);
-                (next, step.cost)
+                (next, step.cost, step.first)
             };
             let cost = beta.saturating_add(rest);
-            if cost < best.cost {
-                best = Step {
-                    cost,
-                    prod,
-                    dot,
-                    next,
-                };
+            if cost >= best.cost {
+                continue;
             }
+            terms.clear();
+            if self
+                .symbols_terms(&table, &rhs[usize::from(dot)..], &mut terms)
+                .is_none()
+                || !Self::takes(session, &table, node, &terms, next, then)
+            {
+                continue;
+            }
+            best = Step {
+                cost,
+                prod,
+                dot,
+                next,
+                first: terms.first().copied().unwrap_or(then),
+            };
         }
         memo.active.remove(&node);
         if low >= depth {
@@ -474,6 +500,53 @@ impl ReserveTable {
             node = step.next;
         }
         Some(out)
+    }
+
+    /// Whether the parser reads the step from `node` as the walk does: it takes the
+    /// terminals `terms` from `node`, and then `then` (the first terminal of the step after,
+    /// [`NO_TERMINAL`] for none) lands on the stack that taking `then` from `next` gives, or
+    /// with no terminal after, end of input is accepted.
+    fn takes(
+        session: &mut Session<'_>,
+        table: &LrTable,
+        node: u32,
+        terms: &[u16],
+        next: u32,
+        then: u16,
+    ) -> bool {
+        let mut s = node;
+        for &t in terms {
+            match session.stacks.shift(table, s, t) {
+                Some(n) => s = n,
+                None => return false,
+            }
+        }
+        if then == NO_TERMINAL {
+            return session.stacks.simulate(table, s, table.eof);
+        }
+        if next == NIL {
+            return false;
+        }
+        let here = session.stacks.shift(table, s, then);
+        here.is_some() && here == session.stacks.shift(table, next, then)
+    }
+
+    /// The terminals of the cheapest spelling of `syms` (as [`ReserveTable::spell_symbols`]
+    /// spells them), appended to `out`.
+    fn symbols_terms(&self, table: &LrTable, syms: &[Sym], out: &mut Vec<u16>) -> Option<()> {
+        for s in syms {
+            match *s {
+                Sym::Term(t) => out.push(t),
+                Sym::Rule(r) => {
+                    let p = *self.rule_prod.get(r as usize)?;
+                    if p == u32::MAX {
+                        return None;
+                    }
+                    self.symbols_terms(table, &table.prod_rhs[p as usize], out)?;
+                }
+            }
+        }
+        Some(())
     }
 
     fn spell_symbols(&self, table: &LrTable, syms: &[Sym], out: &mut Vec<u8>) -> Option<()> {

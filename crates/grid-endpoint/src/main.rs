@@ -5,6 +5,8 @@
 //!     --tokenizer path/to/tokenizer --listen 127.0.0.1:8077
 //! grid-endpoint serve --backend vllm --vllm-url http://gpu:8000 --model Qwen/Qwen2.5-7B \
 //!     --tokenizer path/to/tokenizer --listen 0.0.0.0:8077
+//! grid-endpoint serve --backend llama --model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf \
+//!     --listen 127.0.0.1:8077                       # built with --features llama
 //! grid-endpoint vocabulary --url http://127.0.0.1:8077
 //! grid-endpoint fingerprint --tokenizer path/to/tokenizer
 //! ```
@@ -33,7 +35,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the grid-endpoint/1 protocol.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Fetch an endpoint's vocabulary and print its summary.
     Vocabulary {
         /// The endpoint, e.g. http://127.0.0.1:8077.
@@ -54,10 +56,12 @@ enum Command {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BackendKind {
     Mock,
     Vllm,
+    /// A GGUF model run in process by llama.cpp (needs the `llama` feature).
+    Llama,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -78,10 +82,11 @@ struct ServeArgs {
     #[arg(long)]
     script: Option<PathBuf>,
     /// The model's tokenizer (directory or file), or `builtin` for the mocks' built-in
-    /// vocabulary (bytes, SQL words, EOS).
+    /// vocabulary (bytes, SQL words, EOS). Not with --backend llama (the GGUF has it).
     #[arg(long)]
-    tokenizer: PathBuf,
-    /// Use this id as EOS (e.g. <|im_end|> of a chat model).
+    tokenizer: Option<PathBuf>,
+    /// Use this id as EOS (e.g. <|im_end|> of a chat model; --backend llama defaults to
+    /// the model's end of turn).
     #[arg(long)]
     eos: Option<u32>,
     /// Address to listen on.
@@ -90,9 +95,32 @@ struct ServeArgs {
     /// The vLLM server root, with --backend vllm.
     #[arg(long)]
     vllm_url: Option<String>,
-    /// The vLLM served model name, with --backend vllm.
+    /// The vLLM served model name, with --backend vllm; the GGUF file, with --backend
+    /// llama (see scripts/model.sh).
     #[arg(long)]
     model: Option<String>,
+    /// llama: CPU threads. Keep 1 on a 2-core machine: with 2 threads and the other core
+    /// busy, generation collapses.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// llama: KV cache cells shared by all generations and kept prompts (default: the
+    /// model's training context, at most 16384).
+    #[arg(long)]
+    ctx: Option<u32>,
+    /// llama: generations holding a KV sequence at once (the least recently used idle
+    /// one is evicted for a new one; it is recomputed if it comes back).
+    #[arg(long, default_value_t = 64)]
+    max_generations: usize,
+    /// llama: evaluated prompts kept for reuse by later generations (LRU).
+    #[arg(long, default_value_t = 16)]
+    prefix_cache: usize,
+    /// llama: do not decode each sampled token ahead of the next step.
+    #[arg(long)]
+    no_overlap: bool,
+    /// llama: layers offloaded to the GPU (builds with the `cuda` feature; default all
+    /// there, 0 otherwise).
+    #[arg(long)]
+    gpu_layers: Option<u32>,
     /// Bearer token for the vLLM server.
     #[arg(long, env = "GRID_VLLM_API_KEY", hide_env_values = true)]
     api_key: Option<String>,
@@ -108,9 +136,10 @@ struct ServeArgs {
     /// Generations kept.
     #[arg(long, default_value_t = 4096)]
     max_sessions: usize,
-    /// Most generations per step request.
-    #[arg(long, default_value_t = 1024)]
-    max_batch: usize,
+    /// Most generations per step request (default 1024; --max-generations with --backend
+    /// llama).
+    #[arg(long)]
+    max_batch: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -136,7 +165,7 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
-        Command::Serve(args) => serve(args).await,
+        Command::Serve(args) => serve(*args).await,
         Command::Vocabulary { url, api_key } => {
             let config = ClientConfig {
                 http: HttpConfig {
@@ -160,7 +189,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Command::Fingerprint { tokenizer, eos } => {
-            let v = load_vocab(&tokenizer, eos)?;
+            let v = load_vocab(Some(&tokenizer), eos)?;
             println!(
                 "{}  tokens={} eos={:?}",
                 v.fingerprint(),
@@ -172,7 +201,8 @@ async fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-fn load_vocab(path: &PathBuf, eos: Option<u32>) -> Result<Vocabulary, String> {
+fn load_vocab(path: Option<&PathBuf>, eos: Option<u32>) -> Result<Vocabulary, String> {
+    let path = path.ok_or("--tokenizer is required with this backend")?;
     let v = if path.as_os_str() == "builtin" {
         grid_endpoint::backend::builtin::builtin_vocabulary()
     } else {
@@ -185,9 +215,60 @@ fn load_vocab(path: &PathBuf, eos: Option<u32>) -> Result<Vocabulary, String> {
     }
 }
 
+#[cfg(feature = "llama")]
+fn load_llama(args: &ServeArgs) -> Result<(Arc<dyn Backend>, Arc<Vocabulary>), String> {
+    use grid_endpoint::backend::llama::{LlamaBackend, LlamaConfig};
+    if args.tokenizer.is_some() {
+        return Err("--backend llama reads the tokenizer from the GGUF; drop --tokenizer".into());
+    }
+    let model = args
+        .model
+        .as_ref()
+        .ok_or("--backend llama needs --model FILE.gguf (see scripts/model.sh)")?;
+    let mut config = LlamaConfig::new(model);
+    config.threads = args.threads;
+    config.ctx = args.ctx;
+    config.max_generations = args.max_generations;
+    config.prefix_cache = args.prefix_cache;
+    config.overlap = !args.no_overlap;
+    config.eos = args.eos;
+    if let Some(n) = args.gpu_layers {
+        config.gpu_layers = n;
+    }
+    let backend = LlamaBackend::load(&config)?;
+    let vocab = backend.vocabulary().clone();
+    Ok((Arc::new(backend), vocab))
+}
+
+#[cfg(not(feature = "llama"))]
+fn load_llama(_: &ServeArgs) -> Result<(Arc<dyn Backend>, Arc<Vocabulary>), String> {
+    Err("this grid-endpoint was built without the llama backend: \
+         cargo build --release -p grid-endpoint --features llama"
+        .into())
+}
+
 async fn serve(args: ServeArgs) -> Result<(), String> {
-    let vocab = Arc::new(load_vocab(&args.tokenizer, args.eos)?);
-    let backend: Arc<dyn Backend> = match args.backend {
+    let (backend, vocab, max_batch): (Arc<dyn Backend>, Arc<Vocabulary>, usize) = match args.backend
+    {
+        BackendKind::Llama => {
+            let (backend, vocab) = load_llama(&args)?;
+            (
+                backend,
+                vocab,
+                args.max_batch.unwrap_or(args.max_generations),
+            )
+        }
+        BackendKind::Mock | BackendKind::Vllm => {
+            let vocab = Arc::new(load_vocab(args.tokenizer.as_ref(), args.eos)?);
+            let backend = mock_or_vllm(&args, &vocab)?;
+            (backend, vocab, args.max_batch.unwrap_or(1024))
+        }
+    };
+    run_server(&args, vocab, backend, max_batch).await
+}
+
+fn mock_or_vllm(args: &ServeArgs, vocab: &Arc<Vocabulary>) -> Result<Arc<dyn Backend>, String> {
+    Ok(match args.backend {
         BackendKind::Mock => match args.mock {
             MockKind::Scripted => {
                 let script = match &args.script {
@@ -218,11 +299,20 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
                     .map_err(|e| e.to_string())?,
             )
         }
-    };
+        BackendKind::Llama => return Err("internal: the llama backend is not a mock".into()),
+    })
+}
+
+async fn run_server(
+    args: &ServeArgs,
+    vocab: Arc<Vocabulary>,
+    backend: Arc<dyn Backend>,
+    max_batch: usize,
+) -> Result<(), String> {
     let config = ServerConfig {
         mask_cache_capacity: args.mask_cache,
         max_sessions: args.max_sessions,
-        max_batch: args.max_batch,
+        max_batch,
         api_key: args.require_api_key.clone().and_then(ApiKey::new),
         ..ServerConfig::default()
     };

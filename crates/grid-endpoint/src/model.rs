@@ -8,8 +8,11 @@ use std::sync::Arc;
 use grid_core::decode::{Choice, Model, ModelError, ModelStep};
 use grid_vocab::Vocabulary;
 
+use crate::chat::{render_plain_with, RenderedBy, RenderedPrompt};
 use crate::client::{EndpointClient, Mask as WireMask, StepInput};
-use crate::{Allowed, Backend, ClientError, EntryId, SampleContext, Sampling, TokenSet};
+use crate::{
+    Allowed, Backend, ChatMessage, ClientError, EntryId, SampleContext, Sampling, TokenSet,
+};
 
 /// How every generation samples: temperature and top-k; the seed is the generation's.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,6 +86,41 @@ impl InProcess {
             rt: current_thread()?,
             calls: 0,
         })
+    }
+}
+
+impl InProcess {
+    /// `messages` as the backend's model expects them: its chat template and tokenizer
+    /// when it has one, otherwise the plain join encoded with the vocabulary (what a
+    /// server with this backend answers to `POST /v1/prompt`).
+    pub fn render(
+        &self,
+        messages: &[ChatMessage],
+    ) -> Result<(RenderedPrompt, RenderedBy), ModelError> {
+        let Some(fut) = self.backend.render_chat(messages) else {
+            return Ok((render_plain_with(&self.vocab, messages), RenderedBy::Plain));
+        };
+        let rendered = self
+            .rt
+            .block_on(fut)
+            .map_err(|e| ModelError(format!("rendering the prompt: {e}")))?;
+        let n = self.vocab.len();
+        if let Some(bad) = rendered.tokens.iter().find(|&&t| t as usize >= n) {
+            return Err(ModelError(format!(
+                "the backend's tokenizer wrote id {bad}, outside the vocabulary of {n}"
+            )));
+        }
+        let by = if self.backend.chat_template() {
+            RenderedBy::Template
+        } else {
+            RenderedBy::Plain
+        };
+        Ok((rendered, by))
+    }
+
+    /// The token ids of [`InProcess::render`].
+    pub fn render_prompt(&self, messages: &[ChatMessage]) -> Result<Vec<u32>, ModelError> {
+        Ok(self.render(messages)?.0.tokens)
     }
 }
 
@@ -177,6 +215,26 @@ impl Remote {
     pub fn client(&self) -> &EndpointClient {
         &self.client
     }
+
+    /// `messages` rendered by the endpoint (`POST /v1/prompt`; plainly and locally when
+    /// the endpoint does not serve the call). A failure's client error is kept for
+    /// [`Remote::take_error`].
+    pub fn render(
+        &mut self,
+        messages: &[ChatMessage],
+    ) -> Result<(RenderedPrompt, RenderedBy), ModelError> {
+        let out = self.rt.block_on(self.client.render(messages, &self.vocab));
+        out.map_err(|e| {
+            let m = ModelError(format!("rendering the prompt: {e}"));
+            self.last_error = Some(e);
+            m
+        })
+    }
+
+    /// The token ids of [`Remote::render`].
+    pub fn render_prompt(&mut self, messages: &[ChatMessage]) -> Result<Vec<u32>, ModelError> {
+        Ok(self.render(messages)?.0.tokens)
+    }
 }
 
 impl Model for Remote {
@@ -242,5 +300,69 @@ impl Model for Remote {
 
     fn round_trips(&self) -> u64 {
         self.client.stats().round_trips
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::builtin::builtin_vocabulary;
+    use crate::backend::mock::ScriptedMock;
+    use crate::backend::script::Script;
+    use crate::backend::{BoxFuture, Sample};
+    use crate::chat::{render_plain, RenderError};
+    use crate::{BackendError, Role};
+
+    /// A backend whose "template" writes one token id far outside any vocabulary.
+    struct Broken;
+
+    impl Backend for Broken {
+        fn model(&self) -> &str {
+            "broken"
+        }
+
+        fn sample_batch<'a>(
+            &'a self,
+            batch: &'a [SampleContext<'a>],
+        ) -> BoxFuture<'a, Vec<Result<Sample, BackendError>>> {
+            Box::pin(std::future::ready(
+                batch.iter().map(|_| Err(BackendError::new("no"))).collect(),
+            ))
+        }
+
+        fn chat_template(&self) -> bool {
+            true
+        }
+
+        fn render_chat<'a>(
+            &'a self,
+            _: &'a [ChatMessage],
+        ) -> Option<BoxFuture<'a, Result<RenderedPrompt, RenderError>>> {
+            Some(Box::pin(std::future::ready(Ok(RenderedPrompt {
+                tokens: vec![u32::MAX],
+                text: String::new(),
+            }))))
+        }
+    }
+
+    #[test]
+    fn in_process_prompts_render_like_the_server() {
+        let vocab = Arc::new(builtin_vocabulary().unwrap());
+        let plan = SamplingPlan {
+            temperature: 0.0,
+            top_k: None,
+        };
+        let mock = Arc::new(ScriptedMock::new(vocab.clone(), Script::default()));
+        let m = InProcess::new(mock, vocab.clone(), plan).unwrap();
+        let chat = [
+            ChatMessage::new(Role::System, "You write SQL."),
+            ChatMessage::new(Role::User, "how many employees?"),
+        ];
+        let (p, by) = m.render(&chat).unwrap();
+        assert_eq!(by, RenderedBy::Plain);
+        assert_eq!(p.text, render_plain(&chat));
+        assert_eq!(m.render_prompt(&chat).unwrap(), vocab.encode(&p.text));
+        let broken = InProcess::new(Arc::new(Broken), vocab, plan).unwrap();
+        assert!(broken.render(&chat).is_err());
     }
 }

@@ -1,11 +1,13 @@
 //! The wire types of the `grid-endpoint/1` protocol (see `docs/endpoint-protocol.md`).
 //!
-//! Two calls:
+//! Three calls:
 //!
 //! * `GET /v1/vocabulary` → [`VocabularyHeader`] fields plus the served-vocabulary
 //!   document of `grid_vocab::served` (`tokens`, `special`, `eos`) in one JSON object.
 //! * `POST /v1/step` with a [`StepRequest`] → [`StepResponse`]: one request per tick
 //!   serving every ready generation; one [`GenerationResult`] per generation, in order.
+//! * `POST /v1/prompt` with a [`PromptRequest`] → [`PromptResponse`]: chat messages
+//!   rendered with the model's chat template and tokenized by its own tokenizer.
 //!
 //! A request-level failure is an HTTP error status with an [`ErrorBody`].
 
@@ -21,6 +23,9 @@ pub const VOCABULARY_PATH: &str = "/v1/vocabulary";
 
 /// Path of the step call.
 pub const STEP_PATH: &str = "/v1/step";
+
+/// Path of the prompt-rendering call.
+pub const PROMPT_PATH: &str = "/v1/prompt";
 
 /// The metadata fields of the `GET /v1/vocabulary` reply. The same JSON object also
 /// holds the served vocabulary (`tokens`, `special`, `eos`), which
@@ -41,6 +46,11 @@ pub struct VocabularyHeader {
     pub mask_cache_capacity: usize,
     /// The most generations one step request may carry.
     pub max_batch: usize,
+    /// Whether `POST /v1/prompt` renders with the model's own chat template (otherwise
+    /// it renders the plain join of the messages). Absent (false) from older servers,
+    /// which do not serve `/v1/prompt` at all.
+    #[serde(default)]
+    pub chat_template: bool,
 }
 
 /// `POST /v1/step`: one tick of every ready generation.
@@ -127,6 +137,73 @@ impl Sampling {
             seed: 0,
         }
     }
+}
+
+/// Who wrote a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions to the model.
+    System,
+    /// The user's turn.
+    User,
+    /// The model's earlier turn.
+    Assistant,
+}
+
+impl Role {
+    /// The wire name (also the role name chat templates expect).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// One message of a chat prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Its author.
+    pub role: Role,
+    /// Its text.
+    pub content: String,
+}
+
+impl ChatMessage {
+    /// A message of `role`.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role,
+            content: content.into(),
+        }
+    }
+}
+
+/// `POST /v1/prompt`: render chat messages as the model's prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptRequest {
+    /// Always [`PROTOCOL`].
+    pub protocol: String,
+    /// The conversation so far, in order; the reply opens the assistant's turn after it.
+    pub messages: Vec<ChatMessage>,
+}
+
+/// The reply to a prompt request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptResponse {
+    /// Always [`PROTOCOL`].
+    pub protocol: String,
+    /// The fingerprint of the vocabulary `tokens` are ids of (the served one).
+    pub vocab_fingerprint: String,
+    /// The rendered prompt's token ids, as the model's tokenizer writes them (special
+    /// tokens of the template included): the `prompt` of the generation.
+    pub tokens: Vec<u32>,
+    /// The rendered text the tokens spell.
+    pub text: String,
+    /// Whether the model's chat template rendered it (otherwise: the plain join).
+    pub chat_template: bool,
 }
 
 /// The reply to a step request.
@@ -258,10 +335,15 @@ pub mod request_codes {
     pub const NOT_FOUND: &str = "not_found";
     /// 405: wrong method for the path.
     pub const METHOD_NOT_ALLOWED: &str = "method_not_allowed";
+    /// 400: `POST /v1/prompt` messages the model's template cannot render (e.g. one
+    /// holds the text of a control token).
+    pub const INVALID_PROMPT: &str = "invalid_prompt";
     /// 409: `vocab_fingerprint` is not the server's.
     pub const VOCAB_MISMATCH: &str = "vocab_mismatch";
     /// 413: the body or the batch is too large.
     pub const TOO_LARGE: &str = "too_large";
     /// 500: the server failed.
     pub const INTERNAL: &str = "internal";
+    /// 500: the backend failed (e.g. it could not render a prompt).
+    pub const BACKEND: &str = "backend";
 }

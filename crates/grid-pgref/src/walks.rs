@@ -110,6 +110,7 @@ impl<'v> Walks<'v> {
                 max_tokens,
                 seed: mix(seed, i as u64),
                 meta: SealMeta::default(),
+                unconstrained: false,
             })
             .collect();
         let mut decoder = Decoder::new(

@@ -1,4 +1,4 @@
-//! The audit chain (DESIGN "Inside PostgreSQL"; paper §6.4): every decoding step of every
+//! The audit chain: every decoding step of every
 //! generation is a hash-chained record, every generation ends with a seal, and seals
 //! chain globally so that a dropped tail shows against an externally kept head.
 //!

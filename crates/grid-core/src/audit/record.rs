@@ -96,7 +96,8 @@ pub struct StepRecord {
     pub generation: u64,
     /// Position of the step in its generation, from 0.
     pub step: u32,
-    /// Rolling parser-configuration hash before the step (`H(node)` of DESIGN §3).
+    /// Rolling parser-configuration hash before the step (the hash of each live stack, see
+    /// `crate::decode::config_hash`).
     pub config_hash: u64,
     /// Content-addressed id of the mask entry the token was chosen from.
     pub mask_entry_id: [u8; 16],

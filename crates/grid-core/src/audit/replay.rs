@@ -1,8 +1,8 @@
 //! The replayer hook: walks every sealed generation step by step and compares what the
-//! caller recomputes from archived artefacts with what the log recorded, bit for bit.
+//! caller recomputes from archived artifacts with what the log recorded, bit for bit.
 //!
 //! The audit module knows nothing of grammars or vocabularies: the caller (the decode
-//! loop's replayer) fetches the artefacts named by the seal's fingerprints, drives a
+//! loop's replayer) fetches the artifacts named by the seal's fingerprints, drives a
 //! session with the recorded tokens, and answers each step with a [`MaskCommit`].
 
 use std::collections::HashMap;
@@ -16,12 +16,12 @@ use super::seal::Seal;
 use super::verify::{verify, Summary, VerifyError, VerifyOptions};
 
 /// What the recompute function is told about a step. It holds no recorded commitment
-/// (config hash, mask entry id, blocked count): those must come from the artefacts.
+/// (config hash, mask entry id, blocked count): those must come from the artifacts.
 #[derive(Debug, Clone, Copy)]
 pub struct StepContext<'a> {
     pub generation: u64,
     pub step: u32,
-    /// The seal of the generation: fingerprints of the artefacts to load, mode flags.
+    /// The seal of the generation: fingerprints of the artifacts to load, mode flags.
     pub seal: &'a Seal,
     /// Tokens of steps `0..step` (the output so far).
     pub prefix: &'a [Token],
@@ -42,7 +42,7 @@ pub struct MaskCommit {
     pub token_allowed: bool,
 }
 
-/// Why the recompute function could not answer (missing artefact, …).
+/// Why the recompute function could not answer (missing artifact, …).
 pub type RecomputeError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Replays one sealed generation whose chain was verified elsewhere: `records` are its
@@ -190,7 +190,7 @@ pub struct ReplaySummary {
     pub chain: Summary,
     /// Sealed generations replayed.
     pub generations: u64,
-    /// Steps replayed (steps of unsealed generations are not: their artefacts are unknown).
+    /// Steps replayed (steps of unsealed generations are not: their artifacts are unknown).
     pub steps: u64,
 }
 

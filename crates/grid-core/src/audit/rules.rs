@@ -95,12 +95,14 @@ impl Progress {
         if self.completing && mode.decode != DecodeMode::Mode1 {
             return Err(StopRule::CompletionMode { mode: mode.decode });
         }
-        let needs = match stop {
-            StopReason::BudgetCompleted => Some(DecodeMode::Mode1),
-            StopReason::BudgetTruncated => Some(DecodeMode::Mode2),
-            _ => None,
+        let fits = match stop {
+            StopReason::BudgetCompleted => mode.decode == DecodeMode::Mode1,
+            StopReason::BudgetTruncated => {
+                matches!(mode.decode, DecodeMode::Mode2 | DecodeMode::Unconstrained)
+            }
+            _ => true,
         };
-        if needs.is_some_and(|m| m != mode.decode) {
+        if !fits {
             return Err(StopRule::WrongMode {
                 stop,
                 mode: mode.decode,

@@ -19,7 +19,7 @@ pub enum StopReason {
     /// record has kind `Eos`.
     BudgetCompleted,
     /// Mode 2 (processor-only): the budget ran out and the output was cut where it stood;
-    /// it may not be a sentence. This is the termination downgrade §5 records in the seal.
+    /// it may not be a sentence. This is the termination downgrade the seal records.
     BudgetTruncated,
     /// The generation failed (endpoint, internal error, …). No `Eos` record.
     Error,
@@ -65,7 +65,7 @@ impl StopReason {
     }
 }
 
-/// Who drove the decode loop (§5, termination).
+/// Who drove the decode loop (what the termination guarantee is).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DecodeMode {
@@ -75,6 +75,10 @@ pub enum DecodeMode {
     /// Processor-only serving: the mask is applied by a logits processor that cannot
     /// append tokens; the termination guarantee weakens to EOS-only-at-ACCEPT.
     Mode2,
+    /// No mask (an ablation, for measuring what the mask brings): every non-special token
+    /// and EOS were allowed at every step, the budget cut the output where it stood. No
+    /// guarantee holds for such a generation; the seal says so.
+    Unconstrained,
 }
 
 impl DecodeMode {
@@ -83,6 +87,7 @@ impl DecodeMode {
         match self {
             DecodeMode::Mode1 => 1,
             DecodeMode::Mode2 => 2,
+            DecodeMode::Unconstrained => 3,
         }
     }
 
@@ -91,7 +96,20 @@ impl DecodeMode {
         match self {
             DecodeMode::Mode1 => "mode1",
             DecodeMode::Mode2 => "mode2",
+            DecodeMode::Unconstrained => "unconstrained",
         }
+    }
+
+    /// Every mode, in code order.
+    pub const ALL: [DecodeMode; 3] = [
+        DecodeMode::Mode1,
+        DecodeMode::Mode2,
+        DecodeMode::Unconstrained,
+    ];
+
+    /// Whether the generation's tokens were chosen under the exact mask (mode 1 or 2).
+    pub fn masked(self) -> bool {
+        self != DecodeMode::Unconstrained
     }
 }
 

@@ -1,11 +1,12 @@
 //! What an audit record commits to about a step, computed from the configuration and the
-//! mask alone, so that a replay from archived artefacts recomputes it bit for bit.
+//! mask alone, so that a replay from archived artifacts recomputes it bit for bit.
 
 use blake2::digest::consts::U16;
 use blake2::{Blake2b, Digest};
 
 use crate::mask::Mask;
 use crate::recognizer::{Config, Session};
+use crate::trie::TokenTrie;
 
 /// Domain tag of a mask entry id.
 pub const MASK_ENTRY_TAG: &[u8] = b"grid_pg/mask-entry/v1\0";
@@ -52,5 +53,32 @@ pub fn singleton_mask(n_ids: usize, n_special: usize, id: u32) -> Mask {
     m.set(id);
     m.allowed = 1;
     m.blocked -= 1;
+    m
+}
+
+/// The mask of an unconstrained step: every non-special id and EOS allowed.
+pub fn full_mask(trie: &TokenTrie) -> Mask {
+    let n = trie.n_ids();
+    let special = trie.special_ids();
+    let mut m = Mask::empty(n, special.len());
+    for (w, word) in m.bits.iter_mut().enumerate() {
+        let first = w * 32;
+        *word = if first + 32 <= n {
+            u32::MAX
+        } else {
+            (1u32 << (n - first)) - 1
+        };
+    }
+    for &id in special {
+        if let Some(word) = m.bits.get_mut(id as usize / 32) {
+            *word &= !(1 << (id % 32));
+        }
+    }
+    if let Some(eos) = trie.eos_id() {
+        m.set(eos);
+    }
+    m.allowed = m.blocked;
+    m.blocked = 0;
+    m.eos = true;
     m
 }

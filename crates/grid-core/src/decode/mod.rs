@@ -13,7 +13,7 @@
 //! waits for a longer neighbour. [`Decoder::run`] admits a fixed set at the first tick and
 //! ticks until all have stopped.
 //!
-//! Termination (paper §5). The budget `max_tokens` counts vocabulary tokens of the output
+//! Termination. The budget `max_tokens` counts vocabulary tokens of the output
 //! (EOS not included). The loop keeps the invariant `reserve(κ) ≤ budget left` at every
 //! step: before it commits any token `t` (sampled or forced), it computes
 //! `reserve(κ·t)` and, if that exceeds the budget left after `t`, discards `t` and writes
@@ -43,9 +43,9 @@ use crate::mask::{Mask, Masker};
 use crate::recognizer::{Config, Session};
 use crate::reserve::{ReserveMemo, ReserveTable, Speller, UNREACHABLE};
 
-pub use commit::{config_hash, mask_entry_id, singleton_mask, MASK_ENTRY_TAG};
+pub use commit::{config_hash, full_mask, mask_entry_id, singleton_mask, MASK_ENTRY_TAG};
 pub use model::{Choice, Model, ModelError, ModelStep};
-pub use replay::{ArtefactMismatch, Recomputer};
+pub use replay::{ArtifactMismatch, Recomputer};
 
 /// Tokens kept in hand beyond the reserve when deciding to complete (see the module
 /// documentation for why the look-ahead makes 0 sound).
@@ -65,6 +65,11 @@ pub struct GenerationSpec<'l> {
     pub seed: u64,
     /// Request metadata for the seal (`sql_digest` is filled in by the loop).
     pub meta: SealMeta,
+    /// No mask (an ablation): every non-special token and EOS are allowed at every step,
+    /// the recognizer and the reserve are not consulted, and the budget cuts the output
+    /// where it stands (stop `BudgetTruncated`). Sealed in decode mode `Unconstrained`;
+    /// its records carry configuration hash 0 (there is no configuration).
+    pub unconstrained: bool,
 }
 
 /// Why a generation stopped with [`StopReason::Error`].
@@ -223,11 +228,6 @@ impl<'l> Batch<'l> {
         self.live.is_empty() && self.stopped.is_empty()
     }
 
-    /// Generations that have not stopped.
-    pub fn live(&self) -> usize {
-        self.live.len()
-    }
-
     /// The ids of the generations that have not stopped.
     pub fn generations(&self) -> impl Iterator<Item = u64> + '_ {
         self.live.iter().map(|g| g.spec.id)
@@ -269,6 +269,8 @@ impl<'l> Batch<'l> {
 /// What a generation does this tick, once its mask is known.
 enum Plan {
     Complete,
+    /// Unconstrained, out of budget: the output stops where it stands.
+    Truncate,
     Forced(Vec<u32>),
     Sample,
 }
@@ -304,9 +306,13 @@ impl<'v> Decoder<'v> {
         self.masker.trie().n_ids()
     }
 
-    fn mode(&self) -> Mode {
+    fn mode(&self, g: &Live<'_>) -> Mode {
         Mode {
-            decode: DecodeMode::Mode1,
+            decode: if g.spec.unconstrained {
+                DecodeMode::Unconstrained
+            } else {
+                DecodeMode::Mode1
+            },
             cache: self.options.cache,
         }
     }
@@ -350,13 +356,18 @@ impl<'v> Decoder<'v> {
         audit.begin(spec.id)?;
         let mut g = Live::new(spec);
         let cfg = g.cfg.clone();
-        let r = self.reserve_of(&mut g, &cfg);
+        let r = if g.spec.unconstrained {
+            0
+        } else {
+            self.reserve_of(&mut g, &cfg)
+        };
         if r > g.spec.max_tokens {
             let e = DecodeError::BudgetBelowReserve {
                 max_tokens: g.spec.max_tokens,
                 reserve: r,
             };
-            self.stop(&mut g, audit, self.mode(), StopReason::Error, Some(e))?;
+            let mode = self.mode(&g);
+            self.stop(&mut g, audit, mode, StopReason::Error, Some(e))?;
             batch.stopped.push(g.into_outcome());
         } else {
             batch.live.push(g);
@@ -393,15 +404,18 @@ impl<'v> Decoder<'v> {
         cancel: &mut dyn FnMut(u64, usize) -> bool,
         stopped: &mut Vec<usize>,
     ) -> Result<(Vec<usize>, Vec<usize>), WriteError> {
-        let mode = self.mode();
         let mut walks = 0usize;
         let mut ready: Vec<usize> = Vec::new();
         let mut waited: Vec<usize> = Vec::new();
         for (i, g) in live.iter_mut().enumerate() {
             if cancel(g.spec.id, g.tokens.len()) {
+                let mode = self.mode(g);
                 self.stop(g, audit, mode, StopReason::Cancelled, None)?;
                 stopped.push(i);
                 continue;
+            }
+            if g.mask.is_none() && g.spec.unconstrained {
+                g.mask = Some(full_mask(self.masker.trie()));
             }
             if g.mask.is_none() {
                 if self.options.masks_per_tick.is_some_and(|m| walks >= m) {
@@ -426,14 +440,17 @@ impl<'v> Decoder<'v> {
         audit: &mut ChainWriter<S>,
         stopped: &mut Vec<usize>,
     ) -> Result<Vec<usize>, WriteError> {
-        let mode = self.mode();
         let mut to_sample: Vec<usize> = Vec::new();
         for &i in ready {
             let Some(g) = live.get_mut(i) else { continue };
+            let mode = self.mode(g);
             match self.plan(g) {
                 Err(e) => self.stop(g, audit, mode, StopReason::Error, Some(e))?,
                 Ok(Plan::Complete) => self.complete(g, audit, mode)?,
                 Ok(Plan::Forced(run)) => self.forced(g, &run, audit, mode)?,
+                Ok(Plan::Truncate) => {
+                    self.stop(g, audit, mode, StopReason::BudgetTruncated, None)?
+                }
                 Ok(Plan::Sample) => to_sample.push(i),
             }
             if g.done.is_some() {
@@ -455,7 +472,6 @@ impl<'v> Decoder<'v> {
         if to_sample.is_empty() {
             return Ok(());
         }
-        let mode = self.mode();
         let entry_ids: Vec<[u8; 16]> = to_sample
             .iter()
             .map(|&i| {
@@ -484,6 +500,7 @@ impl<'v> Decoder<'v> {
         };
         for (k, &i) in to_sample.iter().enumerate() {
             let Some(g) = live.get_mut(i) else { continue };
+            let mode = self.mode(g);
             let choice = match &result {
                 Err(e) => Err(e.clone()),
                 Ok(choices) => choices
@@ -513,6 +530,13 @@ impl<'v> Decoder<'v> {
     }
 
     fn plan(&self, g: &mut Live<'_>) -> Result<Plan, DecodeError> {
+        if g.spec.unconstrained {
+            return Ok(if Self::budget_left(g) == 0 {
+                Plan::Truncate
+            } else {
+                Plan::Sample
+            });
+        }
         let step = g.tokens.len() as u32;
         let cfg = g.cfg.clone();
         let r = self.reserve_of(g, &cfg);
@@ -565,7 +589,11 @@ impl<'v> Decoder<'v> {
         kind: StepKind,
     ) -> Result<(), WriteError> {
         let input = StepInput {
-            config_hash: config_hash(&g.session, &g.cfg),
+            config_hash: if g.spec.unconstrained {
+                0
+            } else {
+                config_hash(&g.session, &g.cfg)
+            },
             mask_entry_id: entry,
             token,
             blocked_count: mask.blocked,
@@ -648,6 +676,13 @@ impl<'v> Decoder<'v> {
                 if !mask.contains(t) {
                     let e = DecodeError::OutsideMask { step, token: t };
                     return self.stop(g, audit, mode, StopReason::Error, Some(e));
+                }
+                if g.spec.unconstrained {
+                    self.record(g, audit, &mask, entry, Token::Id(t), StepKind::Sampled)?;
+                    g.tokens.push(t);
+                    g.text.extend_from_slice(self.vocab.token_bytes(t));
+                    g.mask = None;
+                    return Ok(());
                 }
                 match self.fits(g, t) {
                     Ok(Some(next)) => {

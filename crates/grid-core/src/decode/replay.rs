@@ -1,4 +1,4 @@
-//! Replay of a decode loop's audit log: recomputes, from the archived artefacts, what each
+//! Replay of a decode loop's audit log: recomputes, from the archived artifacts, what each
 //! record commits to (configuration hash, mask entry id, blocked count) and whether the
 //! recorded token is in the recomputed mask. Plugs into [`crate::audit::replay`].
 
@@ -7,7 +7,7 @@ use std::sync::Arc;
 use grid_vocab::Vocabulary;
 use thiserror::Error;
 
-use super::commit::{config_hash, mask_entry_id};
+use super::commit::{config_hash, full_mask, mask_entry_id};
 use super::fingerprints;
 use crate::audit::{MaskCommit, RecomputeError, StepContext, Token};
 use crate::language::Language;
@@ -15,12 +15,12 @@ use crate::mask::Masker;
 use crate::recognizer::{Config, Session};
 use crate::trie::TokenTrie;
 
-/// The artefacts handed to the replay are not the ones the seal names.
+/// The artifacts handed to the replay are not the ones the seal names.
 #[derive(Debug, Error)]
-#[error("generation {generation}: the archived {artefact} does not have the sealed fingerprint")]
-pub struct ArtefactMismatch {
+#[error("generation {generation}: the archived {artifact} does not have the sealed fingerprint")]
+pub struct ArtifactMismatch {
     pub generation: u64,
-    pub artefact: &'static str,
+    pub artifact: &'static str,
 }
 
 /// The generation being replayed: its session and the configuration before `next_step`.
@@ -57,18 +57,33 @@ impl<'l> Recomputer<'l> {
     ) -> Result<MaskCommit, RecomputeError> {
         let fp = fingerprints(lang, self.vocab.fingerprint());
         let sealed = &ctx.seal.fingerprints;
-        for (artefact, ok) in [
+        for (artifact, ok) in [
             ("grammar", fp.grammar == sealed.grammar),
             ("lexicons", fp.lexicons == sealed.lexicons),
             ("policy", fp.policy == sealed.policy),
             ("vocabulary", fp.vocabulary == sealed.vocabulary),
         ] {
             if !ok {
-                return Err(Box::new(ArtefactMismatch {
+                return Err(Box::new(ArtifactMismatch {
                     generation: ctx.generation,
-                    artefact,
+                    artifact,
                 }));
             }
+        }
+        if !ctx.seal.mode.decode.masked() {
+            // An unconstrained generation: the same full mask at every step, no
+            // configuration (hash 0).
+            let mask = full_mask(self.masker.trie());
+            let eos_id = self.masker.trie().eos_id();
+            return Ok(MaskCommit {
+                config_hash: 0,
+                mask_entry_id: mask_entry_id(&mask),
+                blocked_count: mask.blocked,
+                token_allowed: match ctx.token {
+                    Token::Eos => true,
+                    Token::Id(id) => mask.contains(id) && Some(id) != eos_id,
+                },
+            });
         }
         let in_step = self
             .current

@@ -17,14 +17,17 @@ use crate::lexer::dfa::LexDfa;
 use crate::policy::{Ban, Policy, Verb};
 use crate::termset::TermSet;
 
-/// An unquoted identifier as PostgreSQL scans it (its bytes ≥ 0x80 are letters).
-pub const UNQUOTED_IDENT: &str = r"[A-Za-z_\x80-\xFF][A-Za-z0-9_$\x80-\xFF]*";
+/// An unquoted identifier as PostgreSQL scans it (its bytes ≥ 0x80 are letters). At most
+/// 63 bytes (NAMEDATALEN - 1), as every identifier here: PostgreSQL truncates a longer
+/// one, so two names the dialect tells apart could be one to the server (issue 16, found
+/// by comparing the mocks' outputs with PostgreSQL's own lexer).
+pub const UNQUOTED_IDENT: &str = r"[A-Za-z_\x80-\xFF][A-Za-z0-9_$\x80-\xFF]{0,62}";
 /// An unquoted identifier of generated SQL: ASCII only. A model given PostgreSQL's
 /// scanner could spell any bytes ≥ 0x80 into a free identifier (an alias), invalid UTF-8
 /// included, which the server would refuse; names outside ASCII can still be quoted.
-pub const ASCII_IDENT: &str = r"[A-Za-z_][A-Za-z0-9_$]*";
-/// A double-quoted identifier, `""` standing for `"`.
-pub const QUOTED_IDENT: &str = r#""(?:[^"]|"")+""#;
+pub const ASCII_IDENT: &str = r"[A-Za-z_][A-Za-z0-9_$]{0,62}";
+/// A double-quoted identifier, `""` standing for `"`: at most 63 bytes of name.
+pub const QUOTED_IDENT: &str = r#""(?:[^"]|""){1,63}""#;
 
 /// The L1 grammar source shipped with the crate.
 pub const POSTGRES_Y: &str = include_str!("../../../../grammars/postgres.y");
@@ -146,7 +149,9 @@ impl Dialect {
             let re = match kind {
                 None => continue,
                 Some(TermKind::Keyword { word }) => format!("(?i:{word})"),
-                Some(TermKind::Token { regex }) | Some(TermKind::Skip { regex }) => regex.clone(),
+                Some(TermKind::Token { regex })
+                | Some(TermKind::Skip { regex })
+                | Some(TermKind::Never { regex }) => regex.clone(),
                 // A relation may be written `schema.table`, one lexeme, each part either way
                 // (the word trie holds the pairs that exist, so no schema × table
                 // product is ever spelled).
@@ -214,15 +219,15 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         let d = spec.decl(t).ok_or_else(|| {
             GridError::SpecMismatch(format!("%token {t} has no lexeme declaration"))
         })?;
-        if matches!(d.kind, TermKind::Skip { .. }) {
+        if d.kind.is_lex_only() {
             return Err(GridError::SpecMismatch(format!(
-                "{t} is a grammar token but declared SKIP"
+                "{t} is a grammar token but declared SKIP or NEVER"
             )));
         }
         kinds.push(Some(d.kind.clone()));
     }
     for d in &spec.decls {
-        if !matches!(d.kind, TermKind::Skip { .. }) && !cfg.tokens.contains(&d.name) {
+        if !d.kind.is_lex_only() && !cfg.tokens.contains(&d.name) {
             return Err(GridError::SpecMismatch(format!(
                 "{} is declared in the lexeme spec but is not a %token",
                 d.name
@@ -232,6 +237,7 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
     let eof = names.len() as u16;
     names.push("$end".into());
     kinds.push(None);
+    // After $end: the ignored terminals, then those no parser state takes.
     let mut skip = TermSet::EMPTY;
     for d in spec
         .decls
@@ -239,6 +245,14 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         .filter(|d| matches!(d.kind, TermKind::Skip { .. }))
     {
         skip.insert(names.len() as u16);
+        names.push(d.name.clone());
+        kinds.push(Some(d.kind.clone()));
+    }
+    for d in spec
+        .decls
+        .iter()
+        .filter(|d| matches!(d.kind, TermKind::Never { .. }))
+    {
         names.push(d.name.clone());
         kinds.push(Some(d.kind.clone()));
     }

@@ -113,6 +113,17 @@ pub enum TermKind {
     Ident(IdentCategory),
     /// Whitespace or a comment: scanned, never given to the parser.
     Skip { regex: String },
+    /// A lexeme PostgreSQL reads as one token where the other terminals would read two:
+    /// scanned (so that maximal munch ends lexemes where PostgreSQL does) and taken by no
+    /// parser state, so any text containing it is refused.
+    Never { regex: String },
+}
+
+impl TermKind {
+    /// Declared only in the lexeme spec, never a `%token` of the grammar.
+    pub fn is_lex_only(&self) -> bool {
+        matches!(self, TermKind::Skip { .. } | TermKind::Never { .. })
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -189,12 +200,15 @@ impl LexSpec {
                 "SKIP" => TermKind::Skip {
                     regex: arg.to_string(),
                 },
+                "NEVER" => TermKind::Never {
+                    regex: arg.to_string(),
+                },
                 "ID" => TermKind::Ident(
                     LexiconKind::parse(arg).ok_or_else(|| err("unknown identifier category"))?,
                 ),
                 _ => {
                     return Err(err(
-                        "a line starts with %reserved, %bare_label_denied, %numeric, KW, TOK, ID or SKIP",
+                        "a line starts with %reserved, %bare_label_denied, %numeric, KW, TOK, ID, SKIP or NEVER",
                     ))
                 }
             };
@@ -222,11 +236,16 @@ mod tests {
     #[test]
     fn parses_every_kind() {
         let s = LexSpec::parse(
-            "# c\n%reserved select FROM\nKW SELECT select\nTOK COMMA ,\nID IDENT free\nID COLUMN_NAME column\nSKIP WS [ \\t]+\n",
+            "# c\n%reserved select FROM\nKW SELECT select\nTOK COMMA ,\nID IDENT free\nID COLUMN_NAME column\nSKIP WS [ \\t]+\nNEVER TRAP ,,\n",
         )
         .unwrap();
         assert!(s.is_reserved("From"));
-        assert_eq!(s.decls.len(), 5);
+        assert_eq!(s.decls.len(), 6);
+        assert_eq!(
+            s.decl("TRAP").unwrap().kind,
+            TermKind::Never { regex: ",,".into() }
+        );
+        assert!(s.decl("TRAP").unwrap().kind.is_lex_only());
         assert_eq!(
             s.decl("COLUMN_NAME").unwrap().kind,
             TermKind::Ident(IdentCategory::Lexicon(LexiconKind::Column))

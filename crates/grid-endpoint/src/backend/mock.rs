@@ -4,35 +4,20 @@
 //!
 //! Both are a "model" with a logit per allowed token: a seeded base score in `[0, 4)`
 //! (a hash of the seed, the position, the last token and the id) plus the mock's
-//! preference. The choice is the argmax at temperature 0 (ties: lowest id) or a seeded
-//! draw from the softmax of the allowed logits (after `top_k`) otherwise; the reported
-//! logprob is the chosen token's log-probability under that masked distribution (at
-//! temperature 1 when greedy).
+//! preference, sampled by the backends' common rule ([`crate::backend::sample`]).
 
 use std::sync::Arc;
 
 use grid_vocab::Vocabulary;
 
+use crate::backend::sample::unit;
+pub use crate::backend::sample::{choose, mix};
 use crate::backend::script::Script;
 use crate::backend::{Backend, BoxFuture, Sample, SampleContext};
 use crate::error::BackendError;
-use crate::protocol::Sampling;
 
 /// The logit added to the token a mock wants.
 const PREFERRED: f64 = 20.0;
-
-/// SplitMix64 finaliser: a well-mixed 64-bit hash step.
-pub fn mix(a: u64, b: u64) -> u64 {
-    let mut z = a ^ b.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// A uniform number in `[0, 1)` from a hash.
-fn unit(h: u64) -> f64 {
-    (h >> 11) as f64 / (1u64 << 53) as f64
-}
 
 /// The seeded base logit of `id` at this step, in `[0, 4)`.
 pub fn base_logit(ctx: &SampleContext<'_>, id: u32) -> f64 {
@@ -46,56 +31,6 @@ pub fn base_logit(ctx: &SampleContext<'_>, id: u32) -> f64 {
         u64::from(id),
     );
     4.0 * unit(h)
-}
-
-/// Picks from `(id, logit)` candidates by the sampling parameters (see the module
-/// documentation). `None` when there are no candidates.
-pub fn choose(cands: &mut [(u32, f64)], sampling: &Sampling, position: usize) -> Option<Sample> {
-    if cands.is_empty() {
-        return None;
-    }
-    if sampling.temperature <= 0.0 {
-        let &(token, best) = cands
-            .iter()
-            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))?;
-        let lse = log_sum_exp(cands.iter().map(|c| c.1));
-        return Some(Sample {
-            token,
-            logprob: Some(best - lse),
-        });
-    }
-    cands.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    let keep = sampling
-        .top_k
-        .map_or(cands.len(), |k| (k as usize).clamp(1, cands.len()));
-    let kept = &cands[..keep];
-    let t = sampling.temperature;
-    let lse = log_sum_exp(kept.iter().map(|c| c.1 / t));
-    let u = unit(mix(mix(sampling.seed, 0x5eed), position as u64));
-    let mut acc = 0.0;
-    for &(token, logit) in kept {
-        let lp = logit / t - lse;
-        acc += lp.exp();
-        if u < acc {
-            return Some(Sample {
-                token,
-                logprob: Some(lp),
-            });
-        }
-    }
-    let &(token, logit) = kept.last()?;
-    Some(Sample {
-        token,
-        logprob: Some(logit / t - lse),
-    })
-}
-
-fn log_sum_exp(xs: impl Iterator<Item = f64> + Clone) -> f64 {
-    let m = xs.clone().fold(f64::NEG_INFINITY, f64::max);
-    if !m.is_finite() {
-        return m;
-    }
-    m + xs.map(|x| (x - m).exp()).sum::<f64>().ln()
 }
 
 /// The candidates of a step: every allowed id with its base logit plus `prefer(id)`.
@@ -299,20 +234,5 @@ mod tests {
         assert_eq!(attack_score(b"", b"name"), 0.0);
         assert_eq!(attack_score(b"x ", b"d"), 1.0);
         assert_eq!(attack_score(b"a ", b";"), 5.0);
-    }
-
-    #[test]
-    fn greedy_choice_is_argmax_with_logprob() {
-        let mut c = vec![(3, 1.0), (1, 2.0), (2, 2.0)];
-        let s = choose(&mut c, &Sampling::greedy(), 0).unwrap();
-        assert_eq!(s.token, 1);
-        assert!(s.logprob.unwrap() < 0.0);
-        let mut one = vec![(7, 0.5)];
-        let t = Sampling {
-            temperature: 0.7,
-            top_k: Some(1),
-            seed: 9,
-        };
-        assert_eq!(choose(&mut one, &t, 3).unwrap().token, 7);
     }
 }

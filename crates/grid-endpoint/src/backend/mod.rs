@@ -9,12 +9,15 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use crate::chat::{RenderError, RenderedPrompt};
 use crate::error::BackendError;
-use crate::protocol::Sampling;
+use crate::protocol::{ChatMessage, Sampling};
 use crate::tokenset::TokenSet;
 
 pub mod builtin;
+pub mod llama;
 pub mod mock;
+pub mod sample;
 pub mod script;
 pub mod vllm;
 
@@ -122,6 +125,11 @@ pub struct Sample {
 }
 
 /// A model that samples one token per generation of a batch, each from its allowed set.
+///
+/// Every context carries the generation's whole history, so a backend may keep state
+/// per generation (a KV cache) as an optimisation only: it must reconcile what it holds
+/// with the history it is given (a restart, a resync or a retried step may change it),
+/// and may drop any of it at any time.
 pub trait Backend: Send + Sync + 'static {
     /// The model's name (served in the vocabulary reply).
     fn model(&self) -> &str;
@@ -132,6 +140,28 @@ pub trait Backend: Send + Sync + 'static {
         &'a self,
         batch: &'a [SampleContext<'a>],
     ) -> BoxFuture<'a, Vec<Result<Sample, BackendError>>>;
+
+    /// The server no longer holds these generations (released by the client, or evicted
+    /// from its sessions): a stateful backend frees what it keeps for them. Must not
+    /// block for long (the server calls it from its request handler). Default: nothing.
+    fn release(&self, _generations: &[String]) {}
+
+    /// Whether [`Backend::render_chat`] renders with the model's own chat template.
+    fn chat_template(&self) -> bool {
+        false
+    }
+
+    /// `messages` as the model's prompt, tokenized by the model's own tokenizer: with its
+    /// chat template when it has one (the assistant's turn opened), otherwise the plain
+    /// join ([`crate::chat::render_plain`]). `None` (the default): the backend has no
+    /// tokenizer of its own, and the server encodes the plain join with the served
+    /// vocabulary.
+    fn render_chat<'a>(
+        &'a self,
+        _messages: &'a [ChatMessage],
+    ) -> Option<BoxFuture<'a, Result<RenderedPrompt, RenderError>>> {
+        None
+    }
 }
 
 #[cfg(test)]

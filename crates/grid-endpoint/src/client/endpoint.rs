@@ -6,12 +6,14 @@ use std::sync::{Arc, Mutex};
 
 use grid_vocab::Vocabulary;
 
+use crate::chat::{render_plain_with, RenderedBy, RenderedPrompt};
 use crate::client::http::{Http, HttpConfig};
 use crate::error::{ClientError, GenerationError};
 use crate::lru::Lru;
 use crate::protocol::{
-    ErrorCode, GenerationStep, MaskRef, Outcome, Sampling, StepRequest, StepResponse,
-    VocabularyHeader, PROTOCOL, STEP_PATH, VOCABULARY_PATH,
+    ChatMessage, ErrorCode, GenerationStep, MaskRef, Outcome, PromptRequest, PromptResponse,
+    Sampling, StepRequest, StepResponse, VocabularyHeader, PROMPT_PATH, PROTOCOL, STEP_PATH,
+    VOCABULARY_PATH,
 };
 use crate::tokenset::{EntryId, TokenSet};
 
@@ -214,6 +216,59 @@ impl EndpointClient {
             });
         }
         Ok(served)
+    }
+
+    /// `POST /v1/prompt`: `messages` rendered as the endpoint's model expects (its chat
+    /// template and its own tokenizer, the assistant's turn opened), and who rendered
+    /// them. `local` is the client's copy of the served vocabulary (the one its masks
+    /// are over): the reply's ids are checked against it, and an endpoint that does not
+    /// serve the call (404: a server older than the call) gets the plain rendering
+    /// ([`crate::chat::render_plain`]) encoded with it instead.
+    pub async fn render(
+        &self,
+        messages: &[ChatMessage],
+        local: &Vocabulary,
+    ) -> Result<(RenderedPrompt, RenderedBy), ClientError> {
+        if local.fingerprint() != self.fingerprint {
+            return Err(ClientError::invalid(format!(
+                "the local vocabulary {} is not the client's {}",
+                local.fingerprint(),
+                self.fingerprint
+            )));
+        }
+        let request = PromptRequest {
+            protocol: PROTOCOL.into(),
+            messages: messages.to_vec(),
+        };
+        let reply = match self.http.post_json(PROMPT_PATH, &request).await {
+            Ok(r) => r,
+            Err(ClientError::Rejected { status: 404, .. }) => {
+                return Ok((render_plain_with(local, messages), RenderedBy::LocalPlain))
+            }
+            Err(e) => return Err(e),
+        };
+        let reply = parse_prompt_reply(&reply.body, &self.fingerprint, local.len())?;
+        let by = if reply.chat_template {
+            RenderedBy::Template
+        } else {
+            RenderedBy::Plain
+        };
+        Ok((
+            RenderedPrompt {
+                tokens: reply.tokens,
+                text: reply.text,
+            },
+            by,
+        ))
+    }
+
+    /// The token ids of [`EndpointClient::render`].
+    pub async fn render_prompt(
+        &self,
+        messages: &[ChatMessage],
+        local: &Vocabulary,
+    ) -> Result<Vec<u32>, ClientError> {
+        Ok(self.render(messages, local).await?.0.tokens)
     }
 
     /// Forgets generation `id`; the next request tells the server to drop it too.
@@ -437,12 +492,7 @@ fn wire_step(p: &Pending<'_>) -> GenerationStep {
 pub fn parse_vocabulary_reply(body: &[u8]) -> Result<ServedVocabulary, ClientError> {
     let header: VocabularyHeader = serde_json::from_slice(body)
         .map_err(|e| ClientError::malformed(format!("vocabulary reply: {e}")))?;
-    if header.protocol != PROTOCOL {
-        return Err(ClientError::ProtocolMismatch {
-            expected: PROTOCOL.into(),
-            got: header.protocol,
-        });
-    }
+    speaks_protocol(&header.protocol)?;
     let text = std::str::from_utf8(body)
         .map_err(|e| ClientError::malformed(format!("vocabulary reply: {e}")))?;
     let vocabulary = Vocabulary::from_served_json(text)
@@ -464,6 +514,41 @@ pub fn parse_vocabulary_reply(body: &[u8]) -> Result<ServedVocabulary, ClientErr
     Ok(ServedVocabulary { header, vocabulary })
 }
 
+/// A reply's `protocol` must be [`PROTOCOL`].
+fn speaks_protocol(got: &str) -> Result<(), ClientError> {
+    if got == PROTOCOL {
+        return Ok(());
+    }
+    Err(ClientError::ProtocolMismatch {
+        expected: PROTOCOL.into(),
+        got: got.to_string(),
+    })
+}
+
+/// Parses a `POST /v1/prompt` reply body for a client whose vocabulary has `fingerprint`
+/// and `universe` ids: the protocol, the vocabulary, and every id inside it.
+pub fn parse_prompt_reply(
+    body: &[u8],
+    fingerprint: &str,
+    universe: usize,
+) -> Result<PromptResponse, ClientError> {
+    let reply: PromptResponse = serde_json::from_slice(body)
+        .map_err(|e| ClientError::malformed(format!("prompt reply: {e}")))?;
+    speaks_protocol(&reply.protocol)?;
+    if reply.vocab_fingerprint != fingerprint {
+        return Err(ClientError::VocabMismatch {
+            client: fingerprint.to_string(),
+            server: reply.vocab_fingerprint,
+        });
+    }
+    if let Some(bad) = reply.tokens.iter().find(|&&t| t as usize >= universe) {
+        return Err(ClientError::malformed(format!(
+            "prompt reply: token {bad} is out of the vocabulary of {universe}"
+        )));
+    }
+    Ok(reply)
+}
+
 /// Parses a `POST /v1/step` reply body for a request that named the generations `ids`, in
 /// order, over a vocabulary of `universe` ids: the protocol, one result per generation in
 /// request order, and every sampled token inside the vocabulary. Whether the token is in
@@ -475,12 +560,7 @@ pub fn parse_step_reply(
 ) -> Result<StepResponse, ClientError> {
     let response: StepResponse = serde_json::from_slice(body)
         .map_err(|e| ClientError::malformed(format!("step reply: {e}")))?;
-    if response.protocol != PROTOCOL {
-        return Err(ClientError::ProtocolMismatch {
-            expected: PROTOCOL.into(),
-            got: response.protocol,
-        });
-    }
+    speaks_protocol(&response.protocol)?;
     if response.results.len() != ids.len() {
         return Err(ClientError::malformed(format!(
             "step reply has {} results for {} generations",

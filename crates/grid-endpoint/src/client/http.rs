@@ -328,11 +328,21 @@ fn status_error(status: StatusCode, body: &[u8]) -> ClientError {
     }
 }
 
-/// The start of a body, as text, for messages.
+/// The start of a body, as ASCII text, for messages (they reach clients of any
+/// `client_encoding`).
 pub(crate) fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+    let text: String = String::from_utf8_lossy(&body[..body.len().min(200)])
+        .chars()
+        .map(|c| {
+            if c.is_ascii() && !c.is_ascii_control() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
     if body.len() > 200 {
-        format!("{text}…")
+        format!("{text}...")
     } else {
         text
     }

@@ -37,6 +37,9 @@ pub struct Core {
     sessions: Lru<String, Session>,
     /// Generations released while a request was serving them: dropped at commit.
     released_busy: HashSet<String>,
+    /// Generations dropped (released or evicted) since the last [`Core::take_dropped`],
+    /// for the backend to free what it holds for them.
+    dropped: Vec<String>,
 }
 
 /// A generation ready for the backend: its history is taken out of the session (which
@@ -92,6 +95,7 @@ impl Core {
             masks: Lru::new(mask_capacity),
             sessions: Lru::new(max_sessions),
             released_busy: HashSet::new(),
+            dropped: Vec::new(),
         }
     }
 
@@ -110,6 +114,18 @@ impl Core {
         self.sessions.len()
     }
 
+    /// The generations dropped (released by the client, or evicted) since the last call.
+    pub fn take_dropped(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.dropped)
+    }
+
+    /// Inserts a session; one evicted to make room is reported as dropped.
+    fn keep(&mut self, id: String, session: Session) {
+        if let Some((evicted, _)) = self.sessions.insert(id, session) {
+            self.dropped.push(evicted);
+        }
+    }
+
     /// Applies the releases of `req`, then validates every generation: each is answered
     /// (error, need) or made ready for the backend.
     pub fn prepare(&mut self, req: &StepRequest) -> Vec<Slot> {
@@ -118,9 +134,11 @@ impl Core {
                 Some(s) if s.busy => {
                     self.released_busy.insert(id.clone());
                 }
-                _ => {
+                Some(_) => {
                     self.sessions.remove(id);
+                    self.dropped.push(id.clone());
                 }
+                None => {}
             }
         }
         let mut seen = HashSet::new();
@@ -357,12 +375,13 @@ impl Core {
         } = p;
         if self.released_busy.remove(&id) {
             self.sessions.remove(&id);
+            self.dropped.push(id);
             return outcome;
         }
         match (&outcome, undo) {
             (Outcome::Ok { token, .. }, _) => {
                 history.push(*token);
-                self.sessions.insert(
+                self.keep(
                     id,
                     Session {
                         history,
@@ -373,7 +392,7 @@ impl Core {
             }
             (_, Undo::Truncate(len)) => {
                 history.truncate(len);
-                self.sessions.insert(
+                self.keep(
                     id,
                     Session {
                         history,

@@ -21,10 +21,12 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::backend::{Backend, SampleContext};
+use crate::chat::{render_plain_with, RenderError};
 use crate::client::http::ApiKey;
 use crate::protocol::{
-    request_codes, ErrorBody, GenerationResult, Outcome, RequestError, StepRequest, StepResponse,
-    VocabularyHeader, PROTOCOL, STEP_PATH, VOCABULARY_PATH,
+    request_codes, ErrorBody, GenerationResult, Outcome, PromptRequest, PromptResponse,
+    RequestError, StepRequest, StepResponse, VocabularyHeader, PROMPT_PATH, PROTOCOL, STEP_PATH,
+    VOCABULARY_PATH,
 };
 use crate::server::core::{Core, Slot};
 
@@ -59,6 +61,8 @@ impl Default for ServerConfig {
 struct Shared {
     core: Mutex<Core>,
     backend: Arc<dyn Backend>,
+    /// The served vocabulary (the plain prompt rendering encodes with it).
+    vocab: Arc<Vocabulary>,
     /// The `GET /v1/vocabulary` reply, built once.
     vocab_reply: Bytes,
     fingerprint: String,
@@ -112,6 +116,7 @@ impl Server {
             vocab_size: vocab.len(),
             mask_cache_capacity: config.mask_cache_capacity,
             max_batch: config.max_batch,
+            chat_template: backend.chat_template(),
         };
         let vocab_reply = vocabulary_reply(&vocab, &header);
         let core = Core::new(
@@ -123,6 +128,7 @@ impl Server {
             shared: Arc::new(Shared {
                 core: Mutex::new(core),
                 backend,
+                vocab: vocab.clone(),
                 vocab_reply,
                 fingerprint: vocab.fingerprint().to_string(),
                 config,
@@ -191,15 +197,21 @@ impl Server {
                 "a valid bearer token is required",
             );
         }
-        match (req.method(), req.uri().path()) {
+        let path = req.uri().path().to_string();
+        match (req.method(), path.as_str()) {
             (&Method::GET, VOCABULARY_PATH) => {
                 json_reply(StatusCode::OK, self.shared.vocab_reply.clone())
             }
-            (&Method::POST, STEP_PATH) => {
+            (&Method::POST, STEP_PATH | PROMPT_PATH) => {
                 let limit = self.shared.config.max_body_bytes;
                 match Limited::new(req.into_body(), limit).collect().await {
                     Ok(body) => {
-                        let (status, body) = self.handle_step(&body.to_bytes()).await;
+                        let body = body.to_bytes();
+                        let (status, body) = if path == STEP_PATH {
+                            self.handle_step(&body).await
+                        } else {
+                            self.handle_prompt(&body).await
+                        };
                         json_reply(status, body)
                     }
                     Err(e) if e.is::<http_body_util::LengthLimitError>() => error_reply(
@@ -214,16 +226,12 @@ impl Server {
                     ),
                 }
             }
-            (_, VOCABULARY_PATH | STEP_PATH) => error_reply(
+            (_, VOCABULARY_PATH | STEP_PATH | PROMPT_PATH) => error_reply(
                 StatusCode::METHOD_NOT_ALLOWED,
                 request_codes::METHOD_NOT_ALLOWED,
-                "GET /v1/vocabulary, POST /v1/step",
+                ROUTES,
             ),
-            _ => error_reply(
-                StatusCode::NOT_FOUND,
-                request_codes::NOT_FOUND,
-                "GET /v1/vocabulary, POST /v1/step",
-            ),
+            _ => error_reply(StatusCode::NOT_FOUND, request_codes::NOT_FOUND, ROUTES),
         }
     }
 
@@ -242,29 +250,61 @@ impl Server {
         constant_time_eq(given.as_bytes(), key.expose().as_bytes())
     }
 
+    /// Handles a prompt request body: the messages rendered by the backend's chat
+    /// template, or plainly joined and encoded with the served vocabulary.
+    pub async fn handle_prompt(&self, body: &[u8]) -> (StatusCode, Bytes) {
+        let req: PromptRequest =
+            match parse(body, "prompt request", |r: &PromptRequest| &r.protocol) {
+                Ok(r) => r,
+                Err(reply) => return reply,
+            };
+        let templated = self.shared.backend.chat_template();
+        let rendered = match self.shared.backend.render_chat(&req.messages) {
+            Some(fut) => match fut.await {
+                Ok(r) => r,
+                Err(RenderError::Refused(m)) => {
+                    return error_body(
+                        StatusCode::BAD_REQUEST,
+                        request_codes::INVALID_PROMPT,
+                        &format!("the prompt cannot be rendered: {m}"),
+                        None,
+                    )
+                }
+                Err(RenderError::Backend(m)) => {
+                    return error_body(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        request_codes::BACKEND,
+                        &format!("the backend cannot render the prompt: {m}"),
+                        None,
+                    )
+                }
+            },
+            None => render_plain_with(&self.shared.vocab, &req.messages),
+        };
+        let n = self.shared.vocab.len();
+        if let Some(bad) = rendered.tokens.iter().find(|&&t| t as usize >= n) {
+            return error_body(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                request_codes::BACKEND,
+                &format!("the backend's tokenizer wrote id {bad}, outside the vocabulary of {n}"),
+                None,
+            );
+        }
+        ok_reply(&PromptResponse {
+            protocol: PROTOCOL.into(),
+            vocab_fingerprint: self.shared.fingerprint.clone(),
+            tokens: rendered.tokens,
+            text: rendered.text,
+            chat_template: templated,
+        })
+    }
+
     /// Handles a step request body: the reply status and JSON body.
     pub async fn handle_step(&self, body: &[u8]) -> (StatusCode, Bytes) {
-        let req: StepRequest = match serde_json::from_slice(body) {
+        let req: StepRequest = match parse(body, "step request", |r: &StepRequest| &r.protocol) {
             Ok(r) => r,
-            Err(e) => {
-                // Tell a wrong protocol apart from a malformed body when possible.
-                let protocol = serde_json::from_slice::<Value>(body)
-                    .ok()
-                    .and_then(|v| v.get("protocol").and_then(Value::as_str).map(String::from));
-                return match protocol {
-                    Some(p) if p != PROTOCOL => unsupported(&p),
-                    _ => error_body(
-                        StatusCode::BAD_REQUEST,
-                        request_codes::BAD_REQUEST,
-                        &format!("not a step request: {e}"),
-                        None,
-                    ),
-                };
-            }
+            Err(reply) => return reply,
         };
-        if req.protocol != PROTOCOL {
-            return unsupported(&req.protocol);
-        }
         if req.vocab_fingerprint != self.shared.fingerprint {
             return error_body(
                 StatusCode::CONFLICT,
@@ -288,21 +328,36 @@ impl Server {
                 None,
             );
         }
-        let response = self.step(&req).await;
-        match serde_json::to_vec(&response) {
-            Ok(b) => (StatusCode::OK, Bytes::from(b)),
-            Err(e) => error_body(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                request_codes::INTERNAL,
-                &format!("cannot serialize the reply: {e}"),
-                None,
-            ),
+        // The step runs to its commit on a task of its own: a client that disconnects
+        // mid-step drops this handler, and a step dropped between prepare and commit
+        // would leave its sessions busy for good.
+        let this = self.clone();
+        let response = match tokio::spawn(async move { this.step(&req).await }).await {
+            Ok(r) => r,
+            Err(e) => {
+                return error_body(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    request_codes::INTERNAL,
+                    &format!("the step failed: {e}"),
+                    None,
+                )
+            }
+        };
+        ok_reply(&response)
+    }
+
+    /// Tells the backend which generations the core dropped.
+    fn release_dropped(&self) {
+        let dropped = self.lock().take_dropped();
+        if !dropped.is_empty() {
+            self.shared.backend.release(&dropped);
         }
     }
 
     /// Runs one validated step request.
     async fn step(&self, req: &StepRequest) -> StepResponse {
         let slots = self.lock().prepare(req);
+        self.release_dropped();
         let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(slots.len());
         let mut ready = Vec::new();
         for slot in slots {
@@ -332,11 +387,14 @@ impl Server {
                     "the backend returned too few results",
                 ))
             });
-            let mut core = self.lock();
-            for (p, r) in ready.into_iter().zip(results) {
-                let index = p.index;
-                outcomes[index] = Some(core.commit(p, r));
+            {
+                let mut core = self.lock();
+                for (p, r) in ready.into_iter().zip(results) {
+                    let index = p.index;
+                    outcomes[index] = Some(core.commit(p, r));
+                }
             }
+            self.release_dropped();
         }
         StepResponse {
             protocol: PROTOCOL.into(),
@@ -369,6 +427,53 @@ fn vocabulary_reply(vocab: &Vocabulary, header: &VocabularyHeader) -> Bytes {
         doc.extend(h);
     }
     Bytes::from(serde_json::to_vec(&doc).unwrap_or_default())
+}
+
+/// Every route, for 404 and 405 replies.
+const ROUTES: &str = "GET /v1/vocabulary, POST /v1/step, POST /v1/prompt";
+
+/// A request body parsed as `T` (named `what` in messages) and speaking [`PROTOCOL`], or
+/// the error reply.
+fn parse<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    what: &str,
+    protocol: impl Fn(&T) -> &String,
+) -> Result<T, (StatusCode, Bytes)> {
+    let req: T = serde_json::from_slice(body).map_err(|e| not_a(body, what, &e))?;
+    if protocol(&req) != PROTOCOL {
+        return Err(unsupported(protocol(&req)));
+    }
+    Ok(req)
+}
+
+/// `200 OK` with `reply` as JSON.
+fn ok_reply<T: serde::Serialize>(reply: &T) -> (StatusCode, Bytes) {
+    match serde_json::to_vec(reply) {
+        Ok(b) => (StatusCode::OK, Bytes::from(b)),
+        Err(e) => error_body(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            request_codes::INTERNAL,
+            &format!("cannot serialize the reply: {e}"),
+            None,
+        ),
+    }
+}
+
+/// The reply to a body that does not parse as `what`: a wrong protocol told apart from a
+/// malformed body when possible.
+fn not_a(body: &[u8], what: &str, e: &serde_json::Error) -> (StatusCode, Bytes) {
+    let protocol = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("protocol").and_then(Value::as_str).map(String::from));
+    match protocol {
+        Some(p) if p != PROTOCOL => unsupported(&p),
+        _ => error_body(
+            StatusCode::BAD_REQUEST,
+            request_codes::BAD_REQUEST,
+            &format!("not a {what}: {e}"),
+            None,
+        ),
+    }
 }
 
 fn unsupported(got: &str) -> (StatusCode, Bytes) {

@@ -8,5 +8,6 @@ mod adversarial;
 mod client_errors;
 mod direct_mode;
 mod gpt2;
+mod prompt;
 mod protocol;
 mod vllm_backend;

@@ -1,0 +1,59 @@
+"""The arms of an evaluation: what a superuser session sets before it takes the asking
+role (SET ROLE), and what every generation of the arm must show in grid.generations, so
+that a run proves each arm ran as asked.
+
+One entry per arm; adding an arm (issue 22's examples, issue 20's judge off) is one line.
+`settings` are session settings (name -> value), applied with set_config before SET ROLE
+and reset before the next arm; `audit` maps a column of grid.generations to what every
+generation of the arm must hold in it: a value, or a set of the values allowed (a column
+the table does not have reads as NULL), checked on the rows each ask wrote.
+
+The levers are the extension's superuser-only setting `grid.ablation` (none, no_repair,
+unconstrained). The seal tells the unconstrained arm apart by its decode mode
+('unconstrained' instead of 'mode1'/'mode2'); an arm without repair shows no generation
+that repairs another (repair_of is NULL). An arm whose setting the extension does not know
+is reported unavailable before any question is asked.
+"""
+
+MASKED = {"mode1", "mode2"}
+
+ARMS = {
+    # name:            (settings,                                 audit)
+    "grid":            ({},                                       {"decode_mode": MASKED}),
+    "grid-no-repair":  ({"grid.ablation": "no_repair"},           {"decode_mode": MASKED, "repair_of": None}),
+    "unconstrained":   ({"grid.ablation": "unconstrained"},       {"decode_mode": "unconstrained", "repair_of": None}),
+}
+
+DEFAULT = ["grid", "grid-no-repair", "unconstrained"]
+
+# The arm the others are paired against (questions fixed and broken), when it runs.
+BASELINE = "unconstrained"
+
+
+def settings(arm):
+    return ARMS[arm][0]
+
+
+def audit(arm):
+    return ARMS[arm][1]
+
+
+def all_settings(arms):
+    """Every setting any of `arms` sets: each is reset before an arm applies its own."""
+    return sorted({name for a in arms for name in settings(a)})
+
+
+def mismatches(arm, generation_rows):
+    """What in `generation_rows` (dicts of grid.generations columns) contradicts `arm`:
+    a list of "generation G: column = value, expected value" strings."""
+    out = []
+    for row in generation_rows:
+        for column, want in audit(arm).items():
+            got = row.get(column)
+            if isinstance(want, (set, frozenset)):
+                if got not in want:
+                    out.append(f"generation {row.get('generation')}: {column} = {got!r}, "
+                               f"expected one of {sorted(want)!r}")
+            elif got != want:
+                out.append(f"generation {row.get('generation')}: {column} = {got!r}, expected {want!r}")
+    return out

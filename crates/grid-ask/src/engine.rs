@@ -1,0 +1,480 @@
+//! The pipeline's thread: its inputs ([`Job`]s and the judge's verdicts), its outputs
+//! (step records as they are made, each ask's seals and answer), and its state
+//! ([`Engine`]: the dialect, the models, the compiled languages, the mask cache, the pool
+//! of cold mask walks). [`run`] is the thread's body; the host sends [`Input`]s and takes
+//! [`Output`]s through its [`Outbox`].
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use grid_core::audit::StepRecord;
+use grid_core::cache::MaskCache;
+use grid_core::Dialect;
+use grid_endpoint::EndpointSpec;
+
+use crate::failure::Failure;
+use crate::flow::{Attempt, Finished, Flow, Next, Parked};
+use crate::judge::{Judge, Ruling, Verdict};
+use crate::language::Languages;
+use crate::models::{http_config, MockDefaults, ModelSlot, Models, VocabState};
+use crate::queue::{group_key, Entry, InLoop, Inbox, Pinned, Repair};
+use crate::record::unreached;
+use crate::request::Ask;
+use crate::round::Round;
+
+/// Mask cache namespaces kept (one per dialect, lexicon and vocabulary in use); their
+/// memory is bounded by [`Job::mask_cache_bytes`].
+const MASK_CACHE_NAMESPACES: usize = 1 << 14;
+
+/// The seed of the extension's sampling (generation `g` samples with `mix(SEED, g)`).
+pub const SEED: u64 = 0x6772_6964;
+
+/// How often asks parked for the judge are looked at (their asker may have gone).
+const SWEEP: Duration = Duration::from_millis(200);
+
+/// An ask handed to the pipeline.
+pub struct Job {
+    /// Generation ids drawn for it: the first attempt's and the repair's. The first is
+    /// the ask's id.
+    pub ids: [u64; 2],
+    pub ask: Ask,
+    /// The endpoint's API key; never logged or echoed.
+    pub api_key: Option<String>,
+    /// Set by the host when the asker has gone away (cancelled, disconnected).
+    pub cancel: Arc<AtomicBool>,
+    /// The last moment the asker waits for.
+    pub deadline: Instant,
+    /// When the ask reached the host (seconds since the Unix epoch).
+    pub started_at: f64,
+    /// Threads of the pool of cold mask walks (0: one per CPU).
+    pub threads: usize,
+    /// Memory the mask cache may hold, in bytes.
+    pub mask_cache_bytes: usize,
+    /// Generation `g` samples with `mix(seed, g)` ([`SEED`] in the extension).
+    pub seed: u64,
+}
+
+impl Job {
+    /// An ask to run now as generations `ids`, with the defaults of a host that has no
+    /// settings of its own for the rest: its asker waits `ask.settings.timeout_ms`, one
+    /// thread of cold mask walks, a 256 MB mask cache, the extension's [`SEED`].
+    pub fn new(ids: [u64; 2], ask: Ask) -> Job {
+        let wait = Duration::from_millis(ask.settings.timeout_ms);
+        Job {
+            ids,
+            ask,
+            api_key: None,
+            cancel: Arc::new(AtomicBool::new(false)),
+            deadline: Instant::now() + wait,
+            started_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            threads: 1,
+            mask_cache_bytes: 256 << 20,
+            seed: SEED,
+        }
+    }
+
+    /// The ask's id (its first generation's).
+    pub fn id(&self) -> u64 {
+        self.ids[0]
+    }
+
+    /// Whether the asker went away.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// Whether the asker no longer waits (cancelled, gone, or past its deadline).
+    pub fn gone(&self) -> bool {
+        self.cancelled() || Instant::now() > self.deadline
+    }
+}
+
+/// What the host hands the pipeline.
+pub enum Input {
+    Ask(Box<Job>),
+    /// The judge's verdict on the candidate of ask `ask`, after [`Ruling::Later`].
+    Verdict {
+        ask: u64,
+        verdict: Verdict,
+    },
+}
+
+/// What the pipeline hands the host.
+pub enum Output {
+    /// Step records, in the order they were made (so that a generation in flight is on
+    /// record up to its last step).
+    Steps(Vec<StepRecord>),
+    /// An ask's seals and answer: the host stores the seals, then answers.
+    Finish(Box<Finished>),
+}
+
+/// Where [`Output`]s go.
+pub trait Outbox: Send + Sync {
+    fn send(&self, output: Output);
+}
+
+/// An ask parked for the judge, with the vocabulary of the loop that wrote it.
+pub(crate) struct Waiting {
+    pub parked: Box<Parked>,
+    pub vocab: Arc<VocabState>,
+}
+
+/// The asks parked for the judge, by id.
+pub(crate) type Parking = HashMap<u64, Waiting>;
+
+/// What the pipeline's loops answer and park through.
+pub(crate) struct Hands<'h> {
+    pub outbox: &'h dyn Outbox,
+    pub in_loop: &'h InLoop,
+    pub judge: &'h mut dyn Judge,
+    pub parked: &'h mut Parking,
+}
+
+impl Hands<'_> {
+    /// Follows `next` through the judge's immediate verdicts: the attempt to run next,
+    /// or `None` when the ask has been answered or parked.
+    pub fn follow(&mut self, mut next: Next, vocab: &Arc<VocabState>) -> Option<(Attempt, Flow)> {
+        loop {
+            match next {
+                Next::Run(a, f) => return Some((a, f)),
+                Next::Done(fin) => {
+                    self.finish(*fin);
+                    return None;
+                }
+                Next::Judge(candidate, parked) => match self.judge.judge(&candidate) {
+                    Ruling::Now(v) => next = parked.judged(v, &vocab.prompter(), &vocab.vocab),
+                    Ruling::Later => {
+                        self.in_loop.leave(parked.ask());
+                        self.parked.insert(
+                            parked.ask(),
+                            Waiting {
+                                parked,
+                                vocab: vocab.clone(),
+                            },
+                        );
+                        return None;
+                    }
+                },
+            }
+        }
+    }
+
+    /// Sends an ask's seals and answer; the ask leaves the loop.
+    pub fn finish(&mut self, fin: Finished) {
+        self.in_loop.leave(fin.ask);
+        self.outbox.send(Output::Finish(Box::new(fin)));
+    }
+
+    /// Answers an ask that cannot be asked: sealed as unreached, with the failure.
+    pub fn refuse(&mut self, entry: Entry, f: &Failure, dialect: &Dialect) {
+        match entry {
+            Entry::Ask(job) => self.finish(Finished {
+                ask: job.id(),
+                session_user: job.ask.session_user.clone(),
+                seals: unreached(&job, f, dialect).into_iter().collect(),
+                answer: crate::answer::Answer::Failed(f.clone()),
+                generations: Vec::new(),
+            }),
+            Entry::Repair(r) => {
+                let Repair {
+                    attempt: a,
+                    flow,
+                    vocab,
+                } = *r;
+                // The repair never ran: the ask ends with the failure, the first
+                // attempt's seal kept.
+                let next = flow.after(a.failed(f.clone()), &vocab.prompter(), &vocab.vocab);
+                self.follow(next, &vocab);
+            }
+        }
+    }
+}
+
+/// The pipeline's state (see the module documentation). Caches are this thread's own,
+/// so no lock.
+pub struct Engine {
+    pub(crate) dialect: Arc<Dialect>,
+    pub(crate) models: Models,
+    pub(crate) languages: Languages,
+    pub(crate) cache: Arc<MaskCache>,
+    /// The pool of cold mask walks, and the thread count it was built for.
+    pool: Option<(usize, rayon::ThreadPool)>,
+}
+
+impl Engine {
+    pub fn new(defaults: MockDefaults) -> Result<Engine, Failure> {
+        let dialect = Dialect::postgres_without_comments().map_err(|e| {
+            Failure::internal(format!("the SQL dialect grammar does not build: {e}"))
+        })?;
+        Ok(Engine {
+            dialect: Arc::new(dialect),
+            models: Models::new(defaults),
+            languages: Languages::default(),
+            cache: Arc::new(MaskCache::new(MASK_CACHE_NAMESPACES)),
+            pool: None,
+        })
+    }
+
+    /// Serves a group of entries that share an endpoint in one decode loop, which admits
+    /// the group's later entries as they arrive (see [`Round`]).
+    pub(crate) fn serve(&mut self, group: Vec<Entry>, inbox: &mut Inbox, hands: &mut Hands<'_>) {
+        let Some(first) = group.first() else { return };
+        let threads = first.job().threads;
+        // A changed cache budget takes effect at the next miss.
+        self.cache.set_budget(first.job().mask_cache_bytes);
+        if self.pool.as_ref().is_none_or(|(n, _)| *n != threads) {
+            self.pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(|i| format!("grid-mask-{i}"))
+                .build()
+                .ok()
+                .map(|p| (threads, p));
+        }
+        match self.pool.take() {
+            Some((n, pool)) => {
+                pool.install(|| self.serve_in_pool(group, inbox, hands));
+                self.pool = Some((n, pool));
+            }
+            None => self.serve_in_pool(group, inbox, hands),
+        }
+    }
+
+    fn serve_in_pool(&mut self, group: Vec<Entry>, inbox: &mut Inbox, hands: &mut Hands<'_>) {
+        fail_if_asked(&group);
+        let Some(first) = group.first() else { return };
+        let first = first.job().clone();
+        let (endpoint, vocab, mut slot) = match self.prepare(&first) {
+            Ok(p) => p,
+            Err(f) => {
+                for entry in group {
+                    hands.refuse(entry, &f, &self.dialect);
+                }
+                return;
+            }
+        };
+        // Declared before the round: the generations borrow their languages from it.
+        let pinned = Pinned::default();
+        let mut round = Round::new(
+            group_key(&first),
+            vocab.clone(),
+            &vocab,
+            &pinned,
+            self.cache.clone(),
+        );
+        self.watch(&slot, hands.in_loop);
+        for entry in group {
+            round.admit(self, entry, hands);
+        }
+        inbox.give_back(round.take_held_back());
+        while round.runs() {
+            round.step(self, &mut slot, hands);
+            self.admit_arrivals(&mut round, inbox, hands);
+        }
+        self.unwatch(&slot);
+        if round.stale() {
+            // The server changed models: its vocabulary is fetched again at the next ask.
+            self.models.forget(&endpoint);
+        }
+    }
+
+    /// The endpoint, vocabulary and model of a group (the settings of its first job).
+    fn prepare(
+        &mut self,
+        first: &Job,
+    ) -> Result<(EndpointSpec, Arc<VocabState>, ModelSlot), Failure> {
+        let settings = &first.ask.settings;
+        let http = http_config(settings, first.api_key.as_deref());
+        let spec = Models::spec(settings)?;
+        let vocab = self.models.vocabulary(&spec, &http)?;
+        if let Some(wanted) = settings.model.as_deref() {
+            if wanted != vocab.model {
+                return Err(Failure::new(
+                    crate::failure::FailureKind::InvalidValue,
+                    format!(
+                        "grid.model is {wanted:?}, but the endpoint serves {:?}: point \
+                         grid.endpoint at an endpoint of that model, or reset grid.model",
+                        vocab.model
+                    ),
+                ));
+            }
+        }
+        let model = self
+            .models
+            .model(&spec, settings, first.api_key.as_deref(), &vocab)?;
+        Ok((spec, vocab, model))
+    }
+
+    /// Lets the endpoint client abandon a request once every job of the loop is gone
+    /// (the list grows as jobs are admitted and shrinks as they are answered).
+    fn watch(&mut self, slot: &ModelSlot, in_loop: &InLoop) {
+        if let Some(r) = self.models.remote(slot) {
+            let in_loop = in_loop.clone();
+            r.set_abort(Some(Arc::new(move || in_loop.all_gone())));
+        }
+    }
+
+    fn unwatch(&mut self, slot: &ModelSlot) {
+        if let Some(r) = self.models.remote(slot) {
+            r.set_abort(None);
+        }
+    }
+
+    /// Admits what arrived for the round's group since the last tick: new asks, and the
+    /// repairs of asks whose verdict came.
+    fn admit_arrivals(&mut self, round: &mut Round<'_>, inbox: &mut Inbox, hands: &mut Hands<'_>) {
+        while round.admits() {
+            let Some(entry) = inbox.arrival(round.key()) else {
+                break;
+            };
+            hands.in_loop.enter(entry.job().clone());
+            fail_if_asked(std::slice::from_ref(&entry));
+            round.admit(self, entry, hands);
+        }
+        for entry in resolve(inbox.verdicts(), hands) {
+            if round.admits() && round.takes(&entry) {
+                hands.in_loop.enter(entry.job().clone());
+                round.admit(self, entry, hands);
+            } else {
+                inbox.push(entry);
+            }
+        }
+        inbox.give_back(round.take_held_back());
+    }
+}
+
+/// The verdicts that came: each parked ask answered, or its repair to run.
+fn resolve(verdicts: Vec<(u64, Verdict)>, hands: &mut Hands<'_>) -> Vec<Entry> {
+    let mut repairs = Vec::new();
+    for (ask, verdict) in verdicts {
+        // A verdict for no parked ask (answered meanwhile, or forged) is dropped.
+        let Some(w) = hands.parked.remove(&ask) else {
+            continue;
+        };
+        let next = w
+            .parked
+            .judged(verdict, &w.vocab.prompter(), &w.vocab.vocab);
+        if let Some((a, f)) = hands.follow(next, &w.vocab) {
+            repairs.push(Entry::Repair(Box::new(Repair {
+                attempt: a,
+                flow: f,
+                vocab: w.vocab.clone(),
+            })));
+        }
+    }
+    repairs
+}
+
+/// `grid.debug_fault = 'panic'`: the pipeline panics as a bug would; every job of the
+/// loop is answered with an error and the pipeline goes on (see [`run`]).
+fn fail_if_asked(entries: &[Entry]) {
+    if entries
+        .iter()
+        .any(|e| e.job().ask.settings.fault.as_deref() == Some("panic"))
+    {
+        panic!("grid.debug_fault = 'panic'");
+    }
+}
+
+/// The pipeline's thread: takes inputs until the host hangs up, and serves each group of
+/// asks (those that share an endpoint and its settings) in one decode loop, which admits
+/// the group's later asks while it runs. Asks parked for the judge wait for their
+/// verdict; one whose asker has gone (or all of them, once the host has hung up) is
+/// answered as cancelled, its seals kept. A panic fails the asks of the loop not
+/// answered yet (with an error each, unsealed) and the pipeline starts afresh.
+pub fn run(
+    inputs: Receiver<Input>,
+    outbox: &dyn Outbox,
+    judge: &mut dyn Judge,
+    defaults: MockDefaults,
+) {
+    // Built before the first ask (the dialect's tables take a moment), not during it.
+    let mut engine: Option<Engine> = Engine::new(defaults.clone()).ok();
+    let mut inbox = Inbox::new(inputs);
+    let mut parked = Parking::new();
+    loop {
+        let wait = (!parked.is_empty()).then_some(SWEEP);
+        let more = inbox.wait(wait);
+        let in_loop = InLoop::default();
+        let mut hands = Hands {
+            outbox,
+            in_loop: &in_loop,
+            judge: &mut *judge,
+            parked: &mut parked,
+        };
+        let repairs = resolve(inbox.verdicts(), &mut hands);
+        for r in repairs {
+            inbox.push(r);
+        }
+        let closed = inbox.closed();
+        let gone: Vec<u64> = hands
+            .parked
+            .iter()
+            .filter(|(_, w)| closed || w.parked.job().gone())
+            .map(|(&id, _)| id)
+            .collect();
+        for id in gone {
+            if let Some(w) = hands.parked.remove(&id) {
+                hands.finish(w.parked.abandoned(&w.vocab.vocab));
+            }
+        }
+        let Some(group) = inbox.next_group() else {
+            if !more && hands.parked.is_empty() {
+                return;
+            }
+            continue;
+        };
+        // Outside the unwind boundary: what a panic leaves unanswered is answered here.
+        for entry in &group {
+            in_loop.enter(entry.job().clone());
+        }
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let e = match engine.as_mut() {
+                Some(e) => e,
+                None => match Engine::new(defaults.clone()) {
+                    Ok(e) => engine.insert(e),
+                    Err(f) => {
+                        for entry in group {
+                            hands.finish(Finished {
+                                ask: entry.job().id(),
+                                session_user: entry.job().ask.session_user.clone(),
+                                seals: Vec::new(),
+                                answer: crate::answer::Answer::Failed(f.clone()),
+                                generations: Vec::new(),
+                            });
+                        }
+                        return;
+                    }
+                },
+            };
+            e.serve(group, &mut inbox, &mut hands);
+        }));
+        let why = match outcome {
+            Ok(()) => "the decode loop ended without answering".to_string(),
+            Err(panic) => {
+                engine = None;
+                let what = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown".into());
+                format!("panic: {what}")
+            }
+        };
+        for job in in_loop.drain() {
+            outbox.send(Output::Finish(Box::new(Finished {
+                ask: job.id(),
+                session_user: job.ask.session_user.clone(),
+                seals: Vec::new(),
+                answer: crate::answer::Answer::Failed(Failure::internal(format!(
+                    "the generation failed inside the worker ({why}); the worker goes on"
+                ))),
+                generations: Vec::new(),
+            })));
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! One ask from its first generation to its answer: the attempts (the first, and at most
+//! one repair), the checker's verdict on each, the judge's, and what comes next
+//! ([`Next`]). The rules:
+//!
+//! 1. A generation that fails (endpoint, budget, cancel, ...) ends the ask with its
+//!    failure.
+//! 2. A statement the checker refuses is repaired once, the violations quoted back; a
+//!    repair the checker refuses ends the ask, refused (its statement is never returned).
+//! 3. A statement the checker passes goes to the judge; a statement the judge refuses is
+//!    repaired once (unless the ask has used its repair), the judge's message quoted back;
+//!    the repair goes through the checker and the judge again.
+//! 4. With repair switched off (the `no_repair` ablation), rules 2 and 3 end the ask at
+//!    the first refusal.
+//!
+//! Every attempt that ran is sealed; the seals and the answer are made in
+//! [`Flow::finish`], once.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use grid_core::audit::{text_digest, Seal, StepKind, StepRecord, StopReason};
+use grid_core::checker::{self, Violation};
+use grid_core::decode::{DecodeError, GenerationSpec, Outcome};
+use grid_core::prompt;
+use grid_endpoint::backend::mock::mix;
+use grid_endpoint::ClientError;
+use grid_vocab::Vocabulary;
+
+use crate::answer::{explain_rows, Answer, Generated};
+use crate::engine::Job;
+use crate::failure::{Failure, FailureKind};
+use crate::judge::{Candidate, Verdict};
+use crate::language::Compiled;
+use crate::models::Prompter;
+use crate::record::{artifacts, reasons, refusal, seal_meta, SealToWrite};
+
+/// Bytes of schema DDL a prompt may carry (the mask is never trimmed).
+pub const PROMPT_SCHEMA_BYTES: usize = 12_000;
+
+/// One generation to run for an ask.
+pub struct Attempt {
+    pub job: Arc<Job>,
+    pub generation: u64,
+    pub compiled: Arc<Compiled>,
+    pub prompt: Vec<u32>,
+    /// Set for a repair: the first attempt's generation.
+    pub repair_of: Option<u64>,
+}
+
+impl Attempt {
+    /// The first attempt, or why the question cannot be put to the model (a host refuses
+    /// the same questions first; one that does not meets it here, and the question is
+    /// never asked without its schema).
+    pub fn first(
+        job: Arc<Job>,
+        compiled: Arc<Compiled>,
+        prompter: &Prompter,
+    ) -> Result<Attempt, Failure> {
+        let dialect = compiled.language.dialect.clone();
+        let reserved = |w: &str| dialect.is_reserved(w);
+        let prompt = prompt::question_prompt(
+            &compiled.snapshot,
+            &job.ask.question,
+            PROMPT_SCHEMA_BYTES,
+            &reserved,
+        )
+        .map_err(|e| {
+            Failure::new(
+                FailureKind::InvalidValue,
+                format!("the question cannot be asked: {e}"),
+            )
+        })?;
+        Ok(Attempt {
+            generation: job.ids[0],
+            prompt: prompter.tokens(&prompt)?,
+            job,
+            compiled,
+            repair_of: None,
+        })
+    }
+
+    /// The generation to run, over `compiled` (this attempt's language, as kept for the
+    /// decode loop's life).
+    pub fn spec<'l>(&self, compiled: &'l Compiled) -> GenerationSpec<'l> {
+        GenerationSpec {
+            id: self.generation,
+            language: &compiled.language,
+            reserve: &compiled.reserve,
+            prompt: self.prompt.clone(),
+            max_tokens: self.job.ask.settings.max_tokens,
+            seed: mix(self.job.seed, self.generation),
+            meta: seal_meta(&self.job),
+            unconstrained: self.job.ask.settings.ablation.unconstrained,
+        }
+    }
+
+    /// The attempt ended without a generation's outcome (it could not start, or the loop
+    /// failed under it).
+    pub fn failed(self, f: Failure) -> Attempted {
+        Attempted {
+            job: self.job,
+            generation: self.generation,
+            compiled: self.compiled,
+            seal: None,
+            steps: Vec::new(),
+            sql: None,
+            stop: None,
+            violations: Vec::new(),
+            verdict: None,
+            failure: Some(f),
+            decode_error: None,
+            repair_of: self.repair_of,
+            tokens: 0,
+            completed_tokens: 0,
+        }
+    }
+}
+
+/// A generation that ran, checked.
+pub struct Attempted {
+    pub job: Arc<Job>,
+    pub generation: u64,
+    pub compiled: Arc<Compiled>,
+    pub seal: Option<Seal>,
+    pub steps: Vec<StepRecord>,
+    pub sql: Option<String>,
+    pub stop: Option<StopReason>,
+    /// What the checker found in `sql`.
+    pub violations: Vec<Violation>,
+    /// The judge's verdict on `sql`, once it gave one.
+    pub verdict: Option<Verdict>,
+    /// Why the generation gives no statement.
+    pub failure: Option<Failure>,
+    /// The decode loop's own error, when it stopped with one.
+    pub decode_error: Option<DecodeError>,
+    pub repair_of: Option<u64>,
+    /// Output tokens, and how many of them budget completion wrote.
+    pub tokens: usize,
+    pub completed_tokens: u32,
+}
+
+impl Attempted {
+    /// The attempt `a` ran to `o` (sealed with `seal`, its records `steps`; the endpoint
+    /// client's error behind a model failure, if any): its failure, or its statement and
+    /// the checker's verdict on it.
+    pub fn new(
+        a: Attempt,
+        o: Outcome,
+        seal: Option<Seal>,
+        steps: Vec<StepRecord>,
+        client_error: Option<&ClientError>,
+    ) -> Attempted {
+        let a_deadline = a.job.deadline;
+        let a_gone = a.job.cancelled();
+        let timeout_ms = a.job.ask.settings.timeout_ms;
+        let mut done = a.failed(Failure::internal(""));
+        let sql = String::from_utf8_lossy(&o.text).into_owned();
+        let mut seal = seal;
+        if let Some(s) = seal.as_mut() {
+            s.meta.sql_digest = Some(text_digest(&sql));
+        }
+        done.seal = seal;
+        done.steps = steps;
+        done.stop = Some(o.stop);
+        done.tokens = o.tokens.len();
+        done.completed_tokens = o.completed_tokens;
+        done.decode_error = o.error.clone();
+        done.failure = match (o.stop, &o.error) {
+            // A truncated output (unconstrained) is a statement to check like any other.
+            (StopReason::Eos | StopReason::BudgetCompleted | StopReason::BudgetTruncated, _) => {
+                None
+            }
+            (_, Some(DecodeError::Model(_))) if !a_gone && Instant::now() > a_deadline => {
+                Some(Failure::new(
+                    FailureKind::EndpointTimeout,
+                    format!(
+                        "model endpoint (timeout): no answer within grid.timeout ({timeout_ms} ms)"
+                    ),
+                ))
+            }
+            (StopReason::Cancelled, _) if Instant::now() > a_deadline => Some(Failure::new(
+                FailureKind::Cancelled,
+                format!(
+                    "the generation took longer than grid.timeout ({timeout_ms} ms) and was stopped"
+                ),
+            )),
+            (StopReason::Cancelled, _) | (_, Some(DecodeError::Model(_))) if a_gone => {
+                Some(Failure::new(
+                    FailureKind::Cancelled,
+                    "the generation was cancelled (the asking session went away)",
+                ))
+            }
+            (_, Some(DecodeError::Model(m))) => Some(match client_error {
+                Some(e) => Failure::endpoint(e),
+                None => Failure::new(FailureKind::EndpointFailed, format!("model endpoint: {m}")),
+            }),
+            (
+                _,
+                Some(DecodeError::BudgetBelowReserve {
+                    max_tokens,
+                    reserve,
+                }),
+            ) => Some(Failure::new(
+                FailureKind::BudgetTooSmall,
+                format!(
+                    "grid.max_tokens is {max_tokens}, below the {reserve} tokens of the \
+                     shortest statement this role can write: raise grid.max_tokens"
+                ),
+            )),
+            (_, e) => Some(Failure::internal(format!(
+                "the decode loop stopped with an error: {}",
+                e.as_ref()
+                    .map_or("unknown".to_string(), ToString::to_string)
+            ))),
+        };
+        if done.failure.is_none() {
+            done.violations = checker::check(&sql, &done.compiled.snapshot);
+        }
+        done.sql = Some(sql);
+        done
+    }
+
+    /// The repair of this attempt, the reasons it was rejected quoted back; `None` when
+    /// no repair prompt can be made.
+    fn repair<R: std::fmt::Display>(&self, reasons: &[R], prompter: &Prompter) -> Option<Attempt> {
+        let sql = self.sql.as_deref()?;
+        let dialect = self.compiled.language.dialect.clone();
+        let reserved = |w: &str| dialect.is_reserved(w);
+        let prompt = prompt::repair_prompt(
+            &self.compiled.snapshot,
+            &self.job.ask.question,
+            PROMPT_SCHEMA_BYTES,
+            sql,
+            reasons,
+            &reserved,
+        )
+        .ok()?;
+        Some(Attempt {
+            job: self.job.clone(),
+            generation: self.job.ids[1],
+            compiled: self.compiled.clone(),
+            prompt: prompter.tokens(&prompt).ok()?,
+            repair_of: Some(self.generation),
+        })
+    }
+
+    fn seal_to_write(&self, vocab: &Vocabulary) -> Option<SealToWrite> {
+        if !self.job.ask.settings.audit.records() {
+            return None;
+        }
+        Some(SealToWrite {
+            seal: self.seal.clone()?,
+            question: self.job.ask.question.clone(),
+            current_user: self.job.ask.current_user.clone(),
+            final_sql: self.sql.clone(),
+            refused: refusal(&self.violations),
+            repair_of: self.repair_of,
+            artifacts: artifacts(&self.compiled, vocab),
+            started_at: self.job.started_at,
+        })
+    }
+
+    fn report(&self) -> GenerationReport {
+        GenerationReport {
+            generation: self.generation,
+            stop: self.stop,
+            sql: self.sql.clone(),
+            tokens: self.tokens,
+            completed_tokens: self.completed_tokens,
+            steps: self.steps.len(),
+            forced_steps: self
+                .steps
+                .iter()
+                .filter(|r| r.kind == StepKind::Forced)
+                .count(),
+            violations: reasons(&self.violations),
+            verdict: self.verdict.clone(),
+            failure: self.failure.clone(),
+            decode_error: self.decode_error.clone(),
+        }
+    }
+}
+
+/// What one generation of an ask came to (for a host's report; the seals are the
+/// record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenerationReport {
+    pub generation: u64,
+    /// `None` when the generation never ran.
+    pub stop: Option<StopReason>,
+    pub sql: Option<String>,
+    /// Output tokens, and how many of them budget completion wrote.
+    pub tokens: usize,
+    pub completed_tokens: u32,
+    /// Step records, and how many were forced.
+    pub steps: usize,
+    pub forced_steps: usize,
+    /// The checker's violations, as displayed.
+    pub violations: Vec<String>,
+    pub verdict: Option<Verdict>,
+    pub failure: Option<Failure>,
+    /// The decode loop's own error, when it stopped with one (a dead end, ...).
+    pub decode_error: Option<DecodeError>,
+}
+
+/// An ask's seals and answer.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// The ask (its first generation's id).
+    pub ask: u64,
+    /// Who asked (recorded beside the seals).
+    pub session_user: String,
+    pub seals: Vec<SealToWrite>,
+    pub answer: Answer,
+    /// Each generation that ran, in order.
+    pub generations: Vec<GenerationReport>,
+}
+
+/// What an ask needs next.
+pub enum Next {
+    /// Run this attempt (a repair), the flow going with it.
+    Run(Attempt, Flow),
+    /// The judge's verdict on this candidate.
+    Judge(Candidate, Box<Parked>),
+    /// Answered.
+    Done(Box<Finished>),
+}
+
+/// An ask between its attempts.
+#[derive(Default)]
+pub struct Flow {
+    /// The first attempt, while its repair runs.
+    first: Option<Box<Attempted>>,
+    /// Why the first attempt was sent to repair, as displayed.
+    reasons: Vec<String>,
+}
+
+/// An ask waiting for the judge: its flow and the attempt judged.
+pub struct Parked {
+    flow: Flow,
+    last: Attempted,
+}
+
+impl Parked {
+    /// The ask's id.
+    pub fn ask(&self) -> u64 {
+        self.last.job.ids[0]
+    }
+
+    pub fn job(&self) -> &Arc<Job> {
+        &self.last.job
+    }
+
+    /// The judge's verdict: answered, or repaired with the judge's message.
+    pub fn judged(
+        self: Box<Self>,
+        verdict: Verdict,
+        prompter: &Prompter,
+        vocab: &Vocabulary,
+    ) -> Next {
+        let Parked { flow, mut last } = *self;
+        last.verdict = Some(verdict.clone());
+        match verdict {
+            Verdict::Fail { message, .. } => {
+                flow.repair_or_finish(last, std::slice::from_ref(&message), prompter, vocab)
+            }
+            Verdict::Pass | Verdict::Unjudged => Next::Done(Box::new(flow.finish(last, vocab))),
+        }
+    }
+
+    /// The ask can wait no longer (its asker went away): answered as cancelled, its
+    /// seals kept.
+    pub fn abandoned(self: Box<Self>, vocab: &Vocabulary) -> Finished {
+        let Parked { flow, mut last } = *self;
+        last.failure = Some(Failure::new(
+            FailureKind::Cancelled,
+            "the ask was cancelled while its statement waited for the judge",
+        ));
+        flow.finish(last, vocab)
+    }
+}
+
+impl Flow {
+    /// An attempt is over (decoded and checked): what follows.
+    pub fn after(self, done: Attempted, prompter: &Prompter, vocab: &Vocabulary) -> Next {
+        if done.failure.is_some() {
+            return Next::Done(Box::new(self.finish(done, vocab)));
+        }
+        if !done.violations.is_empty() {
+            let violations = done.violations.clone();
+            return self.repair_or_finish(done, &violations, prompter, vocab);
+        }
+        let candidate = Candidate {
+            ask: done.job.ids[0],
+            generation: done.generation,
+            sql: done.sql.clone().unwrap_or_default(),
+            session_user: done.job.ask.session_user.clone(),
+            current_user: done.job.ask.current_user.clone(),
+            repairable: self.may_repair(&done),
+        };
+        Next::Judge(
+            candidate,
+            Box::new(Parked {
+                flow: self,
+                last: done,
+            }),
+        )
+    }
+
+    fn may_repair(&self, done: &Attempted) -> bool {
+        self.first.is_none() && !done.job.ask.settings.ablation.no_repair
+    }
+
+    fn repair_or_finish<R: std::fmt::Display>(
+        self,
+        done: Attempted,
+        why: &[R],
+        prompter: &Prompter,
+        vocab: &Vocabulary,
+    ) -> Next {
+        if self.may_repair(&done) {
+            if let Some(repair) = done.repair(why, prompter) {
+                let reasons = why.iter().map(ToString::to_string).collect();
+                return Next::Run(
+                    repair,
+                    Flow {
+                        first: Some(Box::new(done)),
+                        reasons,
+                    },
+                );
+            }
+        }
+        Next::Done(Box::new(self.finish(done, vocab)))
+    }
+
+    /// The ask's seals and answer, `last` its last attempt.
+    pub fn finish(self, last: Attempted, vocab: &Vocabulary) -> Finished {
+        let job = last.job.clone();
+        let first = self.first;
+        let mut seals: Vec<SealToWrite> = Vec::new();
+        let mut generations = Vec::new();
+        for a in first.iter().map(|b| &**b).chain(std::iter::once(&last)) {
+            seals.extend(a.seal_to_write(vocab));
+            generations.push(a.report());
+        }
+        let repaired_from = first.as_ref().map(|f| f.generation);
+        let role = &job.ask.current_user;
+        let generated = |sql: String, with_tokens: bool, refused: Option<String>| {
+            Answer::Generated(Generated {
+                generation: last.generation,
+                sql,
+                stop: last.stop.unwrap_or(StopReason::Error),
+                repaired_from,
+                repair_reasons: self.reasons.clone(),
+                steps: explain_rows(&last.steps, vocab, with_tokens),
+                head: String::new(),
+                refused,
+            })
+        };
+        let answer = match (&last.failure, last.sql.as_deref(), &last.verdict) {
+            (Some(f), _, _) => Answer::Failed(f.clone()),
+            (None, Some(_), _) if !last.violations.is_empty() => {
+                // Neither the statement nor its tokens leave the pipeline: only the audit
+                // keeps them, for the auditor.
+                let why = format!(
+                    "the model's statement is not allowed for role {role:?} and was not returned \
+                     (after one repair): {}",
+                    refusal(&last.violations).unwrap_or_default()
+                );
+                if job.ask.explain {
+                    generated(String::new(), false, Some(why))
+                } else {
+                    Answer::Failed(Failure::new(FailureKind::Refused, why))
+                }
+            }
+            (None, Some(_), Some(Verdict::Fail { code, message })) => Answer::Failed(Failure::new(
+                FailureKind::Judged { code: code.clone() },
+                format!(
+                    "the model's statement does not pass the judge{}: {message}",
+                    if repaired_from.is_some() || job.ask.settings.ablation.no_repair {
+                        ""
+                    } else {
+                        " and could not be repaired"
+                    }
+                ),
+            )),
+            (None, Some(sql), _) => generated(sql.to_string(), true, None),
+            (None, None, _) => {
+                Answer::Failed(Failure::internal("the generation produced no statement"))
+            }
+        };
+        Finished {
+            ask: job.ids[0],
+            session_user: job.ask.session_user.clone(),
+            seals,
+            answer,
+            generations,
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! How work reaches the pipeline's decode loop and what the loop holds on to while it
+//! runs:
+//! - [`Inbox`]: the host's inputs (asks, and the judge's verdicts), and the entries that
+//!   wait for a loop, in arrival order; a running loop takes the entries of its own group
+//!   as they come, the others wait for the loop to end;
+//! - [`InLoop`]: the jobs of the running loop not answered yet (what the endpoint
+//!   client's abort hook watches, and what a panic fails);
+//! - [`Pinned`]: the append-only arena that keeps the languages of a loop's generations
+//!   alive, and in place, until the loop ends.
+
+use std::cell::OnceCell;
+use std::collections::VecDeque;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use grid_core::audit::{text_digest, to_hex};
+
+use crate::engine::{Input, Job};
+use crate::flow::{Attempt, Flow};
+use crate::judge::Verdict;
+use crate::models::VocabState;
+
+/// Jobs with equal keys share one decode loop (same model, same sampling).
+pub fn group_key(job: &Job) -> String {
+    let s = &job.ask.settings;
+    format!(
+        "{:?}\0{}\0{}\0{}\0{}",
+        s.endpoint,
+        s.temperature.to_bits(),
+        s.timeout_ms,
+        s.model.as_deref().unwrap_or(""),
+        job.api_key
+            .as_deref()
+            .map(|k| to_hex(&text_digest(k)))
+            .unwrap_or_default()
+    )
+}
+
+/// Work for a decode loop.
+pub enum Entry {
+    /// A new ask.
+    Ask(Arc<Job>),
+    /// An ask whose statement the judge refused, to repair.
+    Repair(Box<Repair>),
+}
+
+/// The repair of an ask whose statement the judge refused.
+pub struct Repair {
+    pub attempt: Attempt,
+    /// The ask's flow.
+    pub flow: Flow,
+    /// The vocabulary its first attempt was written in.
+    pub vocab: Arc<VocabState>,
+}
+
+impl Entry {
+    pub fn job(&self) -> &Arc<Job> {
+        match self {
+            Entry::Ask(job) => job,
+            Entry::Repair(r) => &r.attempt.job,
+        }
+    }
+
+    fn key(&self) -> String {
+        group_key(self.job())
+    }
+}
+
+/// The pipeline's queue (see the module documentation).
+pub struct Inbox {
+    inputs: Receiver<Input>,
+    /// Taken off the channel, not served yet, in arrival order.
+    held: VecDeque<Entry>,
+    /// Verdicts received and not yet handed on, in arrival order.
+    verdicts: VecDeque<(u64, Verdict)>,
+    /// The host has hung up: no more inputs.
+    closed: bool,
+}
+
+impl Inbox {
+    pub fn new(inputs: Receiver<Input>) -> Inbox {
+        Inbox {
+            inputs,
+            held: VecDeque::new(),
+            verdicts: VecDeque::new(),
+            closed: false,
+        }
+    }
+
+    fn take(&mut self, input: Input) {
+        match input {
+            Input::Ask(job) => self.held.push_back(Entry::Ask(Arc::from(job))),
+            Input::Verdict { ask, verdict } => self.verdicts.push_back((ask, verdict)),
+        }
+    }
+
+    /// Waits until there is something to do or `wait` has passed (for ever without it),
+    /// then takes every input that has arrived. False once the host has hung up and
+    /// nothing is held.
+    pub fn wait(&mut self, wait: Option<Duration>) -> bool {
+        if self.held.is_empty() && self.verdicts.is_empty() && !self.closed {
+            let input = match wait {
+                None => self
+                    .inputs
+                    .recv()
+                    .map_err(|_| RecvTimeoutError::Disconnected),
+                Some(d) => self.inputs.recv_timeout(d),
+            };
+            match input {
+                Ok(i) => self.take(i),
+                Err(RecvTimeoutError::Disconnected) => self.closed = true,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+        self.drain();
+        !(self.closed && self.held.is_empty() && self.verdicts.is_empty())
+    }
+
+    fn drain(&mut self) {
+        loop {
+            match self.inputs.try_recv() {
+                Ok(i) => self.take(i),
+                Err(std::sync::mpsc::TryRecvError::Empty) => return,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    self.closed = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Whether the host has hung up.
+    pub fn closed(&self) -> bool {
+        self.closed
+    }
+
+    /// The verdicts received so far (taken off the channel by [`Inbox::wait`] and
+    /// [`Inbox::arrival`]; asks are never taken off it here, so that a running loop still
+    /// sees them arrive).
+    pub fn verdicts(&mut self) -> Vec<(u64, Verdict)> {
+        self.verdicts.drain(..).collect()
+    }
+
+    /// The next loop's group: the oldest waiting entry and every waiting entry of its
+    /// group, in arrival order (entries queued together share a loop).
+    pub fn next_group(&mut self) -> Option<Vec<Entry>> {
+        let key = self.held.front()?.key();
+        let (group, others): (VecDeque<_>, VecDeque<_>) =
+            self.held.drain(..).partition(|e| e.key() == key);
+        self.held = others;
+        Some(group.into())
+    }
+
+    /// Queues an entry behind those waiting.
+    pub fn push(&mut self, entry: Entry) {
+        self.held.push_back(entry);
+    }
+
+    /// An entry of group `key` that arrived since the last look, for the running loop
+    /// (verdicts met on the way are kept for [`Inbox::verdicts`]). Nothing once an entry of
+    /// another group waits: a later entry of the running group never overtakes it
+    /// (otherwise a steady stream of one group would starve the others).
+    pub fn arrival(&mut self, key: &str) -> Option<Entry> {
+        if !self.held.is_empty() {
+            // Nothing may overtake what waits; verdicts still come through.
+            self.drain();
+            return None;
+        }
+        loop {
+            match self.inputs.try_recv().ok()? {
+                Input::Ask(job) => {
+                    let entry = Entry::Ask(Arc::from(job));
+                    if entry.key() == key {
+                        return Some(entry);
+                    }
+                    self.held.push_back(entry);
+                    return None;
+                }
+                Input::Verdict { ask, verdict } => self.verdicts.push_back((ask, verdict)),
+            }
+        }
+    }
+
+    /// Puts entries the running loop could not take back at the head of the queue, in
+    /// their order (they arrived before any entry still held).
+    pub fn give_back(&mut self, entries: Vec<Entry>) {
+        for e in entries.into_iter().rev() {
+            self.held.push_front(e);
+        }
+    }
+}
+
+/// The jobs of the running loop that are not answered yet. Shared with the endpoint
+/// client's abort hook (on another task of the pipeline's thread), hence the lock.
+#[derive(Clone, Default)]
+pub struct InLoop(Arc<Mutex<Vec<Arc<Job>>>>);
+
+impl InLoop {
+    fn jobs(&self) -> MutexGuard<'_, Vec<Arc<Job>>> {
+        // A panic never leaves the list half-changed: every change is one push or retain.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn enter(&self, job: Arc<Job>) {
+        self.jobs().push(job);
+    }
+
+    /// Ask `ask` has been answered, or waits outside the loop (for the judge).
+    pub fn leave(&self, ask: u64) {
+        self.jobs().retain(|j| j.id() != ask);
+    }
+
+    /// Whether nobody waits for the loop any more (every job cancelled or past its
+    /// deadline): a request in flight can then be abandoned.
+    pub fn all_gone(&self) -> bool {
+        self.jobs().iter().all(|j| j.gone())
+    }
+
+    /// The jobs not answered, which leave.
+    pub fn drain(&self) -> Vec<Arc<Job>> {
+        std::mem::take(&mut *self.jobs())
+    }
+}
+
+/// Languages a loop may hold (as many as the pipeline caches); a job with another waits
+/// for the next loop, so a loop that never ends cannot pile them up.
+pub const PINNED: usize = 64;
+
+/// An append-only arena of `Arc<T>`s for one decode loop: `pin` takes `&self` and the
+/// references it hands out live as long as the arena, so a generation admitted while the
+/// loop runs can borrow its language for the loop's whole life (grid-core's
+/// `Batch<'l>`). Sound without `unsafe`: each slot is a `OnceCell` set at most once and
+/// never cleared or moved while the arena lives, and the slots are allocated up front.
+/// At most [`PINNED`] distinct values.
+pub struct Pinned<T> {
+    slots: Box<[OnceCell<Arc<T>>]>,
+}
+
+impl<T> Default for Pinned<T> {
+    fn default() -> Self {
+        Pinned {
+            slots: (0..PINNED).map(|_| OnceCell::new()).collect(),
+        }
+    }
+}
+
+impl<T> Pinned<T> {
+    /// `value`, kept until the arena is dropped (once per distinct `Arc`); `None` when
+    /// the arena is full.
+    pub fn pin(&self, value: &Arc<T>) -> Option<&T> {
+        for slot in self.slots.iter() {
+            match slot.get() {
+                Some(kept) if Arc::ptr_eq(kept, value) => return Some(kept),
+                Some(_) => continue,
+                None => return Some(slot.get_or_init(|| value.clone())),
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,256 @@
+//! What the audit records of an ask, made in this one place: each generation's seal with
+//! who asked and what came out ([`SealToWrite`]), and the artifacts its fingerprints
+//! name ([`Artifact`]), which a replay rebuilds the language from ([`crate::replay`]).
+//! An ask that fails before its generation begins is sealed too ([`unreached`]), so that
+//! every ask is in the log.
+
+use grid_core::audit::{
+    text_digest, to_hex, ChainWriter, DecodeMode, Entry, Fingerprints, Head, Mode, Seal, SealInput,
+    SealMeta, StopReason,
+};
+use grid_core::checker::Violation;
+use grid_core::Dialect;
+use grid_vocab::Vocabulary;
+
+use crate::engine::Job;
+use crate::failure::Failure;
+use crate::language::Compiled;
+
+/// A seal to store, with who asked and the artifacts it names.
+#[derive(Debug, Clone)]
+pub struct SealToWrite {
+    /// Chained from the genesis head: the host re-anchors it to its stored head
+    /// ([`SealToWrite::anchored`]).
+    pub seal: Seal,
+    pub question: String,
+    /// `current_user` of the ask (the seal's role binds it with `session_user`).
+    pub current_user: String,
+    pub final_sql: Option<String>,
+    /// The checker's violations, when `final_sql` is not returned ([`refusal`]).
+    pub refused: Option<String>,
+    /// The generation this one repairs.
+    pub repair_of: Option<u64>,
+    pub artifacts: Vec<Artifact>,
+    /// When the ask reached the pipeline (seconds since the Unix epoch).
+    pub started_at: f64,
+}
+
+impl SealToWrite {
+    /// The seal chained after `head` (its index, previous hash and hash made anew).
+    pub fn anchored(&self, head: Head) -> Seal {
+        let mut seal = self.seal.clone();
+        seal.index = head.seals;
+        seal.prev_seal_hash = head.hash;
+        seal.hash = seal.compute_hash();
+        seal
+    }
+}
+
+/// The kinds of artifact a seal names, one per fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArtifactKind {
+    Grammar,
+    Lexicons,
+    Policy,
+    Vocabulary,
+}
+
+impl ArtifactKind {
+    /// In the order of the seal's fingerprints.
+    pub const ALL: [ArtifactKind; 4] = [
+        ArtifactKind::Grammar,
+        ArtifactKind::Lexicons,
+        ArtifactKind::Policy,
+        ArtifactKind::Vocabulary,
+    ];
+
+    /// The spelling of `grid.artifacts.kind`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArtifactKind::Grammar => "grammar",
+            ArtifactKind::Lexicons => "lexicons",
+            ArtifactKind::Policy => "policy",
+            ArtifactKind::Vocabulary => "vocabulary",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ArtifactKind> {
+        ArtifactKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The seal's fingerprint of this kind.
+    pub fn of(self, f: &Fingerprints) -> [u8; 16] {
+        match self {
+            ArtifactKind::Grammar => f.grammar,
+            ArtifactKind::Lexicons => f.lexicons,
+            ArtifactKind::Policy => f.policy,
+            ArtifactKind::Vocabulary => f.vocabulary,
+        }
+    }
+}
+
+/// One artifact of a seal, content-addressed by the seal's fingerprint of its kind: a
+/// document, or bytes (the vocabulary).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Artifact {
+    pub kind: ArtifactKind,
+    pub fingerprint: [u8; 16],
+    pub content: Option<Vec<u8>>,
+    pub content_json: Option<serde_json::Value>,
+}
+
+/// The seal's role: who asked, as `["<session_user>","<current_user>"]` (JSON), so that
+/// both names are bound to the seal's hash (a `SET ROLE` changes the second).
+pub fn sealed_role(session_user: &str, current_user: &str) -> String {
+    serde_json::json!([session_user, current_user]).to_string()
+}
+
+/// The seal's metadata of an ask (the statement's digest is added when it stops).
+pub fn seal_meta(job: &Job) -> SealMeta {
+    SealMeta {
+        role: Some(sealed_role(&job.ask.session_user, &job.ask.current_user)),
+        question_digest: Some(text_digest(&job.ask.question)),
+        sql_digest: None,
+    }
+}
+
+/// The checker's violations as messages display them.
+pub fn reasons(violations: &[Violation]) -> Vec<String> {
+    violations.iter().map(ToString::to_string).collect()
+}
+
+/// The checker's violations as a generation's record keeps them (and a replay recomputes
+/// them): `None` when there are none.
+pub fn refusal(violations: &[Violation]) -> Option<String> {
+    (!violations.is_empty()).then(|| reasons(violations).join("; "))
+}
+
+/// The artifacts a replay of a generation over `c` and `vocab` needs, content-addressed by
+/// the seal's fingerprints.
+pub fn artifacts(c: &Compiled, vocab: &Vocabulary) -> Vec<Artifact> {
+    let f = &c.fingerprints;
+    let policy = serde_json::from_str::<serde_json::Value>(&c.language.policy.canonical_json())
+        .unwrap_or_default();
+    let doc = |kind: ArtifactKind, content_json: serde_json::Value| Artifact {
+        kind,
+        fingerprint: kind.of(f),
+        content: None,
+        content_json: Some(content_json),
+    };
+    vec![
+        doc(
+            ArtifactKind::Grammar,
+            serde_json::json!({
+                "dialect": "postgres",
+                "dialect_fingerprint": to_hex(&c.language.dialect.fingerprint),
+                "policy": policy,
+                "grid_pg": env!("CARGO_PKG_VERSION"),
+            }),
+        ),
+        doc(
+            ArtifactKind::Lexicons,
+            serde_json::json!({
+                "snapshot": serde_json::to_value(&c.snapshot).unwrap_or_default(),
+                "base_policy": serde_json::from_str::<serde_json::Value>(&c.base.canonical_json()).unwrap_or_default(),
+            }),
+        ),
+        doc(ArtifactKind::Policy, policy.clone()),
+        Artifact {
+            kind: ArtifactKind::Vocabulary,
+            fingerprint: f.vocabulary,
+            content: Some(vocab.to_served_json().into_bytes()),
+            content_json: None,
+        },
+    ]
+}
+
+/// The seal of an ask that failed before its generation could begin (the endpoint or
+/// the role's language could not be reached): no step, stop `error`, and artifacts that
+/// say what was asked and why it went no further. Its fingerprints address those
+/// artifacts: the dialect, the caller's snapshot and policy as sent, and the failure in
+/// place of a vocabulary. `None` when the ask is not audited.
+pub fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<SealToWrite> {
+    if !job.ask.settings.audit.records() {
+        return None;
+    }
+    let b16 = |parts: &[&[u8]]| -> [u8; 16] {
+        let d = text_digest(
+            &parts
+                .iter()
+                .map(|p| to_hex(p))
+                .collect::<Vec<_>>()
+                .join(":"),
+        );
+        let mut fp = [0u8; 16];
+        fp.copy_from_slice(&d[..16]);
+        fp
+    };
+    let docs = [
+        serde_json::json!({
+            "dialect": "postgres",
+            "dialect_fingerprint": to_hex(&dialect.fingerprint),
+            "grid_pg": env!("CARGO_PKG_VERSION"),
+        }),
+        serde_json::json!({
+            "snapshot": job.ask.snapshot,
+            "base_policy": job.ask.policy,
+        }),
+        job.ask.policy.clone().unwrap_or(serde_json::Value::Null),
+        serde_json::json!({
+            "unavailable": job.ask.settings.endpoint,
+            "failure": failure.kind.name(),
+            "reason": failure.message,
+        }),
+    ];
+    let artifacts: Vec<Artifact> = ArtifactKind::ALL
+        .into_iter()
+        .zip(docs)
+        .map(|(kind, doc)| Artifact {
+            kind,
+            fingerprint: b16(&[
+                b"grid_pg/unreached/v1",
+                kind.name().as_bytes(),
+                doc.to_string().as_bytes(),
+            ]),
+            content: None,
+            content_json: Some(doc),
+        })
+        .collect();
+    let fingerprints = Fingerprints {
+        grammar: artifacts[0].fingerprint,
+        lexicons: artifacts[1].fingerprint,
+        policy: artifacts[2].fingerprint,
+        vocabulary: artifacts[3].fingerprint,
+    };
+    let mut writer = ChainWriter::new(Vec::<Entry>::new());
+    let id = job.ids[0];
+    writer.begin(id).ok()?;
+    writer
+        .seal(
+            id,
+            SealInput {
+                stop: StopReason::Error,
+                fingerprints,
+                mode: Mode {
+                    decode: DecodeMode::Mode1,
+                    cache: false,
+                },
+                meta: seal_meta(job),
+            },
+        )
+        .ok()?;
+    let seal = writer.into_sink().into_iter().find_map(|e| match e {
+        Entry::Seal(s) => Some(s),
+        Entry::Step(_) => None,
+    })?;
+    Some(SealToWrite {
+        seal,
+        question: job.ask.question.clone(),
+        current_user: job.ask.current_user.clone(),
+        final_sql: None,
+        refused: None,
+        repair_of: None,
+        artifacts,
+        started_at: job.started_at,
+    })
+}

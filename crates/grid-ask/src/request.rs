@@ -1,0 +1,104 @@
+//! What an ask is made of: the question, the role's catalog snapshot, who asks, and the
+//! settings that shape the generation. The extension's backend fills it in as the caller
+//! and sends it to its worker (it is the `ask` message of the worker's socket, hence
+//! serde with unknown fields refused); `grid generate` fills it in from its flags.
+
+use serde::{Deserialize, Serialize};
+
+/// One question to answer as one role.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ask {
+    pub question: String,
+    /// The role's catalog snapshot (`grid_core::catalog::CatalogSnapshot` as JSON), taken
+    /// as the caller under the caller's search path.
+    pub snapshot: serde_json::Value,
+    pub session_user: String,
+    pub current_user: String,
+    pub database: String,
+    /// The role's base policy (bans, verbs, DML targets; `grid.policy`), if it has one.
+    #[serde(default)]
+    pub policy: Option<serde_json::Value>,
+    /// For `grid.explain()`: a statement the checker refuses is answered with its steps
+    /// (and the refusal) rather than an error.
+    #[serde(default)]
+    pub explain: bool,
+    pub settings: AskSettings,
+}
+
+/// The settings that shape one generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskSettings {
+    /// Which model (`grid_endpoint::EndpointSpec`'s forms).
+    pub endpoint: Option<String>,
+    /// The model the endpoint must serve, if any.
+    pub model: Option<String>,
+    pub max_tokens: u32,
+    pub temperature: f64,
+    /// One whole generation, end to end.
+    pub timeout_ms: u64,
+    pub audit: AuditLevel,
+    #[serde(default)]
+    pub ablation: Ablation,
+    /// Fault injection for tests: `panic` makes the pipeline panic as a bug would.
+    #[serde(default)]
+    pub fault: Option<String>,
+}
+
+/// What the audit records of an ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditLevel {
+    /// Every step record and the seal of every generation: the log verifies and replays.
+    Full,
+    /// Nothing.
+    Off,
+}
+
+impl AuditLevel {
+    /// The setting's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            AuditLevel::Full => "full",
+            AuditLevel::Off => "off",
+        }
+    }
+
+    pub fn records(self) -> bool {
+        self == AuditLevel::Full
+    }
+}
+
+/// Levers switched off, to measure what each brings (the accuracy harness's arms). In
+/// the extension only a superuser may set them (`grid.ablation`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ablation {
+    /// No mask: the same prompt and model, every non-special token and EOS allowed at
+    /// every step; sealed in decode mode `unconstrained`.
+    #[serde(default)]
+    pub unconstrained: bool,
+    /// No repair: an ask ends at the first refusal (the checker's or the judge's).
+    #[serde(default)]
+    pub no_repair: bool,
+}
+
+impl Ablation {
+    /// The named arms: `none`, `no_repair`, `unconstrained` (no mask and no repair: the
+    /// model alone, the baseline an accuracy measurement compares with).
+    pub fn named(name: &str) -> Option<Ablation> {
+        match name {
+            "none" => Some(Ablation::default()),
+            "no_repair" => Some(Ablation {
+                unconstrained: false,
+                no_repair: true,
+            }),
+            "unconstrained" => Some(Ablation {
+                unconstrained: true,
+                no_repair: true,
+            }),
+            _ => None,
+        }
+    }
+}

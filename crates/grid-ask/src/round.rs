@@ -1,0 +1,280 @@
+//! One decode loop of a group of asks (same endpoint and sampling): asks of the group
+//! that arrive while it runs join it at the next tick; each ask is answered as soon as
+//! its last generation stops; a repair joins the loop as a new generation. So a short
+//! ask never waits for a long one, nor an arrival for the loop to end (unless an ask of
+//! another group came before it: see [`crate::queue::Inbox::arrival`]).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use grid_core::audit::{
+    AuditSink, ChainWriter, Entry as LogEntry, Seal, SinkError, StepRecord, WriteError,
+};
+use grid_core::cache::MaskCache;
+use grid_core::decode::{Batch, DecodeOptions, Decoder, Model, Outcome};
+use grid_core::mask::Masker;
+use grid_endpoint::model::Remote;
+use grid_endpoint::ClientError;
+
+use crate::engine::{Engine, Hands, Output};
+use crate::failure::Failure;
+use crate::flow::{Attempt, Attempted, Flow};
+use crate::language::Compiled;
+use crate::models::{ModelSlot, Prompter, VocabState};
+use crate::queue::{Entry, Pinned};
+
+/// A live generation of a round and its ask's flow.
+struct Running {
+    attempt: Attempt,
+    flow: Flow,
+}
+
+/// See the module documentation.
+pub(crate) struct Round<'l> {
+    key: String,
+    vocab: &'l VocabState,
+    /// The same vocabulary, for asks that leave the loop (parked for the judge).
+    shared_vocab: Arc<VocabState>,
+    prompter: Prompter,
+    /// The languages of the round's generations (outlives `batch`).
+    pinned: &'l Pinned<Compiled>,
+    decoder: Decoder<'l>,
+    batch: Batch<'l>,
+    writer: ChainWriter<ForwardSink>,
+    /// The live generations, by id.
+    running: BTreeMap<u64, Running>,
+    /// Entries whose language did not fit in `pinned`: back to the queue.
+    held_back: Vec<Entry>,
+    /// The endpoint serves another vocabulary than ours: no more admissions.
+    stale: bool,
+}
+
+impl<'l> Round<'l> {
+    pub fn new(
+        key: String,
+        shared_vocab: Arc<VocabState>,
+        vocab: &'l VocabState,
+        pinned: &'l Pinned<Compiled>,
+        cache: Arc<MaskCache>,
+    ) -> Round<'l> {
+        let decoder = Decoder::new(
+            &vocab.vocab,
+            Masker::with_cache(vocab.trie.clone(), cache),
+            &vocab.speller,
+            DecodeOptions {
+                masks_per_tick: None,
+                cache: true,
+            },
+        );
+        Round {
+            key,
+            vocab,
+            prompter: vocab.prompter(),
+            shared_vocab,
+            pinned,
+            decoder,
+            batch: Batch::new(),
+            writer: ChainWriter::new(ForwardSink::default()),
+            running: BTreeMap::new(),
+            held_back: Vec::new(),
+            stale: false,
+        }
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Whether a generation is live or an outcome is still to be handed back.
+    pub fn runs(&self) -> bool {
+        !self.batch.is_empty()
+    }
+
+    /// Whether entries that arrive may still join (none held back: they came first).
+    pub fn admits(&self) -> bool {
+        !self.stale && self.held_back.is_empty()
+    }
+
+    /// Whether `entry` belongs to this loop (its group, and for a repair its vocabulary).
+    pub fn takes(&self, entry: &Entry) -> bool {
+        crate::queue::group_key(entry.job()) == self.key
+            && match entry {
+                Entry::Ask(_) => true,
+                Entry::Repair(r) => Arc::ptr_eq(&r.vocab, &self.shared_vocab),
+            }
+    }
+
+    pub fn stale(&self) -> bool {
+        self.stale
+    }
+
+    pub fn take_held_back(&mut self) -> Vec<Entry> {
+        std::mem::take(&mut self.held_back)
+    }
+
+    fn hold_back(&mut self, entry: Entry, hands: &mut Hands<'_>) {
+        hands.in_loop.leave(entry.job().id());
+        self.held_back.push(entry);
+    }
+
+    /// Puts an entry's generation into the loop. An ask that cannot be asked is answered
+    /// at once (sealed as unreached); one whose language does not fit in the round's
+    /// arena is held back for the next loop.
+    pub fn admit(&mut self, engine: &mut Engine, entry: Entry, hands: &mut Hands<'_>) {
+        let compiled = match &entry {
+            Entry::Ask(job) => match engine
+                .languages
+                .compile(&engine.dialect, &job.ask, self.vocab)
+            {
+                Ok(c) => c,
+                Err(f) => return hands.refuse(entry, &f, &engine.dialect),
+            },
+            Entry::Repair(r) => r.attempt.compiled.clone(),
+        };
+        if self.pinned.pin(&compiled).is_none() {
+            return self.hold_back(entry, hands);
+        }
+        match entry {
+            Entry::Ask(job) => match Attempt::first(job.clone(), compiled, &self.prompter) {
+                Ok(a) => self.start(a, Flow::default(), hands),
+                Err(f) => hands.refuse(Entry::Ask(job), &f, &engine.dialect),
+            },
+            Entry::Repair(r) => self.start(r.attempt, r.flow, hands),
+        }
+    }
+
+    /// Begins an attempt's generation at the next tick.
+    fn start(&mut self, attempt: Attempt, flow: Flow, hands: &mut Hands<'_>) {
+        let pinned: &'l Pinned<Compiled> = self.pinned;
+        let Some(compiled) = pinned.pin(&attempt.compiled) else {
+            let f = Failure::internal("the decode loop holds too many languages");
+            return self.conclude(flow, attempt.failed(f), hands);
+        };
+        if !attempt.job.ask.settings.audit.records() {
+            self.writer.sink_mut().unrecorded.insert(attempt.generation);
+        }
+        let spec = attempt.spec(compiled);
+        let admitted = self.decoder.admit(&mut self.batch, spec, &mut self.writer);
+        self.flush(hands);
+        match admitted {
+            Ok(()) => {
+                self.running
+                    .insert(attempt.generation, Running { attempt, flow });
+            }
+            Err(e) => self.conclude(flow, attempt.failed(audit_failure(&e)), hands),
+        }
+    }
+
+    /// One tick of the loop, then what follows for each generation that stopped.
+    pub fn step(&mut self, engine: &mut Engine, slot: &mut ModelSlot, hands: &mut Hands<'_>) {
+        let Some(model) = engine.models.get(slot) else {
+            return self.fail_all(&Failure::internal("the endpoint client was dropped"), hands);
+        };
+        let outcomes = self.tick(model);
+        self.flush(hands);
+        let client_error = engine.models.remote(slot).and_then(Remote::take_error);
+        if let Some(ClientError::VocabMismatch { .. }) = &client_error {
+            self.stale = true;
+        }
+        match outcomes {
+            Ok(outcomes) => {
+                for o in outcomes {
+                    self.settle(o, client_error.as_ref(), hands);
+                }
+            }
+            Err(e) => self.fail_all(&audit_failure(&e), hands),
+        }
+    }
+
+    fn tick(&mut self, model: &mut dyn Model) -> Result<Vec<Outcome>, WriteError> {
+        let running = &self.running;
+        let mut cancel = |generation: u64, _: usize| {
+            running
+                .get(&generation)
+                .is_none_or(|r| r.attempt.job.gone())
+        };
+        self.decoder
+            .tick(&mut self.batch, model, &mut self.writer, &mut cancel)
+    }
+
+    /// Sends the step records made since the last call.
+    fn flush(&mut self, hands: &mut Hands<'_>) {
+        let made = std::mem::take(&mut self.writer.sink_mut().made);
+        if !made.is_empty() {
+            hands.outbox.send(Output::Steps(made));
+        }
+    }
+
+    /// A generation stopped: its attempt is checked, then its ask goes on.
+    fn settle(
+        &mut self,
+        outcome: Outcome,
+        client_error: Option<&ClientError>,
+        hands: &mut Hands<'_>,
+    ) {
+        let Some(run) = self.running.remove(&outcome.generation) else {
+            return;
+        };
+        let sink = self.writer.sink_mut();
+        let seal = sink.seals.remove(&outcome.generation);
+        let steps = sink.steps.remove(&outcome.generation).unwrap_or_default();
+        sink.unrecorded.remove(&outcome.generation);
+        let done = Attempted::new(run.attempt, outcome, seal, steps, client_error);
+        self.conclude(run.flow, done, hands);
+    }
+
+    /// An attempt is over: its ask is answered, parked for the judge, or its repair
+    /// joins the loop.
+    fn conclude(&mut self, flow: Flow, done: Attempted, hands: &mut Hands<'_>) {
+        let next = flow.after(done, &self.prompter, &self.vocab.vocab);
+        let shared = self.shared_vocab.clone();
+        if let Some((a, f)) = hands.follow(next, &shared) {
+            self.start(a, f, hands);
+        }
+    }
+
+    /// Every live generation fails with `f` (they stay unsealed: the chain refused a
+    /// write, or no model is left to step them), and the loop ends.
+    fn fail_all(&mut self, f: &Failure, hands: &mut Hands<'_>) {
+        self.batch = Batch::new();
+        for run in std::mem::take(&mut self.running).into_values() {
+            self.conclude(run.flow, run.attempt.failed(f.clone()), hands);
+        }
+    }
+}
+
+fn audit_failure(e: &WriteError) -> Failure {
+    Failure::internal(format!("the audit chain refused a write: {e}"))
+}
+
+/// The sink of the loop's chain writer: step records are handed to the host after each
+/// admission and tick (so that a generation in flight is on record up to its last step),
+/// seals are kept until their ask is answered (the host anchors them to its head).
+#[derive(Default)]
+struct ForwardSink {
+    /// Records made and not yet handed to the host.
+    made: Vec<StepRecord>,
+    /// The seals of generations not settled yet.
+    seals: HashMap<u64, Seal>,
+    /// The step records of generations not settled yet (for the explain rows).
+    steps: HashMap<u64, Vec<StepRecord>>,
+    /// Live generations of asks that are not audited: nothing of theirs is handed on.
+    unrecorded: HashSet<u64>,
+}
+
+impl AuditSink for ForwardSink {
+    fn append(&mut self, entry: &LogEntry) -> Result<(), SinkError> {
+        match entry {
+            LogEntry::Step(r) => {
+                if !self.unrecorded.contains(&r.generation) {
+                    self.made.push(r.clone());
+                }
+                self.steps.entry(r.generation).or_default().push(r.clone());
+            }
+            LogEntry::Seal(s) => {
+                self.seals.insert(s.generation, s.clone());
+            }
+        }
+        Ok(())
+    }
+}

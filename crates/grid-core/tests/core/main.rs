@@ -1,0 +1,24 @@
+//! The integration tests of grid-core, in one binary (one link instead of fifteen). The
+//! counting allocator of `tests/warm_alloc.rs` would count every test's allocations, so
+//! that test keeps a binary of its own.
+
+mod common;
+
+mod audit;
+mod cache;
+mod cache_registry;
+mod catalog;
+mod checker;
+mod checker_spider;
+mod decode;
+mod dynamic;
+mod grammar;
+mod masks;
+mod mini;
+mod mutations;
+mod one_meaning;
+mod prompt;
+mod reduced;
+mod reserve_completion;
+mod spider;
+mod viability;

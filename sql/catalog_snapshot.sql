@@ -1,0 +1,158 @@
+-- The query of grid.catalog_snapshot(search_path) (src/catalog.rs loads it with
+-- include_str!, and grid.ask() runs it too, as the caller, so that EXECUTE on
+-- grid.ask() alone lets a role ask): what the calling role may use, as one jsonb
+-- document (format 1, deserialized by grid_core::catalog::CatalogSnapshot). It
+-- becomes the role's L2 projection and L3 lexicons, and the prompt's DDL. Its one
+-- parameter, $1 (text[]), is the caller's search path; run it under the pinned
+-- search_path (pg_catalog, pg_temp), as the function does.
+--
+-- SECURITY INVOKER: every has_*_privilege call below answers for the caller, so
+-- GRANT and REVOKE shape the snapshot at the very next call.
+--
+-- The search_path is pinned like every grid function, which hides the caller's
+-- own path inside the function. The caller's path therefore comes in as an
+-- argument whose default, current_schemas(false), is evaluated in the caller's
+-- context before the function's SET clause applies.
+--
+-- What appears:
+--   * relations (tables, partitioned tables, views, materialized views, foreign
+--     tables) in ordinary user schemas the caller has USAGE on, on which the
+--     caller holds SELECT, INSERT, UPDATE or DELETE, or a column privilege;
+--     pg_catalog, information_schema, TOAST and temporary schemas and the
+--     extension's own schema grid never appear;
+--   * of those, the columns the caller holds a column privilege on;
+--   * comments (of relations and columns) only when their author, the relation's
+--     owner, is one the caller trusts (grid.trusted_author, sql/provenance.sql):
+--     another role's words never reach the caller's prompt;
+--   * a primary key or foreign key only when every column it names (on both
+--     sides, for a foreign key) appears: a key over hidden columns would leak
+--     their names into the prompt;
+--   * on_search_path is true when the relation's unqualified name resolves to
+--     it under the caller's path: its schema is on the path and no relation of
+--     the same name comes earlier (the temporary schema and an implicit
+--     pg_catalog come first, as PostgreSQL searches them).
+--     The engine writes the others schema-qualified (schema.name).
+-- Order: schema, name, column number. Names are the stored (case-folded) names.
+WITH path AS (
+    SELECT coalesce($1::pg_catalog.text[]::pg_catalog.name[], '{}'::name[]) AS schemas
+),
+candidate AS (
+    SELECT c.oid, n.nspname, c.relname, c.relkind, c.relowner,
+           ARRAY(SELECT p.verb
+                   FROM unnest(ARRAY['select', 'insert', 'update', 'delete'])
+                        WITH ORDINALITY AS p(verb, ord)
+                  WHERE has_table_privilege(c.oid, p.verb)
+                  ORDER BY p.ord) AS privileges
+      FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+       AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'grid')
+       AND n.nspname !~ '^pg_(toast|temp_|toast_temp_)'
+       AND has_schema_privilege(n.oid, 'USAGE')
+),
+visible_column AS (
+    SELECT *
+      FROM (SELECT a.attrelid, a.attnum, a.attname,
+                   format_type(a.atttypid, a.atttypmod) AS type,
+                   a.attnotnull,
+                   CASE WHEN grid.trusted_author(r.relowner)
+                        THEN col_description(a.attrelid, a.attnum) END AS comment,
+                   ARRAY(SELECT p.verb
+                           FROM unnest(ARRAY['select', 'insert', 'update'])
+                                WITH ORDINALITY AS p(verb, ord)
+                          WHERE has_column_privilege(a.attrelid, a.attnum, p.verb)
+                          ORDER BY p.ord) AS privileges
+              FROM pg_attribute a
+              JOIN candidate r ON r.oid = a.attrelid
+             WHERE a.attnum > 0 AND NOT a.attisdropped) col
+     WHERE cardinality(col.privileges) > 0
+),
+visible_relation AS (
+    SELECT r.*
+      FROM candidate r
+     WHERE cardinality(r.privileges) > 0
+        OR EXISTS (SELECT 1 FROM visible_column vc WHERE vc.attrelid = r.oid)
+),
+primary_key AS (
+    SELECT con.conrelid,
+           array_agg(a.attname::text ORDER BY k.ord) AS columns
+      FROM pg_constraint con
+      CROSS JOIN LATERAL unnest(con.conkey) WITH ORDINALITY AS k(attnum, ord)
+      JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum
+      LEFT JOIN visible_column vc ON vc.attrelid = con.conrelid AND vc.attnum = k.attnum
+     WHERE con.contype = 'p'
+       AND con.conrelid IN (SELECT oid FROM visible_relation)
+     GROUP BY con.oid, con.conrelid
+    HAVING bool_and(vc.attrelid IS NOT NULL)
+),
+foreign_key AS (
+    SELECT con.conrelid, con.conname, rn.nspname AS ref_schema, rc.relname AS ref_table,
+           array_agg(a.attname::text ORDER BY k.ord) AS columns,
+           array_agg(ra.attname::text ORDER BY k.ord) AS ref_columns
+      FROM pg_constraint con
+      JOIN pg_class rc ON rc.oid = con.confrelid
+      JOIN pg_namespace rn ON rn.oid = rc.relnamespace
+      CROSS JOIN LATERAL unnest(con.conkey, con.confkey) WITH ORDINALITY AS k(attnum, refnum, ord)
+      JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum
+      JOIN pg_attribute ra ON ra.attrelid = con.confrelid AND ra.attnum = k.refnum
+      LEFT JOIN visible_column vc ON vc.attrelid = con.conrelid AND vc.attnum = k.attnum
+      LEFT JOIN visible_column rvc ON rvc.attrelid = con.confrelid AND rvc.attnum = k.refnum
+     WHERE con.contype = 'f'
+       AND con.conrelid IN (SELECT oid FROM visible_relation)
+     GROUP BY con.oid, con.conrelid, con.conname, rn.nspname, rc.relname
+    HAVING bool_and(vc.attrelid IS NOT NULL AND rvc.attrelid IS NOT NULL)
+)
+SELECT jsonb_build_object(
+    'format', 1,
+    'role', current_user::text,
+    'search_path', to_jsonb((SELECT schemas::text[] FROM path)),
+    'relations', coalesce((
+        SELECT jsonb_agg(jsonb_build_object(
+                   'schema', r.nspname::text,
+                   'name', r.relname::text,
+                   'kind', CASE r.relkind
+                               WHEN 'v' THEN 'view'
+                               WHEN 'm' THEN 'materialized_view'
+                               WHEN 'f' THEN 'foreign_table'
+                               ELSE 'table'
+                           END,
+                   'on_search_path',
+                       array_position((SELECT schemas FROM path), r.nspname) IS NOT NULL
+                       AND NOT EXISTS (
+                           SELECT 1
+                             FROM pg_class c2
+                             JOIN pg_namespace n2 ON n2.oid = c2.relnamespace
+                            WHERE c2.relname = r.relname
+                              AND c2.oid <> r.oid
+                              AND (n2.oid = pg_my_temp_schema()
+                                   OR (n2.nspname = 'pg_catalog'
+                                       AND array_position((SELECT schemas FROM path), 'pg_catalog') IS NULL)
+                                   OR array_position((SELECT schemas FROM path), n2.nspname)
+                                      < array_position((SELECT schemas FROM path), r.nspname))),
+                   'comment', CASE WHEN grid.trusted_author(r.relowner)
+                                   THEN obj_description(r.oid, 'pg_class') END,
+                   'privileges', to_jsonb(r.privileges),
+                   'columns', coalesce((
+                       SELECT jsonb_agg(jsonb_build_object(
+                                  'name', vc.attname::text,
+                                  'type', vc.type,
+                                  'not_null', vc.attnotnull,
+                                  'comment', vc.comment,
+                                  'privileges', to_jsonb(vc.privileges))
+                              ORDER BY vc.attnum)
+                         FROM visible_column vc
+                        WHERE vc.attrelid = r.oid), '[]'::jsonb),
+                   'primary_key', coalesce((
+                       SELECT to_jsonb(pk.columns) FROM primary_key pk WHERE pk.conrelid = r.oid),
+                       '[]'::jsonb),
+                   'foreign_keys', coalesce((
+                       SELECT jsonb_agg(jsonb_build_object(
+                                  'columns', to_jsonb(fk.columns),
+                                  'ref_schema', fk.ref_schema::text,
+                                  'ref_table', fk.ref_table::text,
+                                  'ref_columns', to_jsonb(fk.ref_columns))
+                              ORDER BY fk.conname)
+                         FROM foreign_key fk
+                        WHERE fk.conrelid = r.oid), '[]'::jsonb))
+               ORDER BY r.nspname, r.relname)
+          FROM visible_relation r), '[]'::jsonb))
