@@ -796,8 +796,8 @@ fn action(lhs: &str, rhs: &[&str]) -> Action {
         ("opt_alias_clause", ["alias_clause"]) => A::Keep(0),
         ("table_ref", ["TABLE_NAME", "opt_alias_clause"]) => A::RangeTable(0, 1),
         ("table_ref", ["CTE_REF", "opt_alias_clause"]) => A::RangeCte(0, 1),
-        ("table_ref", ["subquery", "opt_alias_clause"]) => A::RangeQuery(0, 1),
-        ("table_ref", ["LATERAL", "subquery", "opt_alias_clause"]) => A::RangeQuery(1, 2),
+        ("table_ref", ["subquery", "alias_clause"]) => A::RangeQuery(0, 1),
+        ("table_ref", ["LATERAL", "subquery", "alias_clause"]) => A::RangeQuery(1, 2),
         ("table_ref", ["joined_table"]) => A::Keep(0),
         ("table_ref", ["LPAREN", "joined_table", "RPAREN", "alias_clause"]) => {
             A::RangeJoinAlias(1, 3)
