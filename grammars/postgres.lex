@@ -249,5 +249,9 @@ NEVER NUMERIC_JUNK [0-9]+\.(?:[A-Za-z_]|[^\x00-\x7f])
 # Ignored. Whitespace is space, tab and line feed: no form feed, vertical tab or carriage
 # return in returned SQL.
 SKIP WS [ \t\n]+
-SKIP LINE_COMMENT --[^\n]*
-SKIP BLOCK_COMMENT /\*(?:[^*]|\*+[^*/])*\*+/
+# Comments as PostgreSQL 15's lexer ends them (the extension's dialect has none): a line
+# comment ends at a line feed or a carriage return (where PostgreSQL reads on as code; a
+# carriage return is no whitespace here, so it is refused); block comments nest in
+# PostgreSQL, so one holds no `/*` (with it, PostgreSQL reads on past the first `*/`).
+SKIP LINE_COMMENT --[^\n\r]*
+SKIP BLOCK_COMMENT /\*(?:[^*/]|\*+[^*/]|/+[^*/])*\*+/
