@@ -71,8 +71,9 @@ TOK STRING '(?:[^'\\\x00-\x08\x0b-\x1f\x7f]|'')*'
 TOK ESTRING [eE]'(?:[^'\\\x00-\x08\x0b-\x1f\x7f]|\\[^'\x00-\x08\x0b-\x1f\x7f]|'')*'
 TOK INTEGER [0-9]+
 TOK DECIMAL (?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+
-# Numeric literals: PostgreSQL 15 refuses one followed by a letter or `_` ("trailing junk
-# after numeric literal"), so no lexeme boundary falls there (`98.n` is refused).
+# Numeric literals: no lexeme boundary falls between one and a letter or `_` (`98.n` is
+# refused): PostgreSQL 15 reads `98.` and the label `n`, 16 refuses it ("trailing junk
+# after numeric literal").
 %numeric INTEGER DECIMAL
 # The fields EXTRACT(field FROM x) knows (PostgreSQL's grammar takes any identifier that is
 # not a keyword there, and YEAR ... SECOND; its analysis only these).
@@ -240,8 +241,8 @@ NEVER MERGED_OPERATOR (?:\|\||\^|%|!=)[+\-]+
 # stops inside a literal, and refused.
 NEVER STRING_UNSAFE '(?:[^']|'')*[\\\x00-\x08\x0b-\x1f\x7f](?:[^']|'')*'
 NEVER ESTRING_UNSAFE [eE]'(?:[^'\\]|\\(?s:.)|'')*(?:\\'|\\[\x00-\x08\x0b-\x1f\x7f]|[\x00-\x08\x0b-\x1f\x7f])(?:[^'\\]|\\(?s:.)|'')*'
-# A number followed by a letter after its dot (`1.x`, `1.e`): PostgreSQL 15 refuses it
-# ("trailing junk after numeric literal"), where the dialect would read `1.` and `x`.
+# A number followed by a letter after its dot (`1.x`, `1.e`): PostgreSQL 16 refuses it
+# ("trailing junk after numeric literal"), 15 reads `1.` and the label `x`.
 # (Without the dot, `1x` is already refused: a lexeme never ends between two word
 # characters.)
 NEVER NUMERIC_JUNK [0-9]+\.(?:[A-Za-z_]|[^\x00-\x7f])
