@@ -1,6 +1,7 @@
--- The demo session: each role connects and asks; the model is the scripted mock behind the
--- reference endpoint (it "wants" to write the SQL in demo/script.json, but can
--- only pick tokens the role's mask allows).
+-- The demo session: each role connects and asks. The model behind the reference endpoint
+-- is a real one (Qwen2.5-Coder on llama.cpp), or with scripts/demo.sh --mock the scripted
+-- mock (it "wants" to write the SQL in demo/script.json, but can only pick tokens the
+-- role's mask allows); psql's variable :mock says which.
 \set ON_ERROR_STOP off
 \pset pager off
 
@@ -12,12 +13,18 @@ SELECT * FROM grid.run('How many employees are in each department?');
 \echo '== analyst: the three largest orders, with who took them'
 SELECT * FROM grid.run('Show the three largest orders and who took them');
 
-\echo '== analyst: what is the average salary? (the model tries salaries; the mask blocks it)'
--- The mask has neither the column salary nor the table salaries for the analyst. Blocked,
--- the scripted mock writes what the mask leaves it (a made-up qualifier, salary . id),
--- and a short budget closes the statement with the shortest legal completion. The
--- privilege check then refuses it, twice (one repair): an error, and no SQL.
+\echo '== analyst: a question nobody scripted: which employee took the most orders?'
+SELECT * FROM grid.run('Which employee took the most orders?');
+
+\echo '== analyst: what is the average salary? (the mask has no salaries for the analyst)'
+-- The mask has neither the column salary nor the table salaries for the analyst: whatever
+-- the model writes instead comes from the tables the analyst may read, or is refused.
+\if :mock
+-- Blocked, the scripted mock writes what the mask leaves it (a made-up qualifier,
+-- salary . id), and a short budget closes the statement with the shortest legal
+-- completion. The privilege check then refuses it, twice (one repair): an error, no SQL.
 SET grid.max_tokens = 14;
+\endif
 SELECT grid.ask('What is the average salary?') AS sql;
 \echo '   the steps, with how many tokens each mask allowed and blocked (a refused'
 \echo '   statement is never returned, so its tokens are not shown; the auditor sees them):'

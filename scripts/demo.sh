@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
-# The main job: grid.ask inside PostgreSQL, end to end, on a throwaway cluster.
+# The main job: grid.ask inside PostgreSQL, end to end, on a throwaway cluster, with a real
+# language model writing the SQL on this machine.
 #
-#   1. sets up what is missing (scripts/setup.sh: PostgreSQL 15, clang, cargo-pgrx);
-#   2. builds and installs the extension, and builds the reference endpoint;
-#   3. starts a throwaway PostgreSQL 15 cluster with the mask worker preloaded, and
-#      the reference endpoint running the *scripted mock model* (demo/script.json:
-#      it "wants" to write given SQL, but can only pick tokens the mask allows);
-#   4. loads demo/schema.sql: employees, orders, salaries; roles analyst (no
-#      salaries), hr (all three), clerk (may INSERT orders), auditor;
-#   5. runs demo/demo.sql: each role asks, the analyst's salary question is
-#      blocked, the audit rows and grid.verify_audit() are shown;
-#   6. prints the psql command to go on, and how to stop the cluster.
+#   scripts/demo.sh [--model NAME|PATH] [--mock] [--check]
 #
-# --check (CI): after the session, checks what it must show (below) and stops the
+#   1. sets up what is missing (scripts/setup.sh: PostgreSQL 15, clang, cmake, cargo-pgrx);
+#   2. builds and installs the extension, and builds the reference endpoint with its
+#      llama.cpp backend (profile ci, the build the tests keep in target/);
+#   3. fetches the model (scripts/model.sh: Qwen2.5-Coder-1.5B-Instruct by default;
+#      --model qwen2.5-coder-0.5b, or the path of any GGUF), starts a throwaway PostgreSQL
+#      15 cluster with the mask worker preloaded, and the endpoint serving the model on
+#      one thread;
+#   4. loads demo/schema.sql: employees, orders, salaries; roles analyst (no salaries),
+#      hr (all three), clerk (may INSERT orders), auditor;
+#   5. runs demo/demo.sql: each role asks, the analyst cannot reach salaries, the audit
+#      rows and grid.verify_audit() are shown;
+#   6. prints the psql command to ask your own questions, and how to stop.
+#
+# --mock: the scripted mock instead of a model (demo/script.json: it "wants" to write
+# given SQL, but can only pick tokens the mask allows); no llama.cpp build, no download.
+# GRID_DEMO_TOKENIZER=<tokenizer dir> gives the mock a real vocabulary.
+#
+# --check (CI): after the session, checks the story on the rows (demo/check.sql: each
+# answer run as its role against a hand-written one) and on the audit, then stops the
 # cluster and the endpoint; exits non-zero when a check fails.
-#
-# The model is scripted, not a language model: see the README for pointing
-# grid.endpoint at a real vLLM server. GRID_DEMO_TOKENIZER=<tokenizer dir>
-# makes the endpoint use a real vocabulary (e.g. ../shared/data/tokenizers/gpt2)
-# instead of the built-in one.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -29,11 +34,21 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh"
 PORT=${GRID_DEMO_PORT:-54329}
 ENDPOINT_PORT=${GRID_DEMO_ENDPOINT_PORT:-8077}
 check=0
-case "${1:-}" in
-    --check) check=1 ;;
-    "") ;;
-    *) die "unknown argument $1 (see the head of scripts/demo.sh)" ;;
-esac
+mock=0
+model=qwen2.5-coder-1.5b
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --check) check=1 ;;
+        --mock) mock=1 ;;
+        --model)
+            [ $# -ge 2 ] || die "--model needs a model name or a .gguf path"
+            model=$2
+            shift
+            ;;
+        *) die "unknown argument $1 (see the head of scripts/demo.sh)" ;;
+    esac
+    shift
+done
 
 bash scripts/setup.sh
 
@@ -41,29 +56,57 @@ say "demo: build and install the extension"
 run_logged "cargo pgrx install" as_root env PATH="$PATH" CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}" \
     RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" PGRX_HOME="${PGRX_HOME:-$HOME/.pgrx}" \
     cargo pgrx install --package grid_pg --pg-config "$PG_BIN/pg_config"
-say "demo: build the reference endpoint"
-run_logged "cargo build -p grid-endpoint" cargo build -p grid-endpoint
-endpoint_bin="$GRID_ROOT/target/debug/grid-endpoint"
+if [ "$mock" -eq 1 ]; then
+    say "demo: build the reference endpoint"
+    run_logged "cargo build -p grid-endpoint" cargo build -p grid-endpoint
+    endpoint_bin="$GRID_ROOT/target/debug/grid-endpoint"
+else
+    say "demo: build the reference endpoint with its llama.cpp backend (minutes, once)"
+    run_logged "cargo build -p grid-endpoint --features llama" \
+        cargo build -p grid-endpoint --features llama --profile ci
+    endpoint_bin="$GRID_ROOT/target/ci/grid-endpoint"
+    say "demo: the model"
+    if [ -f "$model" ]; then
+        model_path=$(bash scripts/model.sh --model "$model")
+    else
+        model_path=$(bash scripts/model.sh "$model")
+    fi
+fi
 
 say "demo: start a throwaway cluster and the endpoint"
 dir=$(mktemp -d /tmp/grid-demo.XXXXXX)
 cluster_start "$dir" "$PORT" grid_demo
-tokenizer=${GRID_DEMO_TOKENIZER:-builtin}
-"$endpoint_bin" serve --backend mock --mock scripted --script demo/script.json \
-    --tokenizer "$tokenizer" --listen "127.0.0.1:$ENDPOINT_PORT" >"$dir/endpoint.log" 2>&1 &
+if [ "$mock" -eq 1 ]; then
+    tokenizer=${GRID_DEMO_TOKENIZER:-builtin}
+    "$endpoint_bin" serve --backend mock --mock scripted --script demo/script.json \
+        --tokenizer "$tokenizer" --listen "127.0.0.1:$ENDPOINT_PORT" >"$dir/endpoint.log" 2>&1 &
+    serving="scripted mock, tokenizer $tokenizer"
+else
+    # One thread: on two cores, two threads collapse generation whenever the other core
+    # is busy (PostgreSQL is, during an ask).
+    "$endpoint_bin" serve --backend llama --model "$model_path" --threads 1 \
+        --listen "127.0.0.1:$ENDPOINT_PORT" >"$dir/endpoint.log" 2>&1 &
+    serving="$(basename "$model_path"), llama.cpp, one thread"
+fi
 echo $! >"$dir/endpoint.pid"
-for _ in $(seq 50); do
+for _ in $(seq 600); do
     curl -fsS "http://127.0.0.1:$ENDPOINT_PORT/v1/vocabulary" >/dev/null 2>&1 && break
+    kill -0 "$(cat "$dir/endpoint.pid")" 2>/dev/null || {
+        cat "$dir/endpoint.log" >&2
+        die "demo: the endpoint exited (log above)"
+    }
     sleep 0.2
 done
-note "cluster in $dir (port $PORT), endpoint http://127.0.0.1:$ENDPOINT_PORT (scripted mock, tokenizer $tokenizer)"
+note "cluster in $dir (port $PORT), endpoint http://127.0.0.1:$ENDPOINT_PORT ($serving)"
 
 psql_as() { cluster_psql "$dir" "$PORT" "$1" "$2" "${@:3}"; }
 psql_as postgres grid_demo -q -f - <demo/schema.sql
 psql_as postgres grid_demo -q -c "ALTER DATABASE grid_demo SET grid.endpoint = 'http://127.0.0.1:$ENDPOINT_PORT'"
 
 say "demo: the session (demo/demo.sql)"
-psql_as postgres grid_demo -f - <demo/demo.sql 2>&1 | tee "$dir/session.log"
+mock_var=false
+[ "$mock" -eq 0 ] || mock_var=true
+psql_as postgres grid_demo -v mock="$mock_var" -f - <demo/demo.sql 2>&1 | tee "$dir/session.log"
 
 if [ "$check" -eq 1 ]; then
     say "demo: check"
@@ -78,24 +121,17 @@ if [ "$check" -eq 1 ]; then
             failed=1
         fi
     }
-    expect "every ask of the session is audited (5 analyst, 2 hr, 2 clerk asks at least)" \
-        "SELECT bool_and(n >= want) FROM (VALUES ('analyst', 5), ('hr', 2), ('clerk', 2)) AS w(role, want)
+    expect "every ask of the session is audited (6 analyst, 2 hr, 2 clerk asks at least)" \
+        "SELECT bool_and(n >= want) FROM (VALUES ('analyst', 6), ('hr', 2), ('clerk', 2)) AS w(role, want)
            LEFT JOIN LATERAL (SELECT count(*) AS n FROM grid.generations
                                WHERE current_user_name = w.role) AS c ON true" t
     expect "no statement the model wrote as the analyst names salaries" \
         "SELECT count(*) FROM grid.generations WHERE current_user_name = 'analyst'
-            AND final_sql ~* '\msalaries\M'" 0
-    expect "the analyst's salary question returned no statement (refused, repaired, refused)" \
-        "SELECT bool_and(refused IS NOT NULL) AND count(*) = 4 FROM grid.generations
-          WHERE current_user_name = 'analyst' AND question ILIKE '%salary%'" t
-    expect "hr's salary question names salaries" \
-        "SELECT bool_or(final_sql ILIKE '%FROM salaries%') FROM grid.generations
-          WHERE current_user_name = 'hr' AND question ILIKE '%salary%'" t
+            AND final_sql ~* '\\msalaries\\M'" 0
     expect "the clerk's order is an INSERT into orders" \
         "SELECT bool_and(final_sql ILIKE 'INSERT INTO orders%') FROM grid.generations
-          WHERE current_user_name = 'clerk'" t
-    expect "the clerk's grid.run wrote nothing" \
-        "SELECT count(*) FROM orders WHERE id = 104" 0
+          WHERE current_user_name = 'clerk' AND refused IS NULL" t
+    expect "the clerk's grid.run wrote nothing" "SELECT count(*) FROM orders" 3
     if grep -q 'NOTICE:  grid.ask: the statement returned writes (INSERT on orders)' "$dir/session.log"; then
         note "ok: the clerk's INSERT came with a NOTICE naming orders"
     else
@@ -103,19 +139,54 @@ if [ "$check" -eq 1 ]; then
         failed=1
     fi
     expect "grid.verify_audit() passes" "SELECT ok FROM grid.verify_audit()" t
-    # The two errors the session shows on purpose: the analyst's refused salary statement,
-    # and grid.run refusing the clerk's INSERT.
-    errors=$(grep -c '^psql:.*ERROR:' "$dir/session.log" || true)
-    refused=$(grep -c 'ERROR:  grid.ask: the model.s statement is not allowed for role "analyst"' \
-        "$dir/session.log" || true)
+    # The answers, on their rows: each statement the model returned, run as its role,
+    # against a hand-written one (demo/check.sql).
+    psql_as postgres grid_demo -q -f - <demo/check.sql
+    answer() {
+        local role=$1 question=$2 gold=$3
+        expect "$role: \"$question\" answered right (rows)" \
+            "SELECT demo_check.answers('$role', '$question', '$gold')" ok
+    }
+    answer analyst 'How many employees are in each department?' \
+        'SELECT dept, count(*) FROM employees GROUP BY dept'
+    answer analyst 'Show the three largest orders and who took them' \
+        'SELECT e.name, o.amount FROM orders o JOIN employees e ON e.id = o.employee_id ORDER BY o.amount DESC LIMIT 3'
+    answer analyst 'Which employee took the most orders?' \
+        'SELECT e.name FROM employees e WHERE e.id = 3'
+    answer hr 'What is the average salary?' 'SELECT avg(salary) FROM salaries'
     read_only=$(grep -c 'ERROR:  grid.run runs read-only statements' "$dir/session.log" || true)
-    if [ "$errors" -eq 2 ] && [ "$refused" -eq 1 ] && [ "$read_only" -eq 1 ]; then
-        note "ok: the session's only errors are the analyst's refused statement and grid.run refusing the clerk's INSERT"
+    if [ "$read_only" -eq 1 ]; then
+        note "ok: grid.run refused the clerk's INSERT"
     else
-        printf '!!! demo check failed: %s errors in the session (expected the two shown on purpose)\n' \
-            "$errors" >&2
-        grep 'ERROR:' "$dir/session.log" >&2 || true
+        printf '!!! demo check failed: grid.run did not refuse the clerk'"'"'s INSERT\n' >&2
         failed=1
+    fi
+    if [ "$mock" -eq 1 ]; then
+        # The scripted mock is steered into the analyst's salary refusal (demo/demo.sql).
+        expect "the analyst's salary question returned no statement (refused, repaired, refused)" \
+            "SELECT bool_and(refused IS NOT NULL) AND count(*) = 4 FROM grid.generations
+              WHERE current_user_name = 'analyst' AND question ILIKE '%salary%'" t
+        errors=$(grep -c '^psql:.*ERROR:' "$dir/session.log" || true)
+        refused=$(grep -c 'ERROR:  grid.ask: the model.s statement is not allowed for role "analyst"' \
+            "$dir/session.log" || true)
+        if [ "$errors" -eq 2 ] && [ "$refused" -eq 1 ]; then
+            note "ok: the session's only errors are the analyst's refused statement and grid.run refusing the clerk's INSERT"
+        else
+            printf '!!! demo check failed: %s errors in the session (expected the two shown on purpose)\n' \
+                "$errors" >&2
+            grep 'ERROR:' "$dir/session.log" >&2 || true
+            failed=1
+        fi
+    else
+        # A real model cannot name salaries as the analyst; what it writes instead may
+        # run (a wrong answer from the tables it has) or be refused. Either way no
+        # salary figure reaches the analyst.
+        if grep -Eq '(9100|8700|6400|8066\.6)' <(sed -n '/== analyst: what is the average salary/,/== hr:/p' "$dir/session.log"); then
+            printf '!!! demo check failed: a salary figure reached the analyst\n' >&2
+            failed=1
+        else
+            note "ok: no salary figure reached the analyst"
+        fi
     fi
     kill "$(cat "$dir/endpoint.pid")" 2>/dev/null || true
     cluster_stop "$dir"

@@ -4,7 +4,7 @@
 //! [`Prompter::tokens`], the one place a prompt becomes token ids.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use grid_core::audit::{text_digest, to_hex};
@@ -15,9 +15,12 @@ use grid_core::trie::TokenTrie;
 use grid_endpoint::backend::builtin::builtin_vocabulary;
 use grid_endpoint::backend::mock::{AdversarialMock, ScriptedMock};
 use grid_endpoint::backend::script::Script;
+use grid_endpoint::chat::RenderedBy;
 use grid_endpoint::client::ApiKey;
 use grid_endpoint::model::{InProcess, Remote, SamplingPlan};
-use grid_endpoint::{Backend, ClientConfig, EndpointClient, EndpointSpec, HttpConfig, SpecError};
+use grid_endpoint::{
+    Backend, ChatMessage, ClientConfig, EndpointClient, EndpointSpec, HttpConfig, Role, SpecError,
+};
 use grid_vocab::Vocabulary;
 
 use crate::failure::{Failure, FailureKind};
@@ -30,6 +33,8 @@ pub struct VocabState {
     pub speller: Speller,
     /// The model the endpoint says it serves.
     pub model: String,
+    /// How prompts become this vocabulary's ids.
+    rendering: Rendering,
 }
 
 impl VocabState {
@@ -43,30 +48,112 @@ impl VocabState {
             trie,
             speller,
             model,
+            rendering: Rendering::Flat,
         })
     }
 
     /// How prompts become this vocabulary's token ids.
     pub fn prompter(&self) -> Prompter {
-        Prompter::new(self.vocab.clone())
+        Prompter {
+            vocab: self.vocab.clone(),
+            rendering: self.rendering.clone(),
+        }
     }
+
+    /// Whether the endpoint renders prompts with its model's chat template.
+    pub fn chat_template(&self) -> bool {
+        matches!(self.rendering, Rendering::Template(_))
+    }
+}
+
+/// How a prompt becomes token ids.
+#[derive(Clone)]
+enum Rendering {
+    /// [`Prompt::flat`] through the vocabulary's encoder: the mocks, and endpoints whose
+    /// model has no chat template (a completion prompt ending in `-- SQL:` suits them).
+    Flat,
+    /// The endpoint renders the system and user messages with its model's chat template
+    /// and tokenizer (`POST /v1/prompt`): an instruct model answers the prompt it was
+    /// trained on, with the special tokens its tokenizer writes.
+    Template(Arc<ChatRenderer>),
+}
+
+/// An endpoint's client kept for `POST /v1/prompt`.
+struct ChatRenderer {
+    client: EndpointClient,
+    /// The client is async; a prompt is rendered between ticks, on any worker thread.
+    rt: Mutex<tokio::runtime::Runtime>,
+}
+
+impl ChatRenderer {
+    /// The renderer of the endpoint at `url`, if its model has a chat template (one
+    /// rendering of a short conversation tells).
+    fn probe(url: &str, vocab: &Vocabulary, http: &HttpConfig) -> Result<Option<Self>, Failure> {
+        let client = EndpointClient::new(
+            url,
+            vocab.fingerprint(),
+            ClientConfig {
+                http: http.clone(),
+                ..ClientConfig::default()
+            },
+        )
+        .map_err(|e| Failure::endpoint(&e))?;
+        let rt = runtime()?;
+        let probe = [
+            ChatMessage::new(Role::System, "s"),
+            ChatMessage::new(Role::User, "u"),
+        ];
+        let (_, by) = rt
+            .block_on(client.render(&probe, vocab))
+            .map_err(|e| Failure::endpoint(&e))?;
+        Ok((by == RenderedBy::Template).then(|| ChatRenderer {
+            client,
+            rt: Mutex::new(rt),
+        }))
+    }
+
+    fn render(&self, prompt: &Prompt, vocab: &Vocabulary) -> Result<Vec<u32>, Failure> {
+        let messages = [
+            ChatMessage::new(Role::System, prompt.system.clone()),
+            ChatMessage::new(Role::User, prompt.user.clone()),
+        ];
+        let rt = self
+            .rt
+            .lock()
+            .map_err(|_| Failure::internal("the prompt renderer's runtime was poisoned"))?;
+        rt.block_on(self.client.render_prompt(&messages, vocab))
+            .map_err(|e| Failure::endpoint(&e))
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::internal(e.to_string()))
 }
 
 /// Turns a prompt into the token ids the model continues from: the one place that
-/// decides how a prompt is encoded. Today the flat text through the vocabulary's encoder;
-/// an endpoint that renders chat messages itself replaces the body of [`Prompter::tokens`]
-/// (the prompter then holds that endpoint's client).
+/// decides how a prompt is encoded (see [`Rendering`]).
 pub struct Prompter {
     vocab: Arc<Vocabulary>,
+    rendering: Rendering,
 }
 
 impl Prompter {
+    /// A prompter that encodes [`Prompt::flat`] with `vocab`.
     pub fn new(vocab: Arc<Vocabulary>) -> Prompter {
-        Prompter { vocab }
+        Prompter {
+            vocab,
+            rendering: Rendering::Flat,
+        }
     }
 
     pub fn tokens(&self, prompt: &Prompt) -> Result<Vec<u32>, Failure> {
-        Ok(self.vocab.encode(&prompt.flat()))
+        match &self.rendering {
+            Rendering::Flat => Ok(self.vocab.encode(&prompt.flat())),
+            Rendering::Template(r) => r.render(prompt, &self.vocab),
+        }
     }
 }
 
@@ -156,17 +243,19 @@ impl Models {
                     },
                 )
                 .map_err(|e| Failure::endpoint(&e))?;
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| Failure::internal(e.to_string()))?;
-                let served = rt
+                let served = runtime()?
                     .block_on(client.fetch_vocabulary())
                     .map_err(|e| Failure::endpoint(&e))?;
                 (Arc::new(served.vocabulary), served.header.model)
             }
         };
-        let state = Arc::new(VocabState::new(vocab, model)?);
+        let mut state = VocabState::new(vocab, model)?;
+        if let EndpointSpec::Http(url) = spec {
+            if let Some(r) = ChatRenderer::probe(url, &state.vocab, http)? {
+                state.rendering = Rendering::Template(Arc::new(r));
+            }
+        }
+        let state = Arc::new(state);
         self.vocabularies.insert(key, state.clone());
         Ok(state)
     }
