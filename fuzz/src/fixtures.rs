@@ -3,13 +3,13 @@
 use std::sync::{Arc, LazyLock};
 
 use grid_core::schema::{Schema, Table};
-use grid_core::{Dialect, Language, Lexicon, Policy};
+use grid_core::{Dialect, Language, Policy};
 use grid_vocab::Vocabulary;
 
 // The schemas the tests use too, from their one place.
 #[path = "../../crates/grid-core/tests/core/common/fixtures.rs"]
 mod shared;
-use shared::{hr_schema, language, lexicon, shop_schema};
+use shared::{hr_schema, language, shop_schema};
 
 /// `shop` plus another role's table off the search path, written `atk.inbox`.
 fn shop_with_inbox() -> Schema {
@@ -24,31 +24,15 @@ fn shop_with_inbox() -> Schema {
 /// dialect (comments), and with the extension's dialect (no comments, ASCII
 /// identifiers) SELECT-only over `shop` and every verb over `shop` with a qualified
 /// relation.
-fn roles() -> Vec<(Arc<Dialect>, Schema, Policy)> {
+pub static LANGUAGES: LazyLock<Vec<Arc<Language>>> = LazyLock::new(|| {
     let full = Arc::new(Dialect::postgres().expect("postgres dialect"));
     let ext = Arc::new(Dialect::postgres_without_comments().expect("extension dialect"));
     vec![
-        (full.clone(), hr_schema(), Policy::default()),
-        (full, hr_schema(), Policy::select_only()),
-        (ext.clone(), shop_schema(), Policy::select_only()),
-        (ext, shop_with_inbox(), Policy::default()),
+        language(&full, &hr_schema(), &Policy::default()),
+        language(&full, &hr_schema(), &Policy::select_only()),
+        language(&ext, &shop_schema(), &Policy::select_only()),
+        language(&ext, &shop_with_inbox(), &Policy::default()),
     ]
-}
-
-/// The languages of [`roles`], in order.
-pub static LANGUAGES: LazyLock<Vec<Arc<Language>>> = LazyLock::new(|| {
-    roles()
-        .iter()
-        .map(|(d, s, p)| language(d, s, p))
-        .collect()
-});
-
-/// The lexicons of [`LANGUAGES`], in order.
-pub static LEXICONS: LazyLock<Vec<Lexicon>> = LazyLock::new(|| {
-    roles()
-        .iter()
-        .map(|(d, s, p)| lexicon(d, s, p))
-        .collect()
 });
 
 #[rustfmt::skip]

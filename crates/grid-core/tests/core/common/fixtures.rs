@@ -29,14 +29,9 @@ pub fn shop_schema() -> Schema {
     }
 }
 
-/// The lexicon of `schema` under `policy` in `dialect`.
-pub fn lexicon(dialect: &Dialect, schema: &Schema, policy: &Policy) -> Lexicon {
-    let reserved = |w: &str| dialect.is_reserved(w);
-    Lexicon::from_schema(schema, policy, &reserved).expect("fixture lexicon")
-}
-
 /// The language of `schema` under `policy` in `dialect`.
 pub fn language(dialect: &Arc<Dialect>, schema: &Schema, policy: &Policy) -> Arc<Language> {
-    let lx = lexicon(dialect, schema, policy);
+    let reserved = |w: &str| dialect.is_reserved(w);
+    let lx = Lexicon::from_schema(schema, policy, &reserved).expect("fixture lexicon");
     Arc::new(Language::build(dialect.clone(), policy, &lx).expect("fixture language"))
 }
