@@ -44,7 +44,7 @@ mod tests {
             "CREATE ROLE grid_t_member_of_asker NOLOGIN",
             "GRANT grid_t_asker TO grid_t_member_of_asker",
             "GRANT CREATE ON SCHEMA public TO grid_t_other, grid_t_asker",
-            "GRANT EXECUTE ON FUNCTION grid.catalog_snapshot(name[]) TO grid_t_asker, grid_t_other",
+            "GRANT EXECUTE ON FUNCTION grid.catalog_snapshot(text[]) TO grid_t_asker, grid_t_other",
             // The superuser's table.
             "CREATE TABLE public.grid_t_dba (id int)",
             "COMMENT ON TABLE public.grid_t_dba IS 'by the DBA'",
