@@ -12,7 +12,9 @@
 # The model: --model starts `grid-endpoint serve --backend llama --model F --threads 1`
 # (built with --features llama); with none of the three, the GGUF that
 # `bash scripts/model.sh qwen2.5-coder-0.5b` prints. --endpoint uses a running endpoint as
-# grid.endpoint (any grid-endpoint/1 URL, or mock:scripted:<file> for the in-process mock);
+# grid.endpoint (any grid-endpoint/1 URL, a stock OpenAI-compatible server as
+# openai+http://host:port/v1?model=NAME&tokenizer=DIR, or mock:scripted:<file> for the
+# in-process mock);
 # --mock-script starts the reference endpoint's scripted mock on FILE (tokenizer
 # $GRID_EVAL_TOKENIZER, default builtin).
 # Data: --questions/--schemas default to Spider dev (../shared/data/spider: dev.json, the
@@ -98,9 +100,11 @@ elif [ -z "$endpoint" ]; then
         model=$(bash scripts/model.sh qwen2.5-coder-0.5b | tail -n 1)
     fi
     [ -f "$model" ] || die "model file $model not found"
-    run_logged "cargo build --release -p grid-endpoint --features llama" \
-        cargo build --release -p grid-endpoint --features llama
-    endpoint_cmd=(target/release/grid-endpoint serve --backend llama --model "$model" --threads 1)
+    # Profile ci: the llama.cpp build the tests and the demo keep in target/ (release would
+    # build llama.cpp a second time).
+    run_logged "cargo build --profile ci -p grid-endpoint --features llama" \
+        cargo build --profile ci -p grid-endpoint --features llama
+    endpoint_cmd=(target/ci/grid-endpoint serve --backend llama --model "$model" --threads 1)
     model_name=$(basename "$model")
 fi
 

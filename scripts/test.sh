@@ -16,8 +16,13 @@
 #   pgrx tests       the #[pg_test]s of src/ in a throwaway PostgreSQL 15
 #   fault suite      tests/faults/run.sh: endpoint faults, cancellation, load, admission, tamper,
 #                    security and kill -9 arms on a throwaway cluster, CI counts
-#   demo             scripts/demo.sh --check: the README's main job, with its outcome
-#                    checked (audited asks, the analyst blocked, verify_audit)
+#   demo             scripts/demo.sh --mock --check: the README's main job with the scripted
+#                    mock, its outcome checked (audited asks, the analyst's salary question
+#                    refused, the answers' rows, verify_audit)
+#   demo real model  scripts/demo.sh --check: the same on Qwen2.5-Coder-1.5B (llama backend,
+#                    one thread; scripts/model.sh fetches it once): real-model asks through
+#                    grid.ask that parse, stay inside the roles' grants, answer right on the
+#                    rows, and verify in the audit
 #   eval harness     bench/eval/test.sh: the accuracy harness's unit tests, and bench/eval.sh
 #                    against the scripted mock with EX checked against hand-computed values
 #   fuzz             the fuzz crate (fuzz/, its own workspace): fmt, clippy, its seeds
@@ -39,7 +44,7 @@ ENGINE=(--workspace --exclude grid_pg)
 DIFFERENTIAL=(-p grid-pgref --profile ci)
 PG_FEATURES=(--no-default-features --features pg15)
 
-STEPS=(fmt clippy-engine clippy-pg engine-tests pg-differential llama-backend spider-parse pgrx-tests fault-suite demo eval-harness fuzz)
+STEPS=(fmt clippy-engine clippy-pg engine-tests pg-differential llama-backend spider-parse pgrx-tests fault-suite demo demo-real-model eval-harness fuzz)
 wanted=("$@")
 for w in "${wanted[@]}"; do
     [[ " ${STEPS[*]} " == *" $w "* ]] || die "unknown step \"$w\" (steps: ${STEPS[*]})"
@@ -134,7 +139,8 @@ step "spider parse" spider_parse
 step "pgrx tests" pgrx_tests
 # After the pgrx tests, which installed the extension it runs.
 step "fault suite" bash tests/faults/run.sh
-step "demo" bash scripts/demo.sh --check
+step "demo" bash scripts/demo.sh --mock --check
+step "demo real model" bash scripts/demo.sh --check
 step "eval harness" bash bench/eval/test.sh
 step "fuzz" fuzz_checks
 current=""

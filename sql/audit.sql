@@ -4,9 +4,9 @@
 --   grid.audit_log    one row per decoding step: grid_core::audit::StepRecord
 --   grid.generations  one row per finished generation: its grid_core::audit::Seal,
 --                     plus who asked, the question, the final SQL and the times
---   grid.artifacts    the content-addressed inputs a replay needs (grammar,
---                     lexicons, policy, vocabulary), keyed by the fingerprints
---                     the seals carry
+--   grid.artifacts    the inputs a replay needs (grammar, lexicons, policy,
+--                     vocabulary) and the prompt each generation showed, keyed by
+--                     the fingerprints the seals carry and their content digests
 --
 -- The verifier (grid.verify_audit(), in Rust over grid_core::audit::Verifier)
 -- reads steps and seals back as one log in append order: `entry`, drawn from one
@@ -75,21 +75,41 @@ CREATE TABLE grid.generations (
     -- refused: why final_sql was not returned (its violations), NULL when it was or
     -- when there is no statement; repair_of: the generation this one repairs.
     refused           text,
-    repair_of         bigint
+    repair_of         bigint,
+    -- Seal fields, last so that the columns before keep their positions.
+    -- verdict: the judge's on final_sql (PostgreSQL's EXPLAIN as the caller),
+    -- canonical JSON: {"verdict":"pass"}, {"verdict":"off"} (grid.judge off),
+    -- {"verdict":"fail","code":"<SQLSTATE>","message":"<sanitized>"}; NULL when no
+    -- judge saw the statement (none, or the checker refused it).
+    verdict           text,
+    -- prompt_digest: the content digest of the generation's prompt artifact (the
+    -- prompt the model was shown, and the content digests of the other artifacts),
+    -- checked by grid.verify_audit(). NULL in generations sealed before prompts were
+    -- (they hash as before).
+    prompt_digest     bytea CHECK (octet_length(prompt_digest) = 32)
 );
 COMMENT ON TABLE grid.generations IS 'Append-only: one row per finished generation, with its seal (grid_core::audit::Seal) in the global seal chain.';
 
 CREATE TABLE grid.artifacts (
-    kind         text NOT NULL CHECK (kind IN ('grammar', 'lexicons', 'policy', 'vocabulary')),
+    kind         text NOT NULL CHECK (kind IN ('grammar', 'lexicons', 'policy', 'vocabulary', 'prompt')),
+    -- The seal's fingerprint of this kind (the prompt's: the first 16 bytes of the
+    -- seal's prompt_digest).
     fingerprint  bytea NOT NULL CHECK (octet_length(fingerprint) = 16),
     -- The artifact itself, as bytes, as a document, or both; the vocabulary may be
     -- kept by fingerprint only when the endpoint can serve it again.
     content      bytea,
     content_json jsonb,
     created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
-    PRIMARY KEY (kind, fingerprint)
+    -- The content digest (grid_ask::contents::content_digest) of content and
+    -- content_json. A fingerprint is what an artifact means to the masks (the
+    -- lexicons' is over words), so one fingerprint may have several contents
+    -- (snapshots that differ in a comment): each is kept, told apart by its
+    -- digest, which the generation's prompt artifact lists. NULL in rows written
+    -- before digests were. (Last, so that the columns before keep their positions.)
+    digest       bytea CHECK (octet_length(digest) = 32),
+    UNIQUE NULLS NOT DISTINCT (kind, fingerprint, digest)
 );
-COMMENT ON TABLE grid.artifacts IS 'Append-only, content-addressed inputs of the generations (keys: the fingerprints of grid.generations), so that a log replays after the schema has changed.';
+COMMENT ON TABLE grid.artifacts IS 'Append-only, content-addressed inputs of the generations (keys: the fingerprints of grid.generations and the content digests their prompt artifacts list), so that a log replays after the schema has changed.';
 
 -- Append-only: nobody but the owner holds any privilege (the writer runs as the
 -- owner), and even the owner cannot UPDATE, DELETE or TRUNCATE while the trigger

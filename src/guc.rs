@@ -1,7 +1,7 @@
 //! Every configuration parameter of grid_pg (`grid.*`), registered once from `_PG_init`.
 //!
-//! Who may change what: the endpoint, the model, the API key, the audit level and the
-//! ablation are `SUSET` (a superuser sets them, in `postgresql.conf` or with `ALTER ROLE …
+//! Who may change what: the endpoint, the model, the API key, the audit level, the
+//! ablation and the judge are `SUSET` (a superuser sets them, in `postgresql.conf` or with `ALTER ROLE …
 //! SET`), so that a caller can neither redirect the worker to a host of its choosing nor
 //! switch its own auditing or its mask off; the worker's thread count and cache size come
 //! from the configuration file; the timeout, the token budget and the temperature are
@@ -67,6 +67,7 @@ static WORKER_THREADS: GucSetting<i32> = GucSetting::<i32>::new(0);
 static MASK_CACHE_MB: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static AUDIT: GucSetting<AuditLevel> = GucSetting::<AuditLevel>::new(AuditLevel::Full);
 static ABLATION: GucSetting<Ablation> = GucSetting::<Ablation>::new(Ablation::None);
+static JUDGE: GucSetting<bool> = GucSetting::<bool>::new(true);
 static DEBUG_FAULT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static DATABASE: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"postgres"));
@@ -178,6 +179,14 @@ pub fn register() {
         GucContext::Suset,
         GucFlags::default(),
     );
+    GucRegistry::define_bool_guc(
+        c"grid.judge",
+        c"Whether PostgreSQL judges each statement (EXPLAIN as the caller, never executed) before it is returned.",
+        c"On by default. Superuser-only, for measurement: off, statements are returned unjudged and sealed with the verdict 'off'.",
+        &JUDGE,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
     GucRegistry::define_enum_guc(
         c"grid.audit",
         c"What the audit store records: full (every step and the seal) or off.",
@@ -266,6 +275,11 @@ pub fn database() -> String {
     string(&DATABASE).unwrap_or_else(|| "postgres".to_string())
 }
 
+/// `grid.judge`.
+pub fn judge() -> bool {
+    JUDGE.get()
+}
+
 /// `grid.ablation`.
 pub fn ablation() -> grid_ask::Ablation {
     grid_ask::Ablation::named(ABLATION.get().arm()).unwrap_or_default()
@@ -333,6 +347,7 @@ mod tests {
             "SET grid.audit = off",
             "SET grid.ablation = unconstrained",
             "SET grid.ablation = no_repair",
+            "SET grid.judge = off",
         ] {
             assert_refused(statement, "42501");
         }
@@ -373,11 +388,11 @@ mod tests {
                FROM pg_catalog.pg_settings
               WHERE name IN ('grid.max_tokens', 'grid.timeout', 'grid.temperature',
                              'grid.worker_threads', 'grid.mask_cache_mb', 'grid.audit',
-                             'grid.ablation')",
+                             'grid.ablation', 'grid.judge')",
         );
         assert_eq!(
             defaults.as_deref(),
-            Some("grid.ablation=none grid.audit=full grid.mask_cache_mb=1024MB grid.max_tokens=512 grid.temperature=0 grid.timeout=30000ms grid.worker_threads=0")
+            Some("grid.ablation=none grid.audit=full grid.judge=on grid.mask_cache_mb=1024MB grid.max_tokens=512 grid.temperature=0 grid.timeout=30000ms grid.worker_threads=0")
         );
         assert_eq!(super::mask_cache_bytes(), 1 << 30);
         assert_eq!(super::audit(), grid_ask::AuditLevel::Full);

@@ -33,6 +33,7 @@ mod caller;
 mod catalog;
 mod endpoint_faults;
 mod guc;
+mod judge;
 mod meaning;
 mod policy;
 mod provenance;

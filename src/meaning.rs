@@ -12,7 +12,7 @@ mod tests {
     use std::ffi::{CStr, CString};
     use std::sync::Arc;
 
-    use crate::testing::{run, select_one, worker_ready};
+    use crate::testing::{run, select_one, select_texts, worker_ready};
     use grid_core::catalog::CatalogSnapshot;
     use grid_core::{Dialect, Language, Policy, Session};
     use pgrx::prelude::*;
@@ -375,19 +375,10 @@ mod tests {
         ));
         run("RESET ROLE");
         // Every statement written, returned or refused by the checker.
-        let written: Vec<String> = Spi::connect(|c| {
-            c.select(
-                &format!(
-                    "SELECT final_sql FROM grid.generations
-                      WHERE question LIKE '{tag} %' AND final_sql IS NOT NULL"
-                ),
-                None,
-                &[],
-            )
-            .expect("statements")
-            .filter_map(|r| r.get::<String>(1).ok().flatten())
-            .collect()
-        });
+        let written = select_texts(&format!(
+            "SELECT final_sql FROM grid.generations
+              WHERE question LIKE '{tag} %' AND final_sql IS NOT NULL"
+        ));
         assert!(written.len() >= 60, "{} statements", written.len());
         for sql in &written {
             assert!(

@@ -9,6 +9,17 @@ pub fn select_one<T: IntoDatum + FromDatum>(query: &str) -> Option<T> {
     Spi::get_one::<T>(query).unwrap_or_else(|e| panic!("{query}: {e}"))
 }
 
+/// The non-NULL values of the first (text) column of `query`'s rows; panics (fails the
+/// test) on error.
+pub fn select_texts(query: &str) -> Vec<String> {
+    Spi::connect(|c| {
+        c.select(query, None, &[])
+            .unwrap_or_else(|e| panic!("{query}: {e}"))
+            .filter_map(|r| r.get::<String>(1).ok().flatten())
+            .collect()
+    })
+}
+
 /// Runs `query`; panics (fails the test) on error.
 pub fn run(query: &str) {
     Spi::run(query).unwrap_or_else(|e| panic!("{query}: {e}"));
@@ -66,4 +77,53 @@ pub fn worker_ready() {
         "the worker never answered: {:?}",
         refusal("SELECT grid.worker_ping()")
     );
+}
+
+/// Sets up a test's model: `script` (the scripted mock's entries) written to a file of
+/// its own (`tag` and the process id name it), `statements` run (the fixture's tables,
+/// roles and settings), then `grid.endpoint` pointed at the script.
+pub fn scripted_mock(tag: &str, script: &str, statements: &[&str]) {
+    worker_ready();
+    let path = std::env::temp_dir().join(format!("{tag}_script_{}.json", std::process::id()));
+    std::fs::write(&path, script).expect("write the mock script");
+    for sql in statements {
+        run(sql);
+    }
+    run(&format!(
+        "SET grid.endpoint = 'mock:scripted:{}'",
+        path.display()
+    ));
+}
+
+/// `grid.ask(question)` as the current role; fails the test on error.
+pub fn ask(question: &str) -> String {
+    select_one::<String>(&format!("SELECT grid.ask($q${question}$q$)")).unwrap_or_default()
+}
+
+/// `(generation, final_sql, <column>, repair_of)` of a row of `grid.generations`.
+pub type Row = (i64, Option<String>, Option<String>, Option<i64>);
+
+/// The generations of `question` in the audit store, in order, with the text column
+/// `column` (`refused`, `verdict`) third.
+pub fn generations(question: &str, column: &str) -> Vec<Row> {
+    Spi::connect(|c| {
+        c.select(
+            &format!(
+                "SELECT generation, final_sql, {column}, repair_of FROM grid.generations
+                  WHERE question = $1 ORDER BY generation"
+            ),
+            None,
+            &[question.into()],
+        )
+        .expect("generations")
+        .map(|r| {
+            (
+                r.get::<i64>(1).ok().flatten().unwrap_or(-1),
+                r.get::<String>(2).ok().flatten(),
+                r.get::<String>(3).ok().flatten(),
+                r.get::<i64>(4).ok().flatten(),
+            )
+        })
+        .collect()
+    })
 }

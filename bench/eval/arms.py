@@ -8,8 +8,8 @@ and reset before the next arm; `audit` maps a column of grid.generations to what
 generation of the arm must hold in it: a value, or a set of the values allowed (a column
 the table does not have reads as NULL), checked on the rows each ask wrote.
 
-The levers are the extension's superuser-only setting `grid.ablation` (none, no_repair,
-unconstrained). The seal tells the unconstrained arm apart by its decode mode
+The levers are the extension's superuser-only settings `grid.ablation` (none, no_repair,
+unconstrained) and `grid.judge` (on, off). The seal tells the unconstrained arm apart by its decode mode
 ('unconstrained' instead of 'mode1'/'mode2'); an arm without repair shows no generation
 that repairs another (repair_of is NULL). An arm whose setting the extension does not know
 is reported unavailable before any question is asked.
@@ -22,6 +22,12 @@ ARMS = {
     "grid":            ({},                                       {"decode_mode": MASKED}),
     "grid-no-repair":  ({"grid.ablation": "no_repair"},           {"decode_mode": MASKED, "repair_of": None}),
     "unconstrained":   ({"grid.ablation": "unconstrained"},       {"decode_mode": "unconstrained", "repair_of": None}),
+    # The judge off (grid.judge, superuser-only): statements are returned unplanned. Its
+    # generations carry grid.generations.verdict '{"verdict":"off"}', or NULL for one the
+    # checker refused or one that wrote no statement; the "grid" arm's carry "pass" or
+    # "fail" (with PostgreSQL's SQLSTATE).
+    "grid-no-judge":   ({"grid.judge": "off"},                    {"decode_mode": MASKED,
+                                                                   "verdict": {'{"verdict":"off"}', None}}),
 }
 
 DEFAULT = ["grid", "grid-no-repair", "unconstrained"]
@@ -53,7 +59,7 @@ def mismatches(arm, generation_rows):
             if isinstance(want, (set, frozenset)):
                 if got not in want:
                     out.append(f"generation {row.get('generation')}: {column} = {got!r}, "
-                               f"expected one of {sorted(want)!r}")
+                               f"expected one of {sorted(want, key=repr)!r}")
             elif got != want:
                 out.append(f"generation {row.get('generation')}: {column} = {got!r}, expected {want!r}")
     return out

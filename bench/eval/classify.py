@@ -122,7 +122,12 @@ def classify(answer, gold_sql):
     if answer.get("stop") in ("budget_completed", "budget_truncated"):
         return TRUNCATED, f"stop {answer['stop']} after {answer.get('tokens')} tokens"
     if answer.get("ask_sqlstate"):
-        return OTHER, f"grid.ask failed: {answer['ask_sqlstate']} {_first_line(answer.get('ask_error'))}"
+        error = f"{answer['ask_sqlstate']} {_first_line(answer.get('ask_error'))}"
+        # The judge's refusal carries PostgreSQL's own SQLSTATE: the statement would have
+        # failed the same way when run, so it is classed (and told) as that error.
+        if "PostgreSQL refuses the model's statement" in (answer.get("ask_error") or ""):
+            return execution_error_class(answer["ask_sqlstate"]), error
+        return OTHER, f"grid.ask failed: {error}"
     if not (answer.get("sql") or "").strip():
         return OTHER, "no statement"
     if answer.get("exec_sqlstate"):

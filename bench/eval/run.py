@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 import psycopg
@@ -285,6 +286,10 @@ def _guc(name):
 
 
 def model_name(endpoint):
+    if endpoint.startswith("openai+"):
+        # A stock server in the direct mode names its model in the setting.
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(endpoint[len("openai+"):]).query)
+        return (query.get("model") or [endpoint])[0]
     if not endpoint.startswith("http"):
         return endpoint
     try:
@@ -312,7 +317,7 @@ def main():
     ap.add_argument("--host")
     ap.add_argument("--port", type=int)
     ap.add_argument("--db", default="eval")
-    ap.add_argument("--endpoint", help="grid.endpoint for the run (a URL, or mock:scripted:<file>)")
+    ap.add_argument("--endpoint", help="grid.endpoint for the run (a URL, openai+http://…?model=&tokenizer= for a stock server, or mock:scripted:<file>)")
     ap.add_argument("--model-name", help="the model named in the summary (default: the endpoint's)")
     ap.add_argument("--questions")
     ap.add_argument("--gold")

@@ -61,6 +61,11 @@ fn seal(log: &mut AuditLog, generation: u64, stop: StopReason, decode: DecodeMod
                 question_digest: Some(text_digest("how many orders?")),
                 sql_digest: (stop == StopReason::Eos)
                     .then(|| text_digest("SELECT count(*) FROM orders")),
+                verdict: None,
+                // Seals written before prompts were sealed have none: both kinds.
+                prompt_digest: generation
+                    .is_multiple_of(3)
+                    .then(|| text_digest("the prompt artifact")),
             },
         },
     )

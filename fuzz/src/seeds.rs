@@ -81,6 +81,16 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         out.push(("pg_parse", (0..40u8).map(|i| role + i * 5).collect()));
         out.push(("pg_parse", [role, 3, 9, 0x81].to_vec()));
     }
+    // Found by lexer_parser: a quoted name left open after a closed one and an escaped
+    // quote, where the viability check's search over cut-backs re-scanned the same tail
+    // for every byte it tried (38 s for one byte).
+    out.push((
+        "lexer_parser",
+        with(
+            &[2],
+            b"SELECT\" \x85\x85\x85\xf1\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff|\x85\x85\x85\x85\x85\x85\x85\xe2_{\x04\0\0(millions)\"\"  *{ \x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x850\xae\x85\x84\x85\x85\x85\x85\x8a-joinUNION \xad\xba\xdf\x96lions)\"\"  *{ \x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x850N SE-x\n",
+        ),
+    ));
     out
 }
 

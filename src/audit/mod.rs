@@ -265,7 +265,12 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
         (ArtifactKind::Policy, policy),
         (ArtifactKind::Vocabulary, vocabulary),
     ] {
-        artifacts::store(kind, fingerprint, None, Some(content))?;
+        artifacts::store(&grid_ask::Artifact {
+            kind,
+            fingerprint,
+            content: None,
+            content_json: Some(content),
+        })?;
     }
     let head = writer.seal(
         id,
@@ -280,6 +285,9 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
                 role: Some(sealed_role(&g.session_user, &g.current_user)),
                 question_digest: g.question.as_deref().map(text_digest),
                 sql_digest: g.final_sql.as_deref().map(text_digest),
+                verdict: None,
+                // Sealed as generations were before prompts were: no prompt to bind.
+                prompt_digest: None,
             },
         },
     )?;
@@ -322,12 +330,7 @@ pub fn store_seals(seals: &[SealToWrite], session_user: &str) -> Result<Head, St
     Spi::run("SET LOCAL lock_timeout = '10s'")?;
     for s in seals {
         for a in &s.artifacts {
-            artifacts::store(
-                a.kind,
-                a.fingerprint,
-                a.content.clone(),
-                a.content_json.clone(),
-            )?;
+            artifacts::store(a)?;
         }
     }
     sink::lock_for_append()?;
@@ -393,18 +396,33 @@ mod grid {
             Err(e) => error!("grid.verify_audit: {e}"),
         };
         let row = match outcome.finding {
-            None => (
-                true,
-                outcome.checked,
-                None,
-                None,
-                (outcome.unsealed > 0).then(|| {
-                    format!(
-                        "{} generation(s) without a seal (in flight, or interrupted)",
-                        outcome.unsealed
-                    )
-                }),
-            ),
+            None => {
+                let notes: Vec<String> = [
+                    (outcome.unsealed > 0).then(|| {
+                        format!(
+                            "{} generation(s) without a seal (in flight, or interrupted)",
+                            outcome.unsealed
+                        )
+                    }),
+                    (outcome.unbound > 0).then(|| {
+                        format!(
+                            "{} generation(s) sealed without a prompt digest (written before \
+                             prompts were sealed): their artifacts are checked for presence only",
+                            outcome.unbound
+                        )
+                    }),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                (
+                    true,
+                    outcome.checked,
+                    None,
+                    None,
+                    (!notes.is_empty()).then(|| notes.join("; ")),
+                )
+            }
             Some(f) => (false, outcome.checked, f.generation, f.step, Some(f.reason)),
         };
         TableIterator::once(row)

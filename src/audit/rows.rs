@@ -44,7 +44,7 @@ pub const STEP_COLUMNS: &str =
 pub const SEAL_COLUMNS: &str = "entry, generation, seal_index, stop, steps, last_step_hash, \
      grammar_fp, lexicons_fp, policy_fp, vocabulary_fp, decode_mode, mask_cache, \
      current_user_name, question_digest, sql_digest, prev_seal_hash, hash, question, final_sql, \
-     session_user_name";
+     session_user_name, verdict, prompt_digest";
 
 /// A seal as read back, with the texts its digests commit to.
 #[derive(Debug)]
@@ -191,6 +191,8 @@ pub fn seal_from_row(row: &SpiHeapTupleData<'_>) -> Result<SealRow, RowError> {
             }),
             question_digest: optional_bytes(row, 14, "question_digest")?,
             sql_digest: optional_bytes(row, 15, "sql_digest")?,
+            verdict: get(row, 21, "verdict")?,
+            prompt_digest: optional_bytes(row, 22, "prompt_digest")?,
         },
         prev_seal_hash: required_bytes(row, 16, "prev_seal_hash")?,
         hash: required_bytes(row, 17, "hash")?,

@@ -5,7 +5,9 @@
 //! texts stored beside them (grid-core's `text_digest`), so that an edit of
 //! `grid.generations.question` or `.final_sql` shows too; and once the chains hold, every
 //! artifact a seal names must be in `grid.artifacts` (else the generation cannot be
-//! replayed).
+//! replayed), every stored artifact must still have its content digest, and every seal
+//! with a prompt digest must find the prompt and the artifact contents it bound
+//! (`artifacts`).
 
 use std::collections::VecDeque;
 
@@ -38,6 +40,9 @@ pub struct Outcome {
     /// Generations with step records and no seal yet: in flight, or interrupted by a
     /// crash. Not a failure (the verifier still checked their records).
     pub unsealed: usize,
+    /// Sealed generations without a prompt digest (written before prompts were
+    /// sealed): their artifacts are checked for presence, not for content.
+    pub unbound: i64,
 }
 
 /// One row read back: its log position and the entry it holds (or why it holds none).
@@ -186,6 +191,7 @@ pub fn verify_store(expected_head: Option<Head>) -> Result<Outcome, StoreError> 
                     reason,
                 }),
                 unsealed: 0,
+                unbound: 0,
             };
             let (entry, texts) = match read.value {
                 Err(e) => return Ok(fail(format!("malformed row (entry {}): {e}", read.entry))),
@@ -205,6 +211,7 @@ pub fn verify_store(expected_head: Option<Head>) -> Result<Outcome, StoreError> 
                         reason: format!("{}: {}", e.site, e.reason),
                     }),
                     unsealed: 0,
+                    unbound: 0,
                 });
             }
             if let Some(reason) = texts {
@@ -216,25 +223,46 @@ pub fn verify_store(expected_head: Option<Head>) -> Result<Outcome, StoreError> 
             checked += 1;
         }
         match verifier.finish() {
-            Ok(summary) => match artifacts::first_missing()? {
-                // The chains hold: what is left is whether every seal can be replayed.
-                Some((entry, generation, what)) => Ok(Outcome {
-                    checked: artifacts::rows_before(entry)?,
-                    finding: Some(Finding {
-                        generation: Some(generation),
-                        step: None,
-                        reason: format!(
-                            "seal of generation {generation}: its {what} is missing from grid.artifacts"
-                        ),
-                    }),
-                    unsealed: 0,
-                }),
-                None => Ok(Outcome {
+            Ok(summary) => {
+                if let Some((entry, generation, what)) = artifacts::first_missing()? {
+                    // The chains hold: what is left is whether every seal can be replayed.
+                    return Ok(Outcome {
+                        checked: artifacts::rows_before(entry)?,
+                        finding: Some(Finding {
+                            generation: Some(generation),
+                            step: None,
+                            reason: format!(
+                                "seal of generation {generation}: its {what} is missing from grid.artifacts"
+                            ),
+                        }),
+                        unsealed: 0,
+                        unbound: 0,
+                    });
+                }
+                // And whether the artifacts are the contents the seals bound.
+                let altered = match artifacts::first_altered_row()? {
+                    Some(a) => Some(a),
+                    None => artifacts::first_unbound()?,
+                };
+                if let Some(a) = altered {
+                    return Ok(Outcome {
+                        checked: artifacts::rows_before(a.entry)?,
+                        finding: Some(Finding {
+                            generation: a.generations.first().copied(),
+                            step: None,
+                            reason: a.reason,
+                        }),
+                        unsealed: 0,
+                        unbound: 0,
+                    });
+                }
+                Ok(Outcome {
                     checked,
                     finding: None,
                     unsealed: summary.incomplete.len(),
-                }),
-            },
+                    unbound: artifacts::unbound_generations()?,
+                })
+            }
             Err(e) => {
                 let (generation, step) = located(e.site);
                 Ok(Outcome {
@@ -245,6 +273,7 @@ pub fn verify_store(expected_head: Option<Head>) -> Result<Outcome, StoreError> 
                         reason: format!("{}: {}", e.site, e.reason),
                     }),
                     unsealed: 0,
+                    unbound: 0,
                 })
             }
         }

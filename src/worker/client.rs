@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use pgrx::prelude::*;
 use thiserror::Error;
 
+use grid_ask::{Candidate, Verdict};
+
 use super::protocol::{encode, FrameReader, ProtocolError, Request, Response};
 use super::SOCKET_NAME;
 
@@ -30,6 +32,8 @@ pub enum ClientError {
     Closed,
     #[error("grid_pg worker connection: {0}")]
     Protocol(#[from] ProtocolError),
+    #[error("the grid_pg worker asked for a verdict on a request that is not an ask")]
+    UnaskedJudge,
 }
 
 impl ClientError {
@@ -43,6 +47,7 @@ impl ClientError {
             ClientError::Timeout(_) => PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
             ClientError::Closed => PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
             ClientError::Protocol(e) => e.sqlstate(),
+            ClientError::UnaskedJudge => PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
         }
     }
 }
@@ -74,15 +79,14 @@ fn wait(fd: i32, event: u32, timeout: Duration) {
     check_for_interrupts!();
 }
 
-/// Sends `request` to the worker and returns its response, within `timeout`.
-pub fn call(request: &Request, timeout: Duration) -> Result<Response, ClientError> {
-    let deadline = Instant::now() + timeout;
-    let remaining = || deadline.saturating_duration_since(Instant::now());
-    let mut stream = UnixStream::connect(SOCKET_NAME).map_err(ClientError::NotRunning)?;
-    stream.set_nonblocking(true)?;
+/// Writes all of `frame`, waiting (interruptibly) while the socket is full.
+fn send(
+    stream: &mut UnixStream,
+    frame: &[u8],
+    timeout: Duration,
+    remaining: &dyn Fn() -> Duration,
+) -> Result<(), ClientError> {
     let fd = stream.as_raw_fd();
-
-    let frame = encode(request)?;
     let mut sent = 0;
     while sent < frame.len() {
         match stream.write(&frame[sent..]) {
@@ -97,12 +101,46 @@ pub fn call(request: &Request, timeout: Duration) -> Result<Response, ClientErro
             Err(e) => return Err(e.into()),
         }
     }
+    Ok(())
+}
+
+/// How the backend judges a statement the worker sends it ([`Response::Judge`]).
+pub type JudgeFn<'a> = &'a mut dyn FnMut(&Candidate) -> Verdict;
+
+/// Sends `request` to the worker and returns its response, within `timeout`. A
+/// statement the worker wants judged on the way is judged by `judge` (an ask's), its
+/// verdict sent back on the connection; without `judge` that is a protocol error.
+pub fn call(
+    request: &Request,
+    timeout: Duration,
+    mut judge: Option<JudgeFn<'_>>,
+) -> Result<Response, ClientError> {
+    let deadline = Instant::now() + timeout;
+    let remaining = || deadline.saturating_duration_since(Instant::now());
+    let mut stream = UnixStream::connect(SOCKET_NAME).map_err(ClientError::NotRunning)?;
+    stream.set_nonblocking(true)?;
+    let fd = stream.as_raw_fd();
+
+    send(&mut stream, &encode(request)?, timeout, &remaining)?;
 
     let mut reader = FrameReader::new();
     let mut chunk = [0u8; 8192];
     loop {
-        if let Some(response) = reader.next::<Response>()? {
-            return Ok(response);
+        match reader.next::<Response>()? {
+            Some(Response::Judge(candidate)) => {
+                let Some(judge) = judge.as_mut() else {
+                    return Err(ClientError::UnaskedJudge);
+                };
+                let verdict = judge(&candidate);
+                let frame = encode(&Request::Verdict {
+                    ask: candidate.ask,
+                    verdict,
+                })?;
+                send(&mut stream, &frame, timeout, &remaining)?;
+                continue;
+            }
+            Some(response) => return Ok(response),
+            None => {}
         }
         match stream.read(&mut chunk) {
             Ok(0) => return Err(ClientError::Closed),

@@ -38,8 +38,19 @@ static PRELOADED: AtomicBool = AtomicBool::new(false);
 /// Sends `request` and returns the worker's answer; raises the ERROR of any failure
 /// (the worker's own SQLSTATE for a request it refused), prefixed by `what`.
 pub fn request(what: &str, request: &Request, timeout: Duration) -> Response {
+    request_judged(what, request, timeout, None)
+}
+
+/// [`request`], judging with `judge` each statement the worker sends to be judged (an
+/// ask's: see [`protocol`]).
+pub fn request_judged(
+    what: &str,
+    request: &Request,
+    timeout: Duration,
+    judge: Option<client::JudgeFn<'_>>,
+) -> Response {
     let outcome = if PRELOADED.load(Ordering::Relaxed) {
-        call(request, timeout)
+        call(request, timeout, judge)
     } else {
         Err(ClientError::NotPreloaded)
     };

@@ -3,10 +3,13 @@
 //!
 //! A frame is `u32 big-endian length ‖ payload`, the payload one JSON object (a
 //! [`Request`] from the backend, a [`Response`] from the worker). One request, one
-//! response, in order, on a connection. Frames longer than [`MAX_FRAME`] are refused on
-//! both sides before anything is allocated for them.
+//! response, in order, on a connection; except that an [`Request::Ask`] may be answered
+//! with [`Response::Judge`] first (any number of times): the backend judges the statement
+//! as the caller and sends [`Request::Verdict`] on the same connection, and the worker
+//! goes on to the ask's answer. Frames longer than [`MAX_FRAME`] are refused on both
+//! sides before anything is allocated for them.
 
-use grid_ask::{Answer, Ask, Generated};
+use grid_ask::{Answer, Ask, Candidate, Generated, Verdict};
 use pgrx::PgSqlErrorCode;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -36,6 +39,9 @@ pub enum Request {
     /// the asking backend. The API key is not here: only the worker reads it, from its
     /// own configuration.
     Ask(Ask),
+    /// The backend's verdict on the statement of its ask's [`Response::Judge`]: only
+    /// accepted on that ask's connection, naming that ask, right after it.
+    Verdict { ask: u64, verdict: Verdict },
 }
 
 /// What the worker answers.
@@ -54,6 +60,9 @@ pub enum Response {
     },
     /// The SQL of a question, committed to the audit store with every step.
     Generated(Generated),
+    /// Before the answer of an ask: judge this statement as the caller, and send
+    /// [`Request::Verdict`].
+    Judge(Candidate),
     /// The request could not be served: the SQLSTATE the backend raises, and why.
     Error {
         sqlstate: String,

@@ -20,7 +20,10 @@ use std::time::{Duration, Instant};
 use pgrx::bgworkers::{BackgroundWorker, SignalWakeFlags};
 use pgrx::prelude::*;
 
-use grid_ask::{Ask, Finished, Input, MockDefaults, NoJudge, Outbox, Output, SealToWrite};
+use grid_ask::{
+    Ask, Candidate, Finished, Input, Judge, MockDefaults, Outbox, Output, Ruling, SealToWrite,
+    Verdict,
+};
 
 use super::protocol::{
     encode, read_blocking, FrameReader, Request, Response, SyntheticGeneration, MAX_PING_DELAY_MS,
@@ -43,10 +46,14 @@ struct Job {
     cancel: Arc<AtomicBool>,
 }
 
-/// What the main thread is given to do: a backend's request, or the pipeline's output.
+/// What the main thread is given to do: a backend's request, the pipeline's output, a
+/// statement the pipeline wants judged (sent to its asker), a verdict (sent to the
+/// pipeline).
 enum Work {
     Request(Box<Job>),
     Engine(Output),
+    Judge(Candidate),
+    Verdict { ask: u64, verdict: Verdict },
 }
 
 /// The other threads' way to the main thread: the work channel and the wake-up socket.
@@ -70,6 +77,38 @@ impl ToMain {
 impl Outbox for ToMain {
     fn send(&self, output: Output) {
         ToMain::send(self, Work::Engine(output));
+    }
+}
+
+/// The worker's judge: PostgreSQL as the caller, in the asking backend. Each candidate
+/// goes to the main thread, which sends it to the ask's socket thread and so to its
+/// backend ([`Response::Judge`]); the verdict comes back on that connection
+/// ([`Request::Verdict`]) and reaches the pipeline as [`Input::Verdict`].
+struct BackendJudge(ToMain);
+
+impl Judge for BackendJudge {
+    fn judge(&mut self, candidate: &Candidate) -> Ruling {
+        if self.0.send(Work::Judge(candidate.clone())) {
+            Ruling::Later
+        } else {
+            // The main thread is gone: so is every asker.
+            Ruling::Now(Verdict::Unjudged)
+        }
+    }
+}
+
+/// Sends `candidate` to the backend and reads its verdict: `None` when the backend went
+/// away or answered anything but a verdict on this candidate's ask.
+fn judged(
+    stream: &mut UnixStream,
+    reader: &mut FrameReader,
+    candidate: &Candidate,
+) -> Option<Verdict> {
+    let frame = encode(&Response::Judge(candidate.clone())).ok()?;
+    stream.write_all(&frame).ok()?;
+    match read_blocking::<Request>(stream, reader) {
+        Ok(Some(Request::Verdict { ask, verdict })) if ask == candidate.ask => Some(verdict),
+        _ => None,
     }
 }
 
@@ -99,10 +138,14 @@ fn serve(mut stream: UnixStream, main: ToMain) {
     loop {
         let response = match read_blocking::<Request>(&mut stream, &mut reader) {
             Ok(None) => return,
+            Ok(Some(Request::Verdict { .. })) => Response::error(
+                PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
+                "a verdict is accepted only right after the worker asked for one",
+            ),
             Ok(Some(request)) => {
                 let delay = match &request {
                     Request::Ping { delay_ms, .. } => (*delay_ms).min(MAX_PING_DELAY_MS),
-                    Request::AppendSynthetic(_) | Request::Ask(_) => 0,
+                    Request::AppendSynthetic(_) | Request::Ask(_) | Request::Verdict { .. } => 0,
                 };
                 let (reply, answer) = mpsc::channel();
                 let cancel = Arc::new(AtomicBool::new(false));
@@ -116,6 +159,22 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                 }
                 let response = loop {
                     match answer.recv_timeout(HANGUP_POLL) {
+                        Ok(Response::Judge(c)) => match judged(&mut stream, &mut reader, &c) {
+                            Some(verdict) => {
+                                if !main.send(Work::Verdict {
+                                    ask: c.ask,
+                                    verdict,
+                                }) {
+                                    return;
+                                }
+                            }
+                            None => {
+                                // The ask, parked for the verdict, is answered as
+                                // cancelled with its seals.
+                                cancel.store(true, Ordering::Relaxed);
+                                return;
+                            }
+                        },
                         Ok(r) => break r,
                         Err(mpsc::RecvTimeoutError::Disconnected) => return,
                         Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -187,6 +246,11 @@ impl Worker {
             }),
             Request::AppendSynthetic(g) => Some(self.append_synthetic(g)),
             Request::Ask(a) => self.ask(a, job),
+            // The socket thread takes verdicts; one that got here answers nothing.
+            Request::Verdict { .. } => Some(Response::error(
+                PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
+                "a verdict is accepted only right after the worker asked for one",
+            )),
         }
     }
 
@@ -330,6 +394,17 @@ impl Worker {
                     let _ = job.reply.send(r);
                 }
             }
+            Work::Judge(c) => {
+                // No asker waits (it went away): its socket thread has set the ask's
+                // cancel flag, and the pipeline answers the parked ask as cancelled.
+                if let Some(reply) = self.waiting.get(&c.ask) {
+                    let _ = reply.send(Response::Judge(c));
+                }
+            }
+            Work::Verdict { ask, verdict } => {
+                // A pipeline that is gone answers nobody; nothing to do.
+                let _ = self.pipeline.send(Input::Verdict { ask, verdict });
+            }
             Work::Engine(Output::Steps(mut records)) => {
                 self.connect();
                 self.steps.append(&mut records);
@@ -384,12 +459,10 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
     };
     let (pipeline, inputs) = mpsc::channel::<Input>();
     let outbox = main.clone();
+    let mut judge = BackendJudge(main.clone());
     if let Err(e) = std::thread::Builder::new()
         .name("grid-engine".into())
-        .spawn(move || {
-            // No judge yet: every statement the checker passes is answered.
-            grid_ask::engine::run(inputs, &outbox, &mut NoJudge, MockDefaults::default())
-        })
+        .spawn(move || grid_ask::engine::run(inputs, &outbox, &mut judge, MockDefaults::default()))
     {
         error!("grid_pg worker: cannot start the ask pipeline's thread: {e}");
     }

@@ -37,6 +37,10 @@ class Outcome(unittest.TestCase):
         self.assertEqual(c.classify({"ask_sqlstate": "58000", "ask_error": "timeout"}, "SELECT 1"),
                          (c.OTHER, "grid.ask failed: 58000 timeout"))
         self.assertEqual(c.classify({"sql": "  ", "stop": "eos"}, "SELECT 1"), (c.OTHER, "no statement"))
+        # The judge's refusal is classed by PostgreSQL's SQLSTATE, as an execution error.
+        judged = {"ask_sqlstate": "42803",
+                  "ask_error": "grid.ask: PostgreSQL refuses the model's statement (SQLSTATE 42803)"}
+        self.assertEqual(c.classify(judged, "SELECT 1")[0], c.AGGREGATION)
 
     def test_by_sqlstate(self):
         cases = {"42703": c.COLUMN_OR_TABLE, "42P01": c.COLUMN_OR_TABLE, "42702": c.COLUMN_OR_TABLE,

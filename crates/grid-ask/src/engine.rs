@@ -88,6 +88,14 @@ impl Job {
         self.cancel.load(Ordering::Relaxed)
     }
 
+    /// When a render of this job's prompt is abandoned.
+    pub fn render_deadline(&self) -> crate::models::Gone<'_> {
+        crate::models::Gone {
+            cancel: &self.cancel,
+            deadline: self.deadline,
+        }
+    }
+
     /// Whether the asker no longer waits (cancelled, gone, or past its deadline).
     pub fn gone(&self) -> bool {
         self.cancelled() || Instant::now() > self.deadline
@@ -312,16 +320,13 @@ impl Engine {
     /// Lets the endpoint client abandon a request once every job of the loop is gone
     /// (the list grows as jobs are admitted and shrinks as they are answered).
     fn watch(&mut self, slot: &ModelSlot, in_loop: &InLoop) {
-        if let Some(r) = self.models.remote(slot) {
-            let in_loop = in_loop.clone();
-            r.set_abort(Some(Arc::new(move || in_loop.all_gone())));
-        }
+        let in_loop = in_loop.clone();
+        self.models
+            .set_abort(slot, Some(Arc::new(move || in_loop.all_gone())));
     }
 
     fn unwatch(&mut self, slot: &ModelSlot) {
-        if let Some(r) = self.models.remote(slot) {
-            r.set_abort(None);
-        }
+        self.models.set_abort(slot, None);
     }
 
     /// Admits what arrived for the round's group since the last tick: new asks, and the

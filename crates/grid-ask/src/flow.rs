@@ -21,7 +21,7 @@ use std::time::Instant;
 use grid_core::audit::{text_digest, Seal, StepKind, StepRecord, StopReason};
 use grid_core::checker::{self, Violation};
 use grid_core::decode::{DecodeError, GenerationSpec, Outcome};
-use grid_core::prompt;
+use grid_core::prompt::{self, Prompt};
 use grid_endpoint::backend::mock::mix;
 use grid_endpoint::ClientError;
 use grid_vocab::Vocabulary;
@@ -32,7 +32,8 @@ use crate::failure::{Failure, FailureKind};
 use crate::judge::{Candidate, Verdict};
 use crate::language::Compiled;
 use crate::models::Prompter;
-use crate::record::{artifacts, reasons, refusal, seal_meta, SealToWrite};
+use crate::record::{artifacts, reasons, refusal, seal_meta, with_prompt, SealToWrite};
+use crate::sanitize::{sanitize, KnownNames};
 
 /// Bytes of schema DDL a prompt may carry (the mask is never trimmed).
 pub const PROMPT_SCHEMA_BYTES: usize = 12_000;
@@ -42,6 +43,10 @@ pub struct Attempt {
     pub job: Arc<Job>,
     pub generation: u64,
     pub compiled: Arc<Compiled>,
+    /// The prompt the model is shown (sealed by its digest), how it became token ids
+    /// ([`crate::contents::RENDERINGS`]), and its token ids.
+    pub shown: Prompt,
+    pub rendering: &'static str,
     pub prompt: Vec<u32>,
     /// Set for a repair: the first attempt's generation.
     pub repair_of: Option<u64>,
@@ -72,7 +77,9 @@ impl Attempt {
         })?;
         Ok(Attempt {
             generation: job.ids[0],
-            prompt: prompter.tokens(&prompt)?,
+            prompt: prompter.tokens(&prompt, &job.render_deadline())?,
+            shown: prompt,
+            rendering: prompter.rendering(),
             job,
             compiled,
             repair_of: None,
@@ -101,6 +108,8 @@ impl Attempt {
             job: self.job,
             generation: self.generation,
             compiled: self.compiled,
+            shown: self.shown,
+            rendering: self.rendering,
             seal: None,
             steps: Vec::new(),
             sql: None,
@@ -121,6 +130,9 @@ pub struct Attempted {
     pub job: Arc<Job>,
     pub generation: u64,
     pub compiled: Arc<Compiled>,
+    /// The prompt the model was shown, and how it became token ids.
+    pub shown: Prompt,
+    pub rendering: &'static str,
     pub seal: Option<Seal>,
     pub steps: Vec<StepRecord>,
     pub sql: Option<String>,
@@ -239,23 +251,35 @@ impl Attempted {
             job: self.job.clone(),
             generation: self.job.ids[1],
             compiled: self.compiled.clone(),
-            prompt: prompter.tokens(&prompt).ok()?,
+            prompt: prompter.tokens(&prompt, &self.job.render_deadline()).ok()?,
+            shown: prompt,
+            rendering: prompter.rendering(),
             repair_of: Some(self.generation),
         })
     }
 
+    /// The seal and artifacts to store: the seal binds the prompt the model was shown,
+    /// and through it the contents of the artifacts ([`crate::contents`]).
     fn seal_to_write(&self, vocab: &Vocabulary) -> Option<SealToWrite> {
         if !self.job.ask.settings.audit.records() {
             return None;
         }
+        let mut seal = self.seal.clone()?;
+        seal.meta.verdict = self.verdict.as_ref().map(Verdict::record);
+        let (artifacts, prompt_digest) = with_prompt(
+            artifacts(&self.compiled, vocab),
+            Some((&self.shown, PROMPT_SCHEMA_BYTES)),
+            self.rendering,
+        );
+        seal.meta.prompt_digest = Some(prompt_digest);
         Some(SealToWrite {
-            seal: self.seal.clone()?,
+            seal,
             question: self.job.ask.question.clone(),
             current_user: self.job.ask.current_user.clone(),
             final_sql: self.sql.clone(),
             refused: refusal(&self.violations),
             repair_of: self.repair_of,
-            artifacts: artifacts(&self.compiled, vocab),
+            artifacts,
             started_at: self.job.started_at,
         })
     }
@@ -359,12 +383,28 @@ impl Parked {
         vocab: &Vocabulary,
     ) -> Next {
         let Parked { flow, mut last } = *self;
+        // Only the sanitized message is kept: it is quoted to the model, sealed and
+        // returned, and no name the role may not see reaches any of them.
+        let verdict = match verdict {
+            Verdict::Fail { code, message } => {
+                let known =
+                    KnownNames::new(&last.compiled.snapshot, last.sql.as_deref().unwrap_or(""));
+                Verdict::Fail {
+                    code,
+                    message: sanitize(&message, &known),
+                }
+            }
+            v => v,
+        };
         last.verdict = Some(verdict.clone());
         match verdict {
-            Verdict::Fail { message, .. } => {
-                flow.repair_or_finish(last, std::slice::from_ref(&message), prompter, vocab)
+            Verdict::Fail { code, message } => {
+                let why = format!("PostgreSQL refuses it (SQLSTATE {code}): {message}");
+                flow.repair_or_finish(last, std::slice::from_ref(&why), prompter, vocab)
             }
-            Verdict::Pass | Verdict::Unjudged => Next::Done(Box::new(flow.finish(last, vocab))),
+            Verdict::Pass | Verdict::Off | Verdict::Unjudged => {
+                Next::Done(Box::new(flow.finish(last, vocab)))
+            }
         }
     }
 
@@ -389,6 +429,13 @@ impl Flow {
         if !done.violations.is_empty() {
             let violations = done.violations.clone();
             return self.repair_or_finish(done, &violations, prompter, vocab);
+        }
+        if !done.job.ask.settings.judge {
+            let parked = Box::new(Parked {
+                flow: self,
+                last: done,
+            });
+            return parked.judged(Verdict::Off, prompter, vocab);
         }
         let candidate = Candidate {
             ask: done.job.ids[0],
@@ -473,17 +520,29 @@ impl Flow {
                     Answer::Failed(Failure::new(FailureKind::Refused, why))
                 }
             }
-            (None, Some(_), Some(Verdict::Fail { code, message })) => Answer::Failed(Failure::new(
-                FailureKind::Judged { code: code.clone() },
-                format!(
-                    "the model's statement does not pass the judge{}: {message}",
-                    if repaired_from.is_some() || job.ask.settings.ablation.no_repair {
+            (None, Some(_), Some(Verdict::Fail { code, message })) => {
+                let why = format!(
+                    "PostgreSQL refuses the model's statement (SQLSTATE {code}){}, so it was \
+                     not returned: {message}",
+                    if repaired_from.is_some() {
+                        ", and its repair too"
+                    } else if job.ask.settings.ablation.no_repair {
                         ""
                     } else {
-                        " and could not be repaired"
+                        ", and it could not be repaired"
                     }
-                ),
-            )),
+                );
+                if job.ask.explain {
+                    // grid.explain shows the steps (not the tokens) of a refused statement,
+                    // the refusal as a NOTICE.
+                    generated(String::new(), false, Some(why))
+                } else {
+                    Answer::Failed(Failure::new(
+                        FailureKind::Judged { code: code.clone() },
+                        why,
+                    ))
+                }
+            }
             (None, Some(sql), _) => generated(sql.to_string(), true, None),
             (None, None, _) => {
                 Answer::Failed(Failure::internal("the generation produced no statement"))

@@ -24,9 +24,11 @@
 //!    refuses is repaired once too (one repair per ask in all), the judge's message
 //!    quoted back. A refused statement is never returned.
 //! 5. **Seals and artifacts** ([`record`]): every generation that ran is sealed, with
-//!    the artifacts its fingerprints name (grammar, lexicons, policy, vocabulary); an ask
-//!    that fails before its generation begins is sealed too. They are made in this one
-//!    place; [`replay`] rebuilds a generation's language from them.
+//!    the artifacts its fingerprints name (grammar, lexicons, policy, vocabulary) and the
+//!    prompt the model was shown, whose digest the seal carries and which binds the
+//!    others' contents ([`contents`]); an ask that fails before its generation begins is
+//!    sealed too. They are made in this one place; [`replay`] rebuilds a generation's
+//!    language from them.
 //! 6. **Answer** ([`answer`]): the statement with its explain rows, or a [`Failure`].
 //!
 //! [`output::StatementCheck`] is the independent check of what a model wrote (no
@@ -83,6 +85,7 @@
 //! statement: an unconstrained statement it refuses is not returned either.
 
 pub mod answer;
+pub mod contents;
 pub mod engine;
 pub mod failure;
 pub mod flow;
@@ -95,6 +98,7 @@ pub mod record;
 pub mod replay;
 pub mod request;
 mod round;
+pub mod sanitize;
 
 pub use answer::{Answer, ExplainStep, Generated};
 pub use engine::{Input, Job, Outbox, Output, SEED};

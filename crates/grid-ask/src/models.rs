@@ -1,11 +1,14 @@
 //! The models an ask can reach and what masks need of their vocabularies: the mocks in
 //! process, `grid-endpoint/1` servers (their clients kept, so that a server's mask cache
-//! is reused across asks), the vocabularies with their tries and spellers, and
-//! [`Prompter::tokens`], the one place a prompt becomes token ids.
+//! is reused across asks), stock OpenAI-compatible servers in the direct mode (the
+//! vocabulary read from the local tokenizer the setting names), the vocabularies with
+//! their tries and spellers, and [`Prompter::tokens`], the one place a prompt becomes
+//! token ids.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use grid_core::audit::{text_digest, to_hex};
 use grid_core::decode::Model;
@@ -17,9 +20,12 @@ use grid_endpoint::backend::mock::{AdversarialMock, ScriptedMock};
 use grid_endpoint::backend::script::Script;
 use grid_endpoint::chat::RenderedBy;
 use grid_endpoint::client::ApiKey;
-use grid_endpoint::model::{InProcess, Remote, SamplingPlan};
+use grid_endpoint::client::{ConstraintStyle, DirectClient, DirectConfig};
+use grid_endpoint::model::{Abort, Direct, InProcess, Remote, SamplingPlan};
+use grid_endpoint::spec::{DirectSpec, ServerKind};
 use grid_endpoint::{
-    Backend, ChatMessage, ClientConfig, EndpointClient, EndpointSpec, HttpConfig, Role, SpecError,
+    Backend, ChatMessage, ClientConfig, ClientError, EndpointClient, EndpointSpec, HttpConfig,
+    Role, SpecError,
 };
 use grid_vocab::Vocabulary;
 
@@ -59,11 +65,6 @@ impl VocabState {
             rendering: self.rendering.clone(),
         }
     }
-
-    /// Whether the endpoint renders prompts with its model's chat template.
-    pub fn chat_template(&self) -> bool {
-        matches!(self.rendering, Rendering::Template(_))
-    }
 }
 
 /// How a prompt becomes token ids.
@@ -72,23 +73,62 @@ enum Rendering {
     /// [`Prompt::flat`] through the vocabulary's encoder: the mocks, and endpoints whose
     /// model has no chat template (a completion prompt ending in `-- SQL:` suits them).
     Flat,
-    /// The endpoint renders the system and user messages with its model's chat template
-    /// and tokenizer (`POST /v1/prompt`): an instruct model answers the prompt it was
-    /// trained on, with the special tokens its tokenizer writes.
-    Template(Arc<ChatRenderer>),
+    /// A `grid-endpoint/1` server: the system and user messages go to `POST /v1/prompt`,
+    /// and when its model has a chat template the server renders them with it and its
+    /// tokenizer (an instruct model answers the prompt it was trained on, with the special
+    /// tokens its tokenizer writes). Its first answer tells whether it has one; without
+    /// one, prompts stay [`Rendering::Flat`].
+    Endpoint(Arc<ChatRenderer>),
 }
+
+/// What [`ChatRenderer`] knows of its endpoint's model.
+const UNKNOWN: u8 = 0;
+const TEMPLATE: u8 = 1;
+const NO_TEMPLATE: u8 = 2;
 
 /// An endpoint's client kept for `POST /v1/prompt`.
 struct ChatRenderer {
     client: EndpointClient,
+    /// The endpoint, for messages.
+    url: String,
     /// The client is async; a prompt is rendered between ticks, on any worker thread.
     rt: Mutex<tokio::runtime::Runtime>,
+    /// [`UNKNOWN`] until the endpoint first answers, then [`TEMPLATE`] or [`NO_TEMPLATE`].
+    template: AtomicU8,
 }
 
+/// When an asker no longer waits for a prompt's render: it went away, or its deadline
+/// passed (the same failures a step meets: cancelled, or the endpoint's timeout).
+pub struct Gone<'a> {
+    pub cancel: &'a AtomicBool,
+    pub deadline: Instant,
+}
+
+impl Gone<'_> {
+    fn now(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed) || Instant::now() > self.deadline
+    }
+
+    fn failure(&self, endpoint: &str) -> Failure {
+        if self.cancel.load(Ordering::Relaxed) {
+            Failure::new(
+                FailureKind::Cancelled,
+                "the asker went away while the endpoint rendered the prompt",
+            )
+        } else {
+            Failure::endpoint(&ClientError::Timeout {
+                endpoint: endpoint.to_string(),
+                detail: "grid.timeout elapsed while it rendered the prompt".into(),
+            })
+        }
+    }
+}
+
+/// How often a render waiting on its endpoint checks that its asker still waits.
+const RENDER_POLL: Duration = Duration::from_millis(50);
+
 impl ChatRenderer {
-    /// The renderer of the endpoint at `url`, if its model has a chat template (one
-    /// rendering of a short conversation tells).
-    fn probe(url: &str, vocab: &Vocabulary, http: &HttpConfig) -> Result<Option<Self>, Failure> {
+    fn new(url: &str, vocab: &Vocabulary, http: &HttpConfig) -> Result<Self, Failure> {
         let client = EndpointClient::new(
             url,
             vocab.fingerprint(),
@@ -98,21 +138,26 @@ impl ChatRenderer {
             },
         )
         .map_err(|e| Failure::endpoint(&e))?;
-        let rt = runtime()?;
-        let probe = [
-            ChatMessage::new(Role::System, "s"),
-            ChatMessage::new(Role::User, "u"),
-        ];
-        let (_, by) = rt
-            .block_on(client.render(&probe, vocab))
-            .map_err(|e| Failure::endpoint(&e))?;
-        Ok((by == RenderedBy::Template).then(|| ChatRenderer {
+        Ok(ChatRenderer {
             client,
-            rt: Mutex::new(rt),
-        }))
+            url: url.to_string(),
+            rt: Mutex::new(runtime()?),
+            template: AtomicU8::new(UNKNOWN),
+        })
     }
 
-    fn render(&self, prompt: &Prompt, vocab: &Vocabulary) -> Result<Vec<u32>, Failure> {
+    /// The ids of `prompt` by the endpoint's template, or `None` when its model has none.
+    /// Abandoned (a cancelled failure) as soon as `gone` says the asker no longer waits:
+    /// a hung endpoint must not hold the pipeline, as it does not in a step.
+    fn render(
+        &self,
+        prompt: &Prompt,
+        vocab: &Vocabulary,
+        gone: &Gone<'_>,
+    ) -> Result<Option<Vec<u32>>, Failure> {
+        if self.template.load(Ordering::Relaxed) == NO_TEMPLATE {
+            return Ok(None);
+        }
         let messages = [
             ChatMessage::new(Role::System, prompt.system.clone()),
             ChatMessage::new(Role::User, prompt.user.clone()),
@@ -121,8 +166,31 @@ impl ChatRenderer {
             .rt
             .lock()
             .map_err(|_| Failure::internal("the prompt renderer's runtime was poisoned"))?;
-        rt.block_on(self.client.render_prompt(&messages, vocab))
-            .map_err(|e| Failure::endpoint(&e))
+        let rendered = rt.block_on(async {
+            let render = self.client.render(&messages, vocab);
+            tokio::pin!(render);
+            loop {
+                tokio::select! {
+                    r = &mut render => return Some(r),
+                    _ = tokio::time::sleep(RENDER_POLL) => {
+                        if gone.now() {
+                            return None;
+                        }
+                    }
+                }
+            }
+        });
+        let Some(rendered) = rendered else {
+            return Err(gone.failure(&self.url));
+        };
+        let (prompt, by) = rendered.map_err(|e| Failure::endpoint(&e))?;
+        if by == RenderedBy::Template {
+            self.template.store(TEMPLATE, Ordering::Relaxed);
+            Ok(Some(prompt.tokens))
+        } else {
+            self.template.store(NO_TEMPLATE, Ordering::Relaxed);
+            Ok(None)
+        }
     }
 }
 
@@ -149,11 +217,26 @@ impl Prompter {
         }
     }
 
-    pub fn tokens(&self, prompt: &Prompt) -> Result<Vec<u32>, Failure> {
+    /// How [`Prompter::tokens`] rendered its last prompt (one of
+    /// [`crate::contents::RENDERINGS`]).
+    pub fn rendering(&self) -> &'static str {
         match &self.rendering {
-            Rendering::Flat => Ok(self.vocab.encode(&prompt.flat())),
-            Rendering::Template(r) => r.render(prompt, &self.vocab),
+            Rendering::Endpoint(r) if r.template.load(Ordering::Relaxed) == TEMPLATE => {
+                crate::contents::RENDERINGS[1]
+            }
+            _ => crate::contents::RENDERINGS[0],
         }
+    }
+
+    /// The ids of `prompt`; `gone` says when the asker no longer waits (a render by the
+    /// endpoint is then abandoned).
+    pub fn tokens(&self, prompt: &Prompt, gone: &Gone<'_>) -> Result<Vec<u32>, Failure> {
+        if let Rendering::Endpoint(r) = &self.rendering {
+            if let Some(ids) = r.render(prompt, &self.vocab, gone)? {
+                return Ok(ids);
+            }
+        }
+        Ok(self.vocab.encode(&prompt.flat()))
     }
 }
 
@@ -174,10 +257,26 @@ pub enum ModelSlot {
     Remote(String),
 }
 
+/// A server's kept client: a `grid-endpoint/1` server, or a stock server in the direct
+/// mode.
+enum Server {
+    Endpoint(Box<Remote>),
+    Direct(Box<Direct>),
+}
+
+impl Server {
+    fn model(&mut self) -> &mut dyn Model {
+        match self {
+            Server::Endpoint(r) => r.as_mut(),
+            Server::Direct(d) => d.as_mut(),
+        }
+    }
+}
+
 /// The models and vocabularies in use (see the module documentation).
 pub struct Models {
     vocabularies: HashMap<String, Arc<VocabState>>,
-    remotes: HashMap<String, Remote>,
+    remotes: HashMap<String, Server>,
     defaults: MockDefaults,
 }
 
@@ -199,7 +298,7 @@ impl Models {
             SpecError::Unset => {
                 Failure::new(FailureKind::EndpointUnset, format!("grid.endpoint is {e}"))
             }
-            SpecError::Invalid(_) => {
+            SpecError::Invalid(_) | SpecError::Direct { .. } => {
                 Failure::new(FailureKind::InvalidValue, format!("grid.endpoint {e}"))
             }
         })
@@ -209,6 +308,10 @@ impl Models {
         match spec {
             EndpointSpec::Scripted(_) | EndpointSpec::Adversarial => "mock".into(),
             EndpointSpec::Http(url) => url.clone(),
+            // The vocabulary is the tokenizer's; the server is asked for the model name.
+            EndpointSpec::Direct(d) => {
+                format!("openai+{}\0{}\0{}", d.url, d.model, d.tokenizer.display())
+            }
         }
     }
 
@@ -248,12 +351,12 @@ impl Models {
                     .map_err(|e| Failure::endpoint(&e))?;
                 (Arc::new(served.vocabulary), served.header.model)
             }
+            EndpointSpec::Direct(d) => (direct_vocabulary(d, http)?, d.model.clone()),
         };
         let mut state = VocabState::new(vocab, model)?;
         if let EndpointSpec::Http(url) = spec {
-            if let Some(r) = ChatRenderer::probe(url, &state.vocab, http)? {
-                state.rendering = Rendering::Template(Arc::new(r));
-            }
+            let r = ChatRenderer::new(url, &state.vocab, http)?;
+            state.rendering = Rendering::Endpoint(Arc::new(r));
         }
         let state = Arc::new(state);
         self.vocabularies.insert(key, state.clone());
@@ -296,12 +399,7 @@ impl Models {
                 Arc::new(ScriptedMock::new(vocab.vocab.clone(), script))
             }
             EndpointSpec::Http(url) => {
-                let key = format!(
-                    "{url}\0{}\0{}\0{}",
-                    settings.timeout_ms,
-                    settings.temperature.to_bits(),
-                    api_key.map(|k| to_hex(&text_digest(k))).unwrap_or_default()
-                );
+                let key = format!("{url}\0{}", server_key(settings, api_key));
                 if !self.remotes.contains_key(&key) {
                     let client = EndpointClient::new(
                         url,
@@ -314,10 +412,31 @@ impl Models {
                     .map_err(|e| Failure::endpoint(&e))?;
                     let remote =
                         Remote::new(client, vocab.vocab.clone(), plan).map_err(internal)?;
-                    if self.remotes.len() >= REMOTES_KEPT {
-                        self.remotes.clear();
-                    }
-                    self.remotes.insert(key.clone(), remote);
+                    self.keep(key.clone(), Server::Endpoint(Box::new(remote)));
+                }
+                return Ok(ModelSlot::Remote(key));
+            }
+            EndpointSpec::Direct(d) => {
+                if settings.temperature != 0.0 {
+                    return Err(Failure::new(
+                        FailureKind::InvalidValue,
+                        format!(
+                            "grid.temperature is {}, but a stock server (grid.endpoint \
+                             'openai+...') is decoded greedily only: set grid.temperature to 0, \
+                             or put a grid-endpoint/1 server in front of it to sample",
+                            settings.temperature
+                        ),
+                    ));
+                }
+                let key = format!(
+                    "{}\0{}",
+                    Self::vocabulary_key(spec),
+                    server_key(settings, api_key)
+                );
+                if !self.remotes.contains_key(&key) {
+                    let client = direct_client(d, http_config(settings, api_key), &vocab.vocab)?;
+                    let direct = Direct::new(client, vocab.vocab.clone()).map_err(internal)?;
+                    self.keep(key.clone(), Server::Direct(Box::new(direct)));
                 }
                 return Ok(ModelSlot::Remote(key));
             }
@@ -327,19 +446,40 @@ impl Models {
         )))
     }
 
+    fn keep(&mut self, key: String, server: Server) {
+        if self.remotes.len() >= REMOTES_KEPT {
+            self.remotes.clear();
+        }
+        self.remotes.insert(key, server);
+    }
+
     /// The model a tick asks, or `None` when a server's client has been dropped.
     pub fn get<'a>(&'a mut self, slot: &'a mut ModelSlot) -> Option<&'a mut dyn Model> {
         match slot {
             ModelSlot::Local(m) => Some(m.as_mut()),
-            ModelSlot::Remote(key) => self
-                .remotes
-                .get_mut(key.as_str())
-                .map(|r| r as &mut dyn Model),
+            ModelSlot::Remote(key) => self.remotes.get_mut(key.as_str()).map(Server::model),
         }
     }
 
-    /// The server behind `slot`, if it is one.
-    pub fn remote(&mut self, slot: &ModelSlot) -> Option<&mut Remote> {
+    /// The client error behind the last failed step of the server behind `slot`, once.
+    pub fn take_error(&mut self, slot: &ModelSlot) -> Option<ClientError> {
+        match self.server(slot)? {
+            Server::Endpoint(r) => r.take_error(),
+            Server::Direct(d) => d.take_error(),
+        }
+    }
+
+    /// Sets (or clears) the check that abandons a request in flight to the server behind
+    /// `slot`.
+    pub fn set_abort(&mut self, slot: &ModelSlot, abort: Option<Abort>) {
+        match self.server(slot) {
+            Some(Server::Endpoint(r)) => r.set_abort(abort),
+            Some(Server::Direct(d)) => d.set_abort(abort),
+            None => {}
+        }
+    }
+
+    fn server(&mut self, slot: &ModelSlot) -> Option<&mut Server> {
         match slot {
             ModelSlot::Remote(key) => self.remotes.get_mut(key.as_str()),
             ModelSlot::Local(_) => None,
@@ -352,6 +492,76 @@ impl Models {
         self.vocabularies.remove(&Self::vocabulary_key(spec));
         self.remotes.clear();
     }
+}
+
+/// What besides its address tells two clients of a server apart.
+fn server_key(settings: &AskSettings, api_key: Option<&str>) -> String {
+    format!(
+        "{}\0{}\0{}",
+        settings.timeout_ms,
+        settings.temperature.to_bits(),
+        api_key.map(|k| to_hex(&text_digest(k))).unwrap_or_default()
+    )
+}
+
+/// The direct mode's client of the stock server `d` names.
+fn direct_client(
+    d: &DirectSpec,
+    http: HttpConfig,
+    vocab: &Arc<Vocabulary>,
+) -> Result<DirectClient, Failure> {
+    let (constraint, vllm_extensions) = match d.server {
+        ServerKind::Vllm => (ConstraintStyle::Auto, true),
+        // llama-server ignores allowed_token_ids without an error and names tokens by
+        // their text.
+        ServerKind::LlamaCpp => (ConstraintStyle::LogitBias, false),
+    };
+    let config = DirectConfig {
+        http,
+        chunk: d.chunk,
+        constraint,
+        vllm_extensions,
+        ..DirectConfig::default()
+    };
+    DirectClient::new(&d.url, d.model.clone(), vocab.clone(), config)
+        .map_err(|e| Failure::endpoint(&e))
+}
+
+/// The vocabulary of a stock server's model: its tokenizer as `d` names it, read here
+/// (a stock server serves none). The server is asked once whether it serves `d.model`,
+/// so a wrong name fails here with the names it does serve.
+fn direct_vocabulary(d: &DirectSpec, http: &HttpConfig) -> Result<Arc<Vocabulary>, Failure> {
+    let vocab = Vocabulary::load(&d.tokenizer).map_err(|e| {
+        Failure::new(
+            FailureKind::UnreadableFile,
+            format!(
+                "grid.endpoint's tokenizer {} cannot be read: {e}: point tokenizer= at the \
+                 served model's tokenizer on this machine (a directory with tokenizer.json, \
+                 or vocab.json and merges.txt)",
+                d.tokenizer.display()
+            ),
+        )
+    })?;
+    let vocab = Arc::new(vocab);
+    let client = direct_client(d, http.clone(), &vocab)?;
+    let listed = runtime()?
+        .block_on(client.served_models())
+        .map_err(|e| Failure::endpoint(&e))?;
+    if let Some(names) = listed {
+        if !names.iter().any(|n| n == &d.model) {
+            return Err(Failure::new(
+                FailureKind::InvalidValue,
+                format!(
+                    "the server at {} does not serve the model {:?} (it serves {:?}): set \
+                     model= in grid.endpoint to one of those",
+                    client.endpoint(),
+                    d.model,
+                    names
+                ),
+            ));
+        }
+    }
+    Ok(vocab)
 }
 
 /// The HTTP settings of a server's client: `settings.timeout_ms` bounds every request

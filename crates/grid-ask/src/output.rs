@@ -233,7 +233,17 @@ impl StatementCheck {
             // After `schema.name`, as after a bare table name.
             let after_qualified =
                 k >= 3 && qualified.contains(&(k - 1)) && qualified.contains(&(k - 3));
+            // A word right after a value (a known name, a literal) is a bare alias
+            // (`SELECT t.id ident`): it labels the column and reads nothing.
+            let bare_alias = !self.keywords.contains(&name)
+                && match &lexemes[k - 1] {
+                    Lexeme::Word(w) => !self.keywords.contains(w) && self.names.contains(w),
+                    Lexeme::Quoted(w) => self.names.contains(&w.to_ascii_lowercase()),
+                    Lexeme::Literal => true,
+                    _ => false,
+                };
             let declares = after_qualified
+                || bare_alias
                 || match &lexemes[k - 1] {
                     Lexeme::Word(w) => w == "as" || w == "with" || self.tables.contains(w),
                     Lexeme::Quoted(w) => self.tables.contains(&w.to_ascii_lowercase()),
@@ -252,7 +262,10 @@ impl StatementCheck {
             if qualified.contains(&k) {
                 continue;
             }
+            // `IS [NOT] DISTINCT FROM x.id` compares with a value, not a relation.
+            let distinct_from = k > 1 && lexemes[k - 2] == Lexeme::Word("distinct".into());
             let names_relation = k > 0
+                && !distinct_from
                 && matches!(&lexemes[k - 1], Lexeme::Word(w)
                     if matches!(w.as_str(), "from" | "join" | "into" | "update" | "table"));
             if names_relation && lexemes.get(k + 1) == Some(&Lexeme::Punct(b'.')) {
@@ -333,6 +346,9 @@ mod tests {
             "SELECT DISTINCT T1.id, T2.* FROM employees",
             "VALUES (1 IN (INSERT . id))",
             "SELECT delete.name FROM employees AS delete",
+            "SELECT UPDATEDELETEMIN.id DELETEUPDATE;",
+            "SELECT name label, 1 one FROM employees",
+            "VALUES (delmin.id IS NOT DISTINCT FROM insdel . id)",
         ] {
             assert_eq!(c.forbidden(ok), Vec::<String>::new(), "{ok}");
         }

@@ -5,12 +5,15 @@
 //! every ask is in the log.
 
 use grid_core::audit::{
-    text_digest, to_hex, ChainWriter, DecodeMode, Entry, Fingerprints, Head, Mode, Seal, SealInput,
-    SealMeta, StopReason,
+    text_digest, to_hex, ChainWriter, DecodeMode, Digest32, Entry, Fingerprints, Head, Mode, Seal,
+    SealInput, SealMeta, StopReason,
 };
 use grid_core::checker::Violation;
+use grid_core::prompt::Prompt;
 use grid_core::Dialect;
 use grid_vocab::Vocabulary;
+
+use crate::contents::PromptRecord;
 
 use crate::engine::Job;
 use crate::failure::Failure;
@@ -46,17 +49,19 @@ impl SealToWrite {
     }
 }
 
-/// The kinds of artifact a seal names, one per fingerprint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The kinds of artifact a seal names: one per fingerprint, and the prompt, which the
+/// seal's prompt digest names ([`crate::contents`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ArtifactKind {
     Grammar,
     Lexicons,
     Policy,
     Vocabulary,
+    Prompt,
 }
 
 impl ArtifactKind {
-    /// In the order of the seal's fingerprints.
+    /// The kinds the seal's fingerprints name, in their order.
     pub const ALL: [ArtifactKind; 4] = [
         ArtifactKind::Grammar,
         ArtifactKind::Lexicons,
@@ -71,26 +76,34 @@ impl ArtifactKind {
             ArtifactKind::Lexicons => "lexicons",
             ArtifactKind::Policy => "policy",
             ArtifactKind::Vocabulary => "vocabulary",
+            ArtifactKind::Prompt => "prompt",
         }
     }
 
     pub fn from_name(name: &str) -> Option<ArtifactKind> {
-        ArtifactKind::ALL.into_iter().find(|k| k.name() == name)
+        ArtifactKind::ALL
+            .into_iter()
+            .chain([ArtifactKind::Prompt])
+            .find(|k| k.name() == name)
     }
 
-    /// The seal's fingerprint of this kind.
-    pub fn of(self, f: &Fingerprints) -> [u8; 16] {
+    /// The seal's fingerprint of this kind (none for the prompt, which the seal names by
+    /// its prompt digest).
+    pub fn of(self, f: &Fingerprints) -> Option<[u8; 16]> {
         match self {
-            ArtifactKind::Grammar => f.grammar,
-            ArtifactKind::Lexicons => f.lexicons,
-            ArtifactKind::Policy => f.policy,
-            ArtifactKind::Vocabulary => f.vocabulary,
+            ArtifactKind::Grammar => Some(f.grammar),
+            ArtifactKind::Lexicons => Some(f.lexicons),
+            ArtifactKind::Policy => Some(f.policy),
+            ArtifactKind::Vocabulary => Some(f.vocabulary),
+            ArtifactKind::Prompt => None,
         }
     }
 }
 
-/// One artifact of a seal, content-addressed by the seal's fingerprint of its kind: a
-/// document, or bytes (the vocabulary).
+/// One artifact of a seal, addressed by the seal's fingerprint of its kind (the prompt by
+/// the first 16 bytes of the seal's prompt digest): a document, or bytes (the
+/// vocabulary). Its content is bound to the seal by its content digest
+/// ([`crate::contents`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Artifact {
     pub kind: ArtifactKind,
@@ -105,13 +118,29 @@ pub fn sealed_role(session_user: &str, current_user: &str) -> String {
     serde_json::json!([session_user, current_user]).to_string()
 }
 
-/// The seal's metadata of an ask (the statement's digest is added when it stops).
+/// The seal's metadata of an ask (the statement's digest is added when it stops, the
+/// prompt's when it is sealed: [`with_prompt`]).
 pub fn seal_meta(job: &Job) -> SealMeta {
     SealMeta {
         role: Some(sealed_role(&job.ask.session_user, &job.ask.current_user)),
         question_digest: Some(text_digest(&job.ask.question)),
         sql_digest: None,
+        verdict: None,
+        prompt_digest: None,
     }
+}
+
+/// `artifacts` (the fingerprinted ones) with the prompt artifact of `prompt` (rendered
+/// with a DDL budget of `schema_bytes`; `None` when the model was never asked) added, and
+/// the prompt digest the seal carries.
+pub fn with_prompt(
+    mut artifacts: Vec<Artifact>,
+    prompt: Option<(&Prompt, usize)>,
+    rendering: &'static str,
+) -> (Vec<Artifact>, Digest32) {
+    let (a, digest) = PromptRecord::new(prompt, rendering, &artifacts).artifact();
+    artifacts.push(a);
+    (artifacts, digest)
 }
 
 /// The checker's violations as messages display them.
@@ -125,15 +154,15 @@ pub fn refusal(violations: &[Violation]) -> Option<String> {
     (!violations.is_empty()).then(|| reasons(violations).join("; "))
 }
 
-/// The artifacts a replay of a generation over `c` and `vocab` needs, content-addressed by
-/// the seal's fingerprints.
+/// The artifacts a replay of a generation over `c` and `vocab` needs, addressed by the
+/// seal's fingerprints (the prompt is added by [`with_prompt`]).
 pub fn artifacts(c: &Compiled, vocab: &Vocabulary) -> Vec<Artifact> {
     let f = &c.fingerprints;
     let policy = serde_json::from_str::<serde_json::Value>(&c.language.policy.canonical_json())
         .unwrap_or_default();
     let doc = |kind: ArtifactKind, content_json: serde_json::Value| Artifact {
         kind,
-        fingerprint: kind.of(f),
+        fingerprint: kind.of(f).unwrap_or_default(),
         content: None,
         content_json: Some(content_json),
     };
@@ -168,7 +197,8 @@ pub fn artifacts(c: &Compiled, vocab: &Vocabulary) -> Vec<Artifact> {
 /// the role's language could not be reached): no step, stop `error`, and artifacts that
 /// say what was asked and why it went no further. Its fingerprints address those
 /// artifacts: the dialect, the caller's snapshot and policy as sent, and the failure in
-/// place of a vocabulary. `None` when the ask is not audited.
+/// place of a vocabulary; its prompt artifact has no prompt and binds their contents.
+/// `None` when the ask is not audited.
 pub fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<SealToWrite> {
     if !job.ask.settings.audit.records() {
         return None;
@@ -222,6 +252,12 @@ pub fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<Seal
         policy: artifacts[2].fingerprint,
         vocabulary: artifacts[3].fingerprint,
     };
+    // No prompt was shown; the prompt artifact still binds the others' contents.
+    let (artifacts, prompt_digest) = with_prompt(artifacts, None, crate::contents::RENDERINGS[0]);
+    let meta = SealMeta {
+        prompt_digest: Some(prompt_digest),
+        ..seal_meta(job)
+    };
     let mut writer = ChainWriter::new(Vec::<Entry>::new());
     let id = job.ids[0];
     writer.begin(id).ok()?;
@@ -235,7 +271,7 @@ pub fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<Seal
                     decode: DecodeMode::Mode1,
                     cache: false,
                 },
-                meta: seal_meta(job),
+                meta,
             },
         )
         .ok()?;

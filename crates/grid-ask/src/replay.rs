@@ -3,16 +3,20 @@
 //! of a generation are recomputed from what its seal names, long after the schema or the
 //! grants have changed. [`ArtifactSet`] holds artifacts outside a database (the file
 //! beside a `grid generate --audit-out` log), [`replay_log`] replays a whole log from
-//! one.
+//! one. Before masks are replayed, a seal's artifacts are checked against the contents it
+//! bound ([`ArtifactSet::check_bound`], [`crate::contents`]), and the archived prompt
+//! against the archived snapshot ([`check_rendering`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use grid_core::audit::{
-    from_hex, replay, to_hex, Entry, Fingerprints, ReplayError, ReplaySummary, VerifyOptions,
+    from_hex, replay, to_hex, Entry, Fingerprints, ReplayError, ReplaySummary, Seal, VerifyOptions,
 };
 use grid_core::decode::Recomputer;
+use grid_core::prompt::question_prompt;
 
+use crate::contents::{check_bound, prompt_fingerprint, PromptRecord};
 use crate::record::{Artifact, ArtifactKind};
 use grid_core::catalog::CatalogSnapshot;
 use grid_core::trie::TokenTrie;
@@ -138,10 +142,16 @@ impl ArtifactSet {
 
     /// The replay inputs of a seal with `fingerprints`.
     pub fn inputs(&self, f: &Fingerprints) -> Result<Replayable, String> {
-        let missing =
-            |k: ArtifactKind| format!("the {} artifact {} is missing", k.name(), to_hex(&k.of(f)));
+        let missing = |k: ArtifactKind| {
+            format!(
+                "the {} artifact {} is missing",
+                k.name(),
+                to_hex(&k.of(f).unwrap_or_default())
+            )
+        };
         let doc = |k: ArtifactKind| {
-            self.get(k, &k.of(f))
+            k.of(f)
+                .and_then(|fp| self.get(k, &fp))
                 .and_then(|a| a.content_json.as_ref())
                 .ok_or_else(|| missing(k))
         };
@@ -153,6 +163,57 @@ impl ArtifactSet {
             doc(ArtifactKind::Grammar)?,
             doc(ArtifactKind::Lexicons)?,
             vocabulary,
+        )
+    }
+
+    /// Whether the artifacts of `seal` are the ones it bound: its prompt artifact has the
+    /// sealed prompt digest, and every artifact its fingerprints name has the content
+    /// digest that prompt artifact lists. A seal without a prompt digest (written before
+    /// prompts were sealed) binds no content: `Ok(None)`.
+    pub fn check_bound(&self, seal: &Seal) -> Result<Option<PromptRecord>, String> {
+        let Some(digest) = seal.meta.prompt_digest else {
+            return Ok(None);
+        };
+        let fp = prompt_fingerprint(&digest);
+        let prompt = self
+            .get(ArtifactKind::Prompt, &fp)
+            .ok_or_else(|| format!("the prompt artifact {} is missing", to_hex(&fp)))?;
+        let f = &seal.fingerprints;
+        check_bound(&digest, prompt, |k| k.of(f).and_then(|fp| self.get(k, &fp)))
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Whether `shown`, the prompt a generation's artifact says the model was shown, is the
+/// one the archived `snapshot` renders for `question`: equal to it for a first attempt;
+/// for a repair (`repair`), beginning with its schema and question (the rejected
+/// statement and the reasons follow, which the snapshot does not render). So a snapshot
+/// that replays the masks is also the one the prompt showed the model.
+pub fn check_rendering(
+    shown: &PromptRecord,
+    snapshot: &CatalogSnapshot,
+    dialect: &Dialect,
+    question: &str,
+    repair: bool,
+) -> Result<(), String> {
+    let Some((prompt, schema_bytes)) = &shown.prompt else {
+        return Err("the prompt artifact holds no prompt, yet the model was asked".into());
+    };
+    let reserved = |w: &str| dialect.is_reserved(w);
+    let rendered = question_prompt(snapshot, question, *schema_bytes, &reserved)
+        .map_err(|e| format!("the question does not render a prompt: {e}"))?;
+    let same = if repair {
+        prompt.user.starts_with(&rendered.user) && prompt.system.starts_with(&rendered.system)
+    } else {
+        *prompt == rendered
+    };
+    if same {
+        Ok(())
+    } else {
+        Err(
+            "the archived prompt is not the one the archived catalog snapshot renders for              the question: the snapshot or the prompt was altered"
+                .into(),
         )
     }
 }
@@ -174,6 +235,15 @@ pub fn replay_log(
             }
         }
     }
+    // A seal's artifacts must be the ones it bound before its masks are replayed.
+    let mut bound: HashMap<u64, String> = HashMap::new();
+    for e in entries {
+        if let Entry::Seal(s) = e {
+            if let Err(why) = artifacts.check_bound(s) {
+                bound.insert(s.generation, why);
+            }
+        }
+    }
     let mut recomputers: HashMap<Fingerprints, Recomputer<'_>> = inputs
         .iter()
         .filter_map(|(f, r)| {
@@ -182,6 +252,9 @@ pub fn replay_log(
         })
         .collect();
     replay(entries, opts, &mut |ctx| {
+        if let Some(why) = bound.get(&ctx.generation) {
+            return Err(why.clone().into());
+        }
         let f = ctx.seal.fingerprints;
         let language = match inputs.get(&f) {
             Some(Ok(r)) => &r.language,

@@ -44,6 +44,14 @@ pub struct AskSettings {
     /// Fault injection for tests: `panic` makes the pipeline panic as a bug would.
     #[serde(default)]
     pub fault: Option<String>,
+    /// Whether the host's judge sees the statement (the extension's superuser-only
+    /// `grid.judge`); off, every statement is sealed with the verdict `off`.
+    #[serde(default = "judge_on")]
+    pub judge: bool,
+}
+
+fn judge_on() -> bool {
+    true
 }
 
 /// What the audit records of an ask.

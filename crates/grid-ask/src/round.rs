@@ -13,7 +13,6 @@ use grid_core::audit::{
 use grid_core::cache::MaskCache;
 use grid_core::decode::{Batch, DecodeOptions, Decoder, Model, Outcome};
 use grid_core::mask::Masker;
-use grid_endpoint::model::Remote;
 use grid_endpoint::ClientError;
 
 use crate::engine::{Engine, Hands, Output};
@@ -172,7 +171,7 @@ impl<'l> Round<'l> {
         };
         let outcomes = self.tick(model);
         self.flush(hands);
-        let client_error = engine.models.remote(slot).and_then(Remote::take_error);
+        let client_error = engine.models.take_error(slot);
         if let Some(ClientError::VocabMismatch { .. }) = &client_error {
             self.stale = true;
         }

@@ -240,10 +240,13 @@ fn mode(s: &Seal) -> String {
 fn artifacts(s: &Seal) -> String {
     let f = &s.fingerprints;
     format!(
-        "grammar {} lexicons {} policy {} vocabulary {}",
+        "grammar {} lexicons {} policy {} vocabulary {} prompt {}",
         to_hex(&f.grammar),
         to_hex(&f.lexicons),
         to_hex(&f.policy),
-        to_hex(&f.vocabulary)
+        to_hex(&f.vocabulary),
+        s.meta
+            .prompt_digest
+            .map_or("none".to_string(), |d| to_hex(&d))
     )
 }

@@ -6,8 +6,9 @@
 //!
 //! The role: a catalog snapshot (`--snapshot`, e.g. `grid.catalog_snapshot()` as the
 //! role), or a Spider database (`--tables`, `--db`) whose every table the role may use.
-//! `--policy` is its base policy (`grid.policy`'s JSON). The model: `--endpoint` in
-//! `grid.endpoint`'s forms; the mocks run over `--tokenizer` (the built-in vocabulary
+//! `--policy` is its base policy (`grid.policy`'s JSON). The model: `--endpoint` (`-e`) in
+//! `grid.endpoint`'s forms (a stock server too, `openai+http://…`; its key from the
+//! variable `--api-key-env` names); the mocks run over `--tokenizer` (the built-in vocabulary
 //! without it); `mock:scripted` without a script file writes the Spider gold of `--db`
 //! (PostgreSQL spelling from `dev_gold_pg.sql` when it is beside `--tables`).
 //!
@@ -44,10 +45,16 @@ use crate::corpus::read_policy;
 
 #[derive(Args)]
 pub struct GenerateArgs {
-    /// `mock:scripted[:<script file>]`, `mock:adversarial`, or the URL of a
-    /// grid-endpoint/1 server (`grid.endpoint`'s forms).
-    #[arg(long)]
+    /// `mock:scripted[:<script file>]`, `mock:adversarial`, the URL of a
+    /// grid-endpoint/1 server, or a stock OpenAI-compatible server in the direct mode,
+    /// `openai+http://host:port/v1?model=NAME&tokenizer=DIR` (`grid.endpoint`'s forms,
+    /// `grid_endpoint::spec`).
+    #[arg(long, short = 'e')]
     endpoint: String,
+    /// The environment variable holding the endpoint's API key (sent as a bearer token;
+    /// `grid.api_key`). A variable, not a value, so the key never shows in a process list.
+    #[arg(long, value_name = "VAR")]
+    api_key_env: Option<String>,
     /// The mocks' vocabulary: a directory or file `grid_vocab::Vocabulary::load` reads
     /// (the built-in vocabulary without it; a server serves its own).
     #[arg(long)]
@@ -252,6 +259,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
         audit: AuditLevel::Full,
         ablation,
         fault: None,
+        judge: true,
     };
     let snapshot_json =
         serde_json::to_value(&snapshot).map_err(|e| GenerateError::Input(e.to_string()))?;
@@ -261,6 +269,12 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
         .map(|_| serde_json::from_str(&base.canonical_json()))
         .transpose()
         .map_err(|e| GenerateError::Input(e.to_string()))?;
+    let api_key = match &a.api_key_env {
+        Some(var) => Some(std::env::var(var).map_err(|_| {
+            GenerateError::Input(format!("--api-key-env {var}: the variable is not set"))
+        })?),
+        None => None,
+    };
     let jobs: Vec<Job> = (0..n)
         .map(|i| {
             let ask = Ask {
@@ -275,6 +289,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
             };
             Job {
                 seed: a.seed,
+                api_key: api_key.clone(),
                 ..Job::new([2 * i as u64 + 1, 2 * i as u64 + 2], ask)
             }
         })

@@ -318,6 +318,7 @@ fn generate_seals_what_the_pipeline_seals() {
                 audit: grid_ask::AuditLevel::Full,
                 ablation: grid_ask::Ablation::default(),
                 fault: None,
+                judge: true,
             },
         },
     );
@@ -346,4 +347,53 @@ fn generate_seals_what_the_pipeline_seals() {
         );
     }
     let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// `-e openai+http://…` reaches the direct mode through the same pipeline: with nothing
+/// listening, the ask fails as `endpoint_unreachable`; a form without its tokenizer is
+/// refused with what to add; a key variable that is not set is an input error.
+#[test]
+fn generate_reaches_a_stock_server_through_the_direct_mode() {
+    let tmp = std::env::temp_dir().join(format!("grid-generate-direct-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let snapshot = tmp.join("snapshot.json");
+    std::fs::write(&snapshot, SNAPSHOT).expect("snapshot");
+    let tok = tmp.join("tokenizer.json");
+    let vocab = grid_endpoint::backend::builtin::builtin_vocabulary().expect("vocabulary");
+    std::fs::write(&tok, vocab.to_served_json()).expect("tokenizer");
+    // A port that was free a moment ago: nothing listens on it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let snap = snapshot.to_str().unwrap_or_default();
+    let run = |endpoint: &str, extra: &[&str]| {
+        let mut args = vec![
+            "generate",
+            "-e",
+            endpoint,
+            "--snapshot",
+            snap,
+            "--question",
+            "list the names",
+        ];
+        args.extend_from_slice(extra);
+        grid(&args)
+    };
+    let down = format!(
+        "openai+http://127.0.0.1:{port}/v1?model=m&tokenizer={}",
+        tok.display()
+    );
+    let (_, out, err) = run(&down, &[]);
+    assert!(out.contains("endpoint_unreachable"), "{out}{err}");
+    let (_, out, err) = run(&format!("openai+http://127.0.0.1:{port}/v1?model=m"), &[]);
+    assert!(
+        out.contains("invalid_value") && out.contains("tokenizer= is missing"),
+        "{out}{err}"
+    );
+    let (ok, out, err) = run(&down, &["--api-key-env", "GRID_TEST_UNSET_VARIABLE_17"]);
+    assert!(
+        !ok && err.contains("GRID_TEST_UNSET_VARIABLE_17"),
+        "{out}{err}"
+    );
 }

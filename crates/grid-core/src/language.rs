@@ -14,6 +14,7 @@ use crate::lexer::dfa::{LexDfa, DEAD};
 use crate::lexer::words::WordTrie;
 use crate::lexicon::{qualified_spellings, spellings, Lexicon};
 use crate::policy::Policy;
+use crate::recognizer::{is_ident_start, is_word_byte};
 use crate::scope::Semantics;
 use crate::termset::TermSet;
 
@@ -28,6 +29,12 @@ pub struct Language {
     /// Dialect, policy and lexicon fingerprints combined.
     pub fingerprint: [u8; 16],
     pub lexicon_fingerprint: [u8; 16],
+    /// One byte of each class of bytes the scanner cannot tell apart: the same class in the
+    /// lexer automaton, the same step in the word trie from every node (`steps_on` false
+    /// for both, or the same byte), alike as word bytes and as an identifier's first byte
+    /// (what may not follow a number), and the dot or not. Searches over continuations
+    /// try these instead of all 256 bytes, with the same verdicts.
+    pub byte_reps: Vec<u8>,
 }
 
 impl Language {
@@ -45,6 +52,7 @@ impl Language {
         h.update(dialect.fingerprint);
         h.update(policy.canonical_json().as_bytes());
         h.update(lexicon_fingerprint);
+        let byte_reps = byte_reps(&dialect.dfa, &words);
         Ok(Language {
             dialect,
             policy: policy.clone(),
@@ -53,6 +61,7 @@ impl Language {
             sem,
             fingerprint: h.finalize().into(),
             lexicon_fingerprint,
+            byte_reps,
         })
     }
 
@@ -115,6 +124,17 @@ impl Language {
     }
 }
 
+fn byte_reps(dfa: &LexDfa, words: &WordTrie) -> Vec<u8> {
+    let mut seen = rustc_hash::FxHashSet::default();
+    (0..=255u8)
+        .filter(|&b| {
+            let in_trie = words.steps_on(b).then_some(b);
+            let word = (is_word_byte(b), is_ident_start(b));
+            seen.insert((dfa.class(b), in_trie, word, b == b'.'))
+        })
+        .collect()
+}
+
 /// The word trie for `lexicon`: every spelling of every allowed word (`schema.table` words
 /// included), checked against its terminal's regular expression (W ⊆ R), and the deny lists
 /// of the free identifiers.
@@ -159,4 +179,47 @@ fn build_words(dialect: &Dialect, lexicon: &Lexicon) -> Result<WordTrie> {
         }
     }
     Ok(trie)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{Schema, Table};
+
+    /// The class representatives stand for every byte: each byte moves every automaton
+    /// state and every trie node exactly as one representative does, so a search over the
+    /// representatives reaches the verdicts a search over all 256 bytes reaches.
+    #[test]
+    fn byte_reps_stand_for_every_byte() {
+        let schema = Schema {
+            db_id: "t".into(),
+            tables: vec![
+                Table::with_columns("Employees", &["id", "Name", "Rating_(millions)", "é"]),
+                Table::with_columns("orders", &["id", "total"]),
+            ],
+        };
+        let dialect = Arc::new(Dialect::postgres().expect("dialect"));
+        let policy = Policy::default();
+        let reserved = |w: &str| dialect.is_reserved(w);
+        let lx = Lexicon::from_schema(&schema, &policy, &reserved).expect("lexicon");
+        let lang = Language::build(dialect.clone(), &policy, &lx).expect("language");
+        let dfa = lang.dfa();
+        let alike = |b: u8, r: u8| {
+            is_word_byte(b) == is_word_byte(r)
+                && is_ident_start(b) == is_ident_start(r)
+                && (b == b'.') == (r == b'.')
+                && (0..dfa.n_states() as u32).all(|s| dfa.next(s, b) == dfa.next(s, r))
+                && (0..lang.words.len() as u32).all(|n| {
+                    lang.words.step(n, b) == lang.words.step(n, r)
+                        && lang.words.is_separator(n, b) == lang.words.is_separator(n, r)
+                })
+        };
+        for b in 0..=255u8 {
+            assert!(
+                lang.byte_reps.iter().any(|&r| alike(b, r)),
+                "byte {b:#04x} behaves like no representative"
+            );
+        }
+        assert!(lang.byte_reps.len() < 256, "no two bytes share a class");
+    }
 }

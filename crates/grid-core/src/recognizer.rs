@@ -313,8 +313,12 @@ pub(crate) fn is_word_byte(b: u8) -> bool {
 /// after numeric literal").
 pub(crate) fn splits(lang: &Language, cands: &TermSet, last: u8, next: u8) -> bool {
     (is_word_byte(last) && is_word_byte(next))
-        || (cands.intersects(&lang.terms().numeric)
-            && (next.is_ascii_alphabetic() || next == b'_' || next >= 0x80))
+        || (cands.intersects(&lang.terms().numeric) && is_ident_start(next))
+}
+
+/// Whether `b` may begin an identifier (what PostgreSQL 15 refuses right after a number).
+pub(crate) fn is_ident_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_' || b >= 0x80
 }
 
 /// One session over a language: owns the stack arena and its memos.
@@ -781,39 +785,93 @@ impl<'l> Session<'l> {
         }
         match cfg.scan.last {
             Some((len, _)) if (len as usize) < cfg.scan.rem.len() && nesting > 0 => {
+                // Whichever byte kills the lexeme, what comes before it is the same: the
+                // lexeme cut back and handed over, and its tail scanned afresh.
+                let mut cut = cfg.clone();
+                if self.cut_back(&mut cut, dynamic).is_err() {
+                    return false;
+                }
+                let bytes = self.cutback_bytes(cfg, &cut, dynamic);
                 let mut path = Vec::new();
-                self.cutback_viable(cfg, cfg.scan.q, cfg.scan.w, &mut path, nesting - 1, dynamic)
+                let at = (cfg.scan.q, cfg.scan.w);
+                self.cutback_viable(
+                    &cfg.stacks,
+                    &cut,
+                    &bytes,
+                    at,
+                    &mut path,
+                    nesting - 1,
+                    dynamic,
+                )
             }
             _ => false,
         }
     }
 
+    /// The bytes the search over cut-backs tries: one of each class the scanner cannot tell
+    /// apart ([`Language::byte_reps`]) and, when it reads the dynamic lexicon, every byte
+    /// that a name it may compare a lexeme with holds, in either case, and the quote. Such a
+    /// comparison reads the bytes themselves, not their class (`total` and `totbl` scan
+    /// alike, but only one spells a name the statement introduced); a byte outside them
+    /// spells no such name, whichever of its class it is. The names are those on the
+    /// stacks before and after the cut; the lexeme in progress's own bytes are added, for
+    /// a name its tail may introduce.
+    fn cutback_bytes(&mut self, cfg: &Config, cut: &Config, dynamic: Dynamic) -> Vec<u8> {
+        let lang = self.lang;
+        let mut bytes = lang.byte_reps.clone();
+        if dynamic == Dynamic::Off || !lang.sem.enabled() {
+            return bytes;
+        }
+        let mut extra = [false; 256];
+        let mut add = |b: u8| {
+            for v in [b, b.to_ascii_lowercase(), b.to_ascii_uppercase()] {
+                extra[usize::from(v)] = true;
+            }
+        };
+        add(b'"');
+        cfg.scan.rem.iter().for_each(|&b| add(b));
+        for &s in cfg.stacks.iter().chain(cut.stacks.iter()) {
+            for n in self.stacks.names_on(s).iter() {
+                n.bytes().for_each(&mut add);
+            }
+        }
+        for &r in &lang.byte_reps {
+            extra[usize::from(r)] = false;
+        }
+        bytes.extend((0..=255u8).filter(|&b| extra[usize::from(b)]));
+        bytes
+    }
+
     /// The lexeme in progress can only help by being cut back to its last accepting length,
-    /// which happens when a later byte kills it. Tries every such byte after every short
-    /// non-accepting detour.
+    /// which happens when a later byte kills it. Tries every such byte of `bytes`
+    /// ([`Session::cutback_bytes`]) after every short non-accepting detour. `cut` is the
+    /// configuration once the lexeme is cut back ([`Session::cut_back`]); `(q, w)` is where
+    /// the uncut lexeme's detour stands, on `stacks`.
+    #[allow(clippy::too_many_arguments)]
     fn cutback_viable(
         &mut self,
-        cfg: &Config,
-        q: u32,
-        w: u32,
+        stacks: &[u32],
+        cut: &Config,
+        bytes: &[u8],
+        (q, w): (u32, u32),
         path: &mut Vec<u8>,
         nesting: u32,
         dynamic: Dynamic,
     ) -> bool {
         let lang = self.lang;
-        for b in 0..=255u8 {
+        for &b in bytes {
             let q2 = if q == DEAD {
                 DEAD
             } else {
                 lang.dfa().next(q, b)
             };
-            let w2 = if lang.words.is_separator(w, b) && !self.relation_expected(&cfg.stacks) {
+            let w2 = if lang.words.is_separator(w, b) && !self.relation_expected(stacks) {
                 OFF
             } else {
                 lang.words.step(w, b)
             };
             if lang.live(q2, w2).is_empty() {
-                let mut c = cfg.clone();
+                let mut c = cut.clone();
                 path.push(b);
                 let ok = self.feed_in(&mut c, path, dynamic).is_ok()
                     && self.viable_within(&c, nesting, dynamic);
@@ -826,7 +884,7 @@ impl<'l> Session<'l> {
                 && lang.dfa().dies_within(q2) < (CUTBACK_BYTES - path.len()) as u32
             {
                 path.push(b);
-                let ok = self.cutback_viable(cfg, q2, w2, path, nesting, dynamic);
+                let ok = self.cutback_viable(stacks, cut, bytes, (q2, w2), path, nesting, dynamic);
                 path.pop();
                 if ok {
                     return true;
@@ -834,6 +892,33 @@ impl<'l> Session<'l> {
             }
         }
         false
+    }
+
+    /// Cuts the lexeme in progress back to its last accepting length, hands that lexeme
+    /// over, and scans the rest afresh: what the scanner does when a byte kills the lexeme,
+    /// without the byte. The lexeme must be longer than that length. On failure `c` must
+    /// be dropped.
+    fn cut_back(&mut self, c: &mut Config, dynamic: Dynamic) -> Result<(), Stop> {
+        let start = c.scan.start;
+        let Some((len, cands)) = c.scan.last else {
+            return Err(self.stop(c, start, StopKind::NoLexeme));
+        };
+        let len = len as usize;
+        if splits(self.lang, &cands, c.scan.rem[len - 1], c.scan.rem[len]) {
+            return Err(self.stop(c, start, StopKind::SplitWord));
+        }
+        let tail: SmallVec<[u8; 24]> = SmallVec::from_slice(&c.scan.rem[len..]);
+        let text: SmallVec<[u8; 24]> = SmallVec::from_slice(&c.scan.rem[..len]);
+        let taken = match dynamic {
+            Dynamic::On => self.emit_text(&mut c.stacks, cands, &text),
+            Dynamic::Off => self.emit_on(&mut c.stacks, cands),
+        };
+        if !taken {
+            return Err(self.stop(c, start, StopKind::Unexpected(cands)));
+        }
+        c.offset = start + len;
+        c.scan = self.fresh_scan(c.offset);
+        self.feed_in(c, &tail, dynamic)
     }
 
     /// Ends the input: finishes the lexeme in progress and asks whether ACCEPT is reached.
@@ -851,19 +936,7 @@ impl<'l> Session<'l> {
                 c.scan = self.fresh_scan(c.offset);
                 break;
             }
-            let Some((len, cands)) = c.scan.last else {
-                return Err(self.stop(&c, start, StopKind::NoLexeme));
-            };
-            let len = len as usize;
-            if splits(self.lang, &cands, c.scan.rem[len - 1], c.scan.rem[len]) {
-                return Err(self.stop(&c, start, StopKind::SplitWord));
-            }
-            let tail: SmallVec<[u8; 24]> = SmallVec::from_slice(&c.scan.rem[len..]);
-            let text: SmallVec<[u8; 24]> = SmallVec::from_slice(&c.scan.rem[..len]);
-            self.emit(&mut c, cands, start, &text)?;
-            c.offset = start + len;
-            c.scan = self.fresh_scan(c.offset);
-            self.feed(&mut c, &tail)?;
+            self.cut_back(&mut c, Dynamic::On)?;
         }
         let table = &self.lang.table;
         for &s in &c.stacks {

@@ -1,15 +1,19 @@
 //! The decode loop's [`Model`] over this crate's endpoints (feature `decode`): the
-//! reference mocks called in process, and a `grid-endpoint/1` server reached with
-//! [`EndpointClient`]. Both sample one token per ready generation per tick, under the
-//! exact mask the loop computed; EOS travels as the mask's separate bit.
+//! reference mocks called in process, a `grid-endpoint/1` server reached with
+//! [`EndpointClient`], and a stock OpenAI-compatible server in the direct mode
+//! ([`DirectClient`]). Each gives one token per ready generation per tick, under the
+//! exact mask the loop computed; EOS travels as the mask's separate bit (the direct mode
+//! puts it in the set it sends, as stock servers know no other way).
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use grid_core::decode::{Choice, Model, ModelError, ModelStep};
 use grid_vocab::Vocabulary;
 
 use crate::chat::{render_plain_with, RenderedBy, RenderedPrompt};
-use crate::client::{EndpointClient, Mask as WireMask, StepInput};
+use crate::client::{DirectClient, EndpointClient, Lookahead, Mask as WireMask, StepInput};
 use crate::{
     Allowed, Backend, ChatMessage, ClientError, EntryId, SampleContext, Sampling, TokenSet,
 };
@@ -164,17 +168,63 @@ impl Model for InProcess {
     }
 }
 
+/// What a model over HTTP keeps beside its client: the runtime its requests run on, the
+/// check that abandons a request in flight, and the client error behind the last
+/// failure (for the caller to classify).
+struct Link {
+    rt: tokio::runtime::Runtime,
+    last_error: Option<ClientError>,
+    /// Asked every 50 ms while a request is out: `true` abandons it (everyone waiting
+    /// for the batch has gone), so a hung endpoint does not hold the loop.
+    abort: Option<Abort>,
+}
+
+impl Link {
+    fn new() -> std::io::Result<Link> {
+        Ok(Link {
+            rt: current_thread()?,
+            last_error: None,
+            abort: None,
+        })
+    }
+
+    /// Runs `f`, abandoning it once the abort check says so.
+    fn run<F: Future>(&self, f: F) -> Result<F::Output, ModelError> {
+        let Some(abort) = &self.abort else {
+            return Ok(self.rt.block_on(f));
+        };
+        self.rt
+            .block_on(async {
+                tokio::select! {
+                    r = f => Some(r),
+                    () = async {
+                        while !abort() {
+                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        }
+                    } => None,
+                }
+            })
+            .ok_or_else(|| {
+                ModelError(
+                    "the request was abandoned: every session waiting for it has gone".into(),
+                )
+            })
+    }
+
+    /// `e` as the loop's error, kept for [`Link::last_error`]'s reader.
+    fn fail(&mut self, e: ClientError, context: &str) -> ModelError {
+        let m = ModelError(format!("{context}{e}"));
+        self.last_error = Some(e);
+        m
+    }
+}
+
 /// A `grid-endpoint/1` server over HTTP.
 pub struct Remote {
     client: EndpointClient,
     vocab: Arc<Vocabulary>,
     plan: SamplingPlan,
-    rt: tokio::runtime::Runtime,
-    /// The client error behind the last failed call, for the caller to classify.
-    last_error: Option<ClientError>,
-    /// Asked every 50 ms while a request is out: `true` abandons it (everyone waiting
-    /// for the batch has gone), so a hung endpoint does not hold the loop.
-    abort: Option<Abort>,
+    link: Link,
 }
 
 /// See [`Remote::set_abort`].
@@ -191,25 +241,23 @@ impl Remote {
             client,
             vocab,
             plan,
-            rt: current_thread()?,
-            last_error: None,
-            abort: None,
+            link: Link::new()?,
         })
     }
 
     /// Sets (or clears) the check that abandons a request in flight.
     pub fn set_abort(&mut self, abort: Option<Abort>) {
-        self.abort = abort;
+        self.link.abort = abort;
     }
 
     /// The client error behind the last failed step, once.
     pub fn take_error(&mut self) -> Option<ClientError> {
-        self.last_error.take()
+        self.link.last_error.take()
     }
 
     /// Runs a future of the client on this model's runtime (e.g. the vocabulary check).
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        self.rt.block_on(f)
+        self.link.rt.block_on(f)
     }
 
     pub fn client(&self) -> &EndpointClient {
@@ -223,12 +271,11 @@ impl Remote {
         &mut self,
         messages: &[ChatMessage],
     ) -> Result<(RenderedPrompt, RenderedBy), ModelError> {
-        let out = self.rt.block_on(self.client.render(messages, &self.vocab));
-        out.map_err(|e| {
-            let m = ModelError(format!("rendering the prompt: {e}"));
-            self.last_error = Some(e);
-            m
-        })
+        let out = self
+            .link
+            .rt
+            .block_on(self.client.render(messages, &self.vocab));
+        out.map_err(|e| self.link.fail(e, "rendering the prompt: "))
     }
 
     /// The token ids of [`Remote::render`].
@@ -268,38 +315,107 @@ impl Model for Remote {
                 sampling: self.plan.for_seed(s.seed),
             })
             .collect();
-        let step = self.client.step(&inputs);
-        let outcome = match self.abort.clone() {
-            None => Some(self.rt.block_on(step)),
-            Some(abort) => self.rt.block_on(async {
-                tokio::select! {
-                    r = step => Some(r),
-                    () = async {
-                        while !abort() {
-                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        }
-                    } => None,
-                }
-            }),
-        };
-        let Some(outcome) = outcome else {
-            return Err(ModelError(
-                "the request was abandoned: every session waiting for it has gone".into(),
-            ));
-        };
-        let out = match outcome {
-            Ok(out) => out,
-            Err(e) => {
-                let m = ModelError(e.to_string());
-                self.last_error = Some(e);
-                return Err(m);
-            }
-        };
+        let outcome = self.link.run(self.client.step(&inputs))?;
+        let out = outcome.map_err(|e| self.link.fail(e, ""))?;
         Ok(choices(out, |s| s.token, eos))
     }
 
     fn round_trips(&self) -> u64 {
         self.client.stats().round_trips
+    }
+}
+
+/// A stock OpenAI-compatible server in the direct mode: exact masked greedy decoding
+/// ([`DirectClient::next`]). Each generation keeps the chunk of greedy tokens the server
+/// last wrote for it, so a step whose model choice the mask allows costs no request;
+/// the steps of a tick that do need the server are sent concurrently. Greedy only: the
+/// exact masked choice is recovered from the server's top alternatives, which says
+/// nothing about a draw at a temperature.
+pub struct Direct {
+    client: Arc<DirectClient>,
+    vocab: Arc<Vocabulary>,
+    /// Per generation, its state between steps (dropped when a tick no longer has it).
+    looks: HashMap<u64, Lookahead>,
+    /// Requests of generations no longer in `looks`.
+    retired: u64,
+    link: Link,
+}
+
+impl Direct {
+    /// `client` must serve the model whose tokenizer is `vocab`.
+    pub fn new(client: DirectClient, vocab: Arc<Vocabulary>) -> std::io::Result<Direct> {
+        Ok(Direct {
+            client: Arc::new(client),
+            vocab,
+            looks: HashMap::new(),
+            retired: 0,
+            link: Link::new()?,
+        })
+    }
+
+    /// Sets (or clears) the check that abandons a request in flight.
+    pub fn set_abort(&mut self, abort: Option<Abort>) {
+        self.link.abort = abort;
+    }
+
+    /// The client error behind the last failed step, once.
+    pub fn take_error(&mut self) -> Option<ClientError> {
+        self.link.last_error.take()
+    }
+}
+
+impl Model for Direct {
+    fn step(
+        &mut self,
+        batch: &[ModelStep<'_>],
+    ) -> Result<Vec<Result<Choice, ModelError>>, ModelError> {
+        let eos = self.vocab.eos_id();
+        let mut stale = std::mem::take(&mut self.looks);
+        let mut jobs = Vec::with_capacity(batch.len());
+        for (k, s) in batch.iter().enumerate() {
+            let ids = s.mask.ids().filter(|&i| Some(i) != eos);
+            let set = TokenSet::from_ids(self.vocab.len(), ids.chain(eos.filter(|_| s.mask.eos)))
+                .map_err(|e| ModelError(format!("mask: {e}")))?;
+            let look = stale.remove(&s.generation).unwrap_or_default();
+            let (prompt, out) = (s.prompt.to_vec(), s.generated.to_vec());
+            jobs.push((k, s.generation, prompt, out, set, look));
+        }
+        self.retired += stale.values().map(|l| l.n.round_trips).sum::<u64>();
+        let client = self.client.clone();
+        let all = async move {
+            let mut tasks = tokio::task::JoinSet::new();
+            for (k, generation, prompt, out, set, mut look) in jobs {
+                let client = client.clone();
+                tasks.spawn(async move {
+                    let r = client
+                        .next(&prompt, &out, &set, usize::MAX, &mut look)
+                        .await;
+                    (k, generation, look, r)
+                });
+            }
+            let mut done = Vec::new();
+            while let Some(joined) = tasks.join_next().await {
+                done.push(joined);
+            }
+            done
+        };
+        let mut out: Vec<Result<Choice, ModelError>> = (0..batch.len())
+            .map(|_| Err(ModelError("no answer for this generation".into())))
+            .collect();
+        for joined in self.link.run(all)? {
+            let (k, generation, look, r) =
+                joined.map_err(|e| ModelError(format!("a direct-mode request failed: {e}")))?;
+            self.looks.insert(generation, look);
+            out[k] = match r {
+                Ok(id) => Ok(choice(id, eos)),
+                Err(e) => Err(self.link.fail(e, "")),
+            };
+        }
+        Ok(out)
+    }
+
+    fn round_trips(&self) -> u64 {
+        self.retired + self.looks.values().map(|l| l.n.round_trips).sum::<u64>()
     }
 }
 

@@ -12,6 +12,10 @@ use super::rules::{Progress, StepRule, StopRule};
 use super::seal::{Fingerprints, Head, Mode, Seal, SealMeta, StopReason};
 
 /// One line of the log: a step record or a seal, in the order they were appended.
+// A seal is larger than a step (its optional verdict and prompt digest), but there is one
+// per generation against hundreds of steps, and entries go to sinks by reference: boxing
+// it would cost every reader a pointer for no memory that matters.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entry {
     Step(StepRecord),

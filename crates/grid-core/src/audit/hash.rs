@@ -24,6 +24,9 @@ pub const SEAL_GENESIS_TAG: &[u8] = b"grid_pg/audit/seal-genesis/v1\0";
 /// Domain tag of a text digest ([`text_digest`]).
 pub const TEXT_TAG: &[u8] = b"grid_pg/audit/text/v1\0";
 
+/// Domain tag of an artifact's content digest ([`artifact_digest`]).
+pub const ARTIFACT_TAG: &[u8] = b"grid_pg/audit/artifact/v1\0";
+
 /// BLAKE2b-256 of `tag ‖ parts[0] ‖ parts[1] ‖ …`.
 pub(crate) fn tagged(tag: &[u8], parts: &[&[u8]]) -> Digest32 {
     let mut h = Blake2b::<U32>::new();
@@ -54,6 +57,14 @@ pub fn seal_genesis() -> Digest32 {
 /// place of the question or the final SQL text.
 pub fn text_digest(text: &str) -> Digest32 {
     tagged(TEXT_TAG, &[text.as_bytes()])
+}
+
+/// `BLAKE2b-256("grid_pg/audit/artifact/v1\0" ‖ parts[0] ‖ parts[1] ‖ …)`: the content
+/// digest of an archived artifact, over the canonical encoding its owner defines
+/// (`grid_ask::contents::content_digest`), given in parts so that a large artifact is
+/// not copied to be hashed.
+pub fn artifact_digest(parts: &[&[u8]]) -> Digest32 {
+    tagged(ARTIFACT_TAG, parts)
 }
 
 /// Lowercase hex, two digits per byte, most significant nibble first.

@@ -11,10 +11,11 @@
 //!  "last_step_hash":"<64 hex>","fingerprints":{"grammar":"<32 hex>","lexicons":"…",
 //!  "policy":"…","vocabulary":"…"},"mode":{"decode":"mode1","cache":true},
 //!  "role":"analyst","question_digest":"<64 hex>","sql_digest":"<64 hex>",
-//!  "prev_seal_hash":"<64 hex>","hash":"<64 hex>"}
+//!  "prev_seal_hash":"<64 hex>","hash":"<64 hex>","prompt_digest":"<64 hex>"}
 //! ```
 //! (each object on one line). `token` is a number or the string `"eos"`; `role`,
-//! `question_digest` and `sql_digest` may be absent or null. Unknown fields are errors.
+//! `question_digest`, `sql_digest`, `prompt_digest` and `verdict` (the judge's, a string)
+//! may be absent or null. Unknown fields are errors.
 
 use std::io::{self, BufRead, Write};
 
@@ -102,8 +103,12 @@ struct SealWire {
     question_digest: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sql_digest: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    verdict: Option<String>,
     prev_seal_hash: String,
     hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prompt_digest: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -162,8 +167,10 @@ fn to_wire(e: &Entry) -> EntryWire {
             role: s.meta.role.clone(),
             question_digest: s.meta.question_digest.map(|d| to_hex(&d)),
             sql_digest: s.meta.sql_digest.map(|d| to_hex(&d)),
+            verdict: s.meta.verdict.clone(),
             prev_seal_hash: to_hex(&s.prev_seal_hash),
             hash: to_hex(&s.hash),
+            prompt_digest: s.meta.prompt_digest.map(|d| to_hex(&d)),
         }),
     }
 }
@@ -204,6 +211,11 @@ fn from_wire(w: EntryWire) -> Result<Entry, LineError> {
                     .map(|d| hex("question_digest", &d))
                     .transpose()?,
                 sql_digest: s.sql_digest.map(|d| hex("sql_digest", &d)).transpose()?,
+                verdict: s.verdict,
+                prompt_digest: s
+                    .prompt_digest
+                    .map(|d| hex("prompt_digest", &d))
+                    .transpose()?,
             },
             prev_seal_hash: hex("prev_seal_hash", &s.prev_seal_hash)?,
             hash: hex("hash", &s.hash)?,

@@ -29,8 +29,8 @@ pub use chain::{
     AuditLog, AuditSink, ChainWriter, Entry, SealInput, SinkError, StepInput, WriteError,
 };
 pub use hash::{
-    from_hex, generation_genesis, seal_genesis, text_digest, to_hex, Digest32, HexError,
-    GENESIS_TAG, SEAL_GENESIS_TAG, SEAL_TAG, STEP_TAG, TEXT_TAG,
+    artifact_digest, from_hex, generation_genesis, seal_genesis, text_digest, to_hex, Digest32,
+    HexError, ARTIFACT_TAG, GENESIS_TAG, SEAL_GENESIS_TAG, SEAL_TAG, STEP_TAG, TEXT_TAG,
 };
 pub use jsonl::{read_jsonl, write_jsonl, JsonlError, JsonlReader, JsonlSink, LineError};
 pub use record::{StepKind, StepRecord, Token, STEP_ENCODING_LEN};

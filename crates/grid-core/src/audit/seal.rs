@@ -146,6 +146,15 @@ pub struct SealMeta {
     pub question_digest: Option<Digest32>,
     /// [`crate::audit::text_digest`] of the final SQL text.
     pub sql_digest: Option<Digest32>,
+    /// The judge's verdict on the final SQL text, as the host records it (the extension:
+    /// PostgreSQL's EXPLAIN as the caller; canonical JSON such as `{"verdict":"pass"}`).
+    /// Absent when no judge was asked (a generation that wrote no statement, or one the
+    /// checker refused), and in every seal written before verdicts were recorded.
+    pub verdict: Option<String>,
+    /// [`crate::audit::artifact_digest`] of the generation's prompt artifact: the prompt
+    /// the model was shown and the content digests of the artifacts the seal's fingerprints
+    /// name. Absent in seals written before prompts were sealed (they hash as before).
+    pub prompt_digest: Option<Digest32>,
 }
 
 /// The seal of one generation (`{"type":"seal"}` JSONL line).
@@ -193,9 +202,14 @@ impl Seal {
     /// The canonical encoding of every field except `hash`, in this order, little-endian:
     /// `u64 index ‖ u64 generation ‖ u8 stop ‖ u32 steps ‖ [32] last_step_hash ‖
     /// [16] grammar ‖ [16] lexicons ‖ [16] policy ‖ [16] vocabulary ‖ u8 decode mode ‖
-    /// u8 cache ‖ role ‖ question_digest ‖ sql_digest ‖ [32] prev_seal_hash`, where an
-    /// absent option is `u8 0` and a present one `u8 1` followed by the value (the role as
-    /// `u64 length ‖ UTF-8 bytes`, a digest as its 32 bytes).
+    /// u8 cache ‖ role ‖ question_digest ‖ sql_digest ‖ [32] prev_seal_hash
+    /// [‖ u8 2 ‖ verdict ‖ prompt_digest]`, where an absent option is `u8 0` and a present
+    /// one `u8 1` followed by the value (the role and the verdict as `u64 length ‖ UTF-8
+    /// bytes`, a digest as its 32 bytes). The verdict and the prompt digest, the fields
+    /// added later, follow the marker `u8 2` only when either is present: a seal with
+    /// neither (every seal written before they existed) keeps its encoding and its hash,
+    /// and the encoding stays unambiguous, since all that precedes the marker is
+    /// self-delimiting and so is all that follows it.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(256);
         b.extend_from_slice(&self.index.to_le_bytes());
@@ -217,6 +231,19 @@ impl Seal {
         );
         put_opt(&mut b, self.meta.sql_digest.as_ref().map(|d| &d[..]), false);
         b.extend_from_slice(&self.prev_seal_hash);
+        if self.meta.verdict.is_some() || self.meta.prompt_digest.is_some() {
+            b.push(2);
+            put_opt(
+                &mut b,
+                self.meta.verdict.as_deref().map(str::as_bytes),
+                true,
+            );
+            put_opt(
+                &mut b,
+                self.meta.prompt_digest.as_ref().map(|d| &d[..]),
+                false,
+            );
+        }
         b
     }
 
@@ -333,9 +360,73 @@ mod tests {
             },
             ..seal()
         };
+        let d = Seal {
+            meta: SealMeta {
+                verdict: Some(String::new()),
+                ..SealMeta::default()
+            },
+            ..seal()
+        };
         assert_ne!(a.compute_hash(), b.compute_hash());
         assert_ne!(a.compute_hash(), c.compute_hash());
         assert_ne!(b.compute_hash(), c.compute_hash());
+        for x in [&a, &b, &c] {
+            assert_ne!(x.compute_hash(), d.compute_hash());
+        }
+    }
+
+    #[test]
+    fn a_seal_without_a_verdict_encodes_as_before_verdicts_existed() {
+        let a = seal();
+        let e = a.encode();
+        assert_eq!(&e[e.len() - 32..], &a.prev_seal_hash);
+        let v = Seal {
+            meta: SealMeta {
+                verdict: Some("{\"verdict\":\"pass\"}".into()),
+                ..SealMeta::default()
+            },
+            ..seal()
+        };
+        assert!(v.encode().starts_with(&e));
+    }
+
+    #[test]
+    fn prompt_digest_is_bound_and_absent_keeps_the_old_encoding() {
+        let old = seal();
+        let mut v1 = old.encode();
+        // The encoding of a seal without a prompt digest ends with prev_seal_hash, as
+        // before the field existed.
+        assert!(v1.ends_with(&old.prev_seal_hash));
+        let with = |d: [u8; 32]| Seal {
+            meta: SealMeta {
+                prompt_digest: Some(d),
+                ..SealMeta::default()
+            },
+            ..seal()
+        };
+        let (a, b) = (with([7; 32]), with([8; 32]));
+        assert_ne!(a.compute_hash(), old.compute_hash());
+        assert_ne!(a.compute_hash(), b.compute_hash());
+        // The marker, no verdict, the digest.
+        v1.extend_from_slice(&[2, 0, 1]);
+        v1.extend_from_slice(&[7; 32]);
+        assert_eq!(a.encode(), v1);
+        // A verdict and a digest both, in that order.
+        let both = Seal {
+            meta: SealMeta {
+                verdict: Some("v".into()),
+                prompt_digest: Some([7; 32]),
+                ..SealMeta::default()
+            },
+            ..seal()
+        };
+        let mut v2 = old.encode();
+        v2.extend_from_slice(&[2, 1]);
+        v2.extend_from_slice(&1u64.to_le_bytes());
+        v2.extend_from_slice(b"v");
+        v2.push(1);
+        v2.extend_from_slice(&[7; 32]);
+        assert_eq!(both.encode(), v2);
     }
 
     #[test]

@@ -158,6 +158,12 @@ impl LexDfa {
         self.trans[state as usize * self.n_classes + usize::from(self.classes[usize::from(byte)])]
     }
 
+    /// The byte's class: bytes of one class move every state alike.
+    #[inline]
+    pub fn class(&self, byte: u8) -> u8 {
+        self.classes[usize::from(byte)]
+    }
+
     #[inline]
     pub fn accept(&self, state: u32) -> &TermSet {
         &self.accept[state as usize]

@@ -91,6 +91,16 @@ impl WordTrie {
         }
     }
 
+    /// Whether some node steps on `byte` (as itself inside quotes, folded outside): a byte
+    /// for which this is false leaves the trie from every node.
+    pub fn steps_on(&self, byte: u8) -> bool {
+        let folded = byte.to_ascii_lowercase();
+        self.nodes.iter().any(|n| {
+            let key = if n.in_quotes { byte } else { folded };
+            n.children.binary_search_by_key(&key, |c| c.0).is_ok()
+        })
+    }
+
     /// Whether `byte` after `node` is the dot of a `schema.table` word that the trie holds.
     #[inline]
     pub fn is_separator(&self, node: u32, byte: u8) -> bool {

@@ -131,6 +131,10 @@ fn plan(generation: u64, rng: &mut XorShift, keep_open: bool) -> Plan {
             sql_digest: rng
                 .chance(50)
                 .then(|| text_digest("SELECT name FROM employees")),
+            verdict: rng
+                .chance(50)
+                .then(|| r#"{"verdict":"fail","code":"42501","message":"m"}"#.to_string()),
+            prompt_digest: rng.chance(50).then(|| text_digest("the prompt artifact")),
         }
     } else {
         SealMeta::default()
@@ -511,7 +515,7 @@ fn mutate(e: &mut Vec<Entry>, head: Head, class: usize, rng: &mut XorShift) -> V
         1 => {
             let i = seals[rng.index(seals.len())];
             let mut s = seal_at(e, i).clone();
-            match rng.below(15) {
+            match rng.below(16) {
                 0 => s.index ^= 1 << rng.below(64),
                 1 => s.generation ^= 1 << rng.below(64),
                 2 => {
@@ -549,6 +553,17 @@ fn mutate(e: &mut Vec<Entry>, head: Head, class: usize, rng: &mut XorShift) -> V
                     }
                 }
                 13 => flip(&mut s.prev_seal_hash, rng),
+                14 => {
+                    // Added, removed or changed: the prompt the seal binds.
+                    s.meta.prompt_digest = match s.meta.prompt_digest {
+                        None => Some(text_digest("another prompt")),
+                        Some(mut d) if rng.chance(50) => {
+                            flip(&mut d, rng);
+                            Some(d)
+                        }
+                        Some(_) => None,
+                    }
+                }
                 _ => flip(&mut s.hash, rng),
             }
             let reason = Reason::SealHashMismatch {

@@ -28,6 +28,9 @@ use crate::client::openai::{
     parse_completion, Completion, CompletionRequest, TokenMap, COMPLETIONS_PATH,
 };
 use crate::error::ClientError;
+
+/// Path of the model list.
+pub const MODELS_PATH: &str = "/v1/models";
 use crate::tokenset::TokenSet;
 
 /// How a constrained step restricts the server's choice.
@@ -105,11 +108,48 @@ pub struct DirectClient {
     use_bias: AtomicBool,
 }
 
-/// Per-call counters.
-#[derive(Default)]
-struct Counters {
-    round_trips: u64,
-    constrained: u64,
+/// Requests made, and the constrained single steps among them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counters {
+    pub round_trips: u64,
+    pub constrained: u64,
+}
+
+/// One generation's state between the steps of [`DirectClient::next`]: the last chunk
+/// the server wrote and the adaptive run of constrained steps.
+#[derive(Debug, Default)]
+pub struct Lookahead {
+    chunk: Option<Chunk>,
+    /// The length of the last run of constrained steps (doubles while chunk probes fail).
+    run: usize,
+    /// Positions still to be served by constrained steps before the next chunk probe.
+    direct_run: usize,
+    /// This generation's requests.
+    pub n: Counters,
+}
+
+/// A chunk of greedy tokens the server wrote after `prefix` (the output then).
+#[derive(Debug)]
+struct Chunk {
+    prefix: Vec<u32>,
+    /// `max_tokens` of its request.
+    asked: usize,
+    completion: Completion,
+}
+
+impl Chunk {
+    /// Whether `out` is this chunk's prefix followed by some of its own tokens.
+    fn continues(&self, out: &[u32]) -> bool {
+        let Some(written) = out.get(self.prefix.len()..) else {
+            return false;
+        };
+        out[..self.prefix.len()] == self.prefix[..]
+            && written.len() <= self.completion.tokens.len()
+            && written
+                .iter()
+                .zip(&self.completion.tokens)
+                .all(|(a, t)| *a == t.id)
+    }
 }
 
 impl DirectClient {
@@ -134,6 +174,36 @@ impl DirectClient {
         })
     }
 
+    /// The model names the server lists (`GET /v1/models`), or `None` when it does not
+    /// serve that call (404).
+    pub async fn served_models(&self) -> Result<Option<Vec<String>>, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct Listed {
+            id: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct Models {
+            data: Vec<Listed>,
+        }
+        let reply = match self.http.get(MODELS_PATH).await {
+            Err(ClientError::Rejected { status: 404, .. }) => return Ok(None),
+            other => other?,
+        };
+        let models: Models = serde_json::from_slice(&reply.body)
+            .map_err(|e| ClientError::malformed(format!("{MODELS_PATH} reply: {e}")))?;
+        Ok(Some(models.data.into_iter().map(|m| m.id).collect()))
+    }
+
+    /// The model this client asks for.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The server as shown in messages (no credentials).
+    pub fn endpoint(&self) -> &str {
+        self.http.endpoint()
+    }
+
     /// Greedy decoding under the mask, in chunks (see the module documentation).
     /// `mask_for(output)` is the allowed set after `output` (the generated tokens so
     /// far, without the prompt); it holds EOS exactly when EOS is allowed.
@@ -145,101 +215,113 @@ impl DirectClient {
     ) -> Result<GreedyOutput, ClientError> {
         let eos = self.vocab.eos_id();
         let mut out: Vec<u32> = Vec::new();
-        let mut n = Counters::default();
-        // Adaptive: after a chunk whose first token had to be settled by a constrained
-        // step (the mask overrules the model there), the next `direct_run` positions go
-        // straight to constrained steps; the run doubles while probes keep failing and
-        // resets when a chunk pays off. It changes round trips, never the result.
-        let mut run = 0usize;
-        let mut direct_run = 0usize;
+        let mut look = Lookahead::default();
+        while out.len() < max_new_tokens {
+            let allowed = checked_mask(&mut mask_for, &out)?;
+            let pick = self
+                .next(
+                    prompt,
+                    &out,
+                    &allowed,
+                    max_new_tokens - out.len(),
+                    &mut look,
+                )
+                .await?;
+            if Some(pick) == eos {
+                return Ok(done(out, Finish::Eos, look.n));
+            }
+            out.push(pick);
+        }
+        Ok(done(out, Finish::Length, look.n))
+    }
+
+    /// The masked greedy choice after `prompt` + `out` under `allowed` (EOS included
+    /// exactly when allowed), from the chunk `look` holds when it still continues `out`,
+    /// else from a new chunk of at most `remaining` tokens (see the module
+    /// documentation). `look` is one generation's, kept between its steps; dropping it
+    /// costs round trips, never a different choice.
+    pub async fn next(
+        &self,
+        prompt: &[u32],
+        out: &[u32],
+        allowed: &TokenSet,
+        remaining: usize,
+        look: &mut Lookahead,
+    ) -> Result<u32, ClientError> {
+        if allowed.is_empty() {
+            return Err(ClientError::invalid(format!(
+                "an empty mask after {} tokens",
+                out.len()
+            )));
+        }
+        let eos = self.vocab.eos_id();
+        if look.direct_run > 0 {
+            look.direct_run -= 1;
+            look.chunk = None;
+            return match forced(allowed) {
+                Some(id) => Ok(id),
+                None => self.constrained(prompt, out, allowed, &mut look.n).await,
+            };
+        }
+        // A singleton mask is a forced token: no round trip.
+        if let Some(id) = forced(allowed) {
+            return Ok(id);
+        }
         let max_run = 2 * self.config.chunk.max(8);
-        'rounds: while out.len() < max_new_tokens {
-            if direct_run > 0 {
-                direct_run -= 1;
-                let allowed = checked_mask(&mut mask_for, &out)?;
-                let pick = match forced(&allowed) {
-                    Some(id) => id,
-                    None => {
-                        self.constrained(&concat(prompt, &out), &allowed, out.len(), &mut n)
-                            .await?
+        for _ in 0..2 {
+            if let Some(c) = look.chunk.take().filter(|c| c.continues(out)) {
+                let at = out.len() - c.prefix.len();
+                if let Some(t) = c.completion.tokens.get(at) {
+                    if allowed.contains(t.id) {
+                        let id = t.id;
+                        look.run = 0;
+                        look.chunk = Some(c);
+                        return Ok(id);
                     }
-                };
-                if Some(pick) == eos {
-                    return Ok(done(out, Finish::Eos, n));
+                    // The model's choice is illegal here: the masked greedy choice is the
+                    // best allowed alternative, when the list decides it.
+                    let listed = best_listed(&t.top, allowed);
+                    if let Some(id) = listed {
+                        look.run = 0;
+                        return Ok(id);
+                    }
+                    if at == 0 {
+                        look.run = (2 * look.run).clamp(4, max_run);
+                        look.direct_run = look.run;
+                    } else {
+                        look.run = 0;
+                    }
+                    return self.constrained(prompt, out, allowed, &mut look.n).await;
                 }
-                out.push(pick);
-                continue;
-            }
-            // A singleton mask is a forced token: no round trip.
-            let first_mask = checked_mask(&mut mask_for, &out)?;
-            if let Some(id) = forced(&first_mask) {
-                if Some(id) == eos {
-                    return Ok(done(out, Finish::Eos, n));
+                let stopped = c.completion.finish_reason.as_deref() == Some("stop")
+                    && c.completion.tokens.len() < c.asked;
+                if stopped {
+                    // The model's next choice was EOS.
+                    if let Some(e) = eos.filter(|&e| allowed.contains(e)) {
+                        return Ok(e);
+                    }
+                    return self.constrained(prompt, out, allowed, &mut look.n).await;
                 }
-                out.push(id);
-                continue;
             }
-            let want = self.config.chunk.min(max_new_tokens - out.len());
-            let context = concat(prompt, &out);
-            let chunk = self.complete(&context, want, None, &mut n).await?;
-            if chunk.tokens.is_empty() && chunk.finish_reason.as_deref() != Some("stop") {
+            let asked = self.config.chunk.min(remaining.max(1));
+            let completion = self
+                .complete(&concat(prompt, out), asked, None, &mut look.n)
+                .await?;
+            if completion.tokens.is_empty() && completion.finish_reason.as_deref() != Some("stop") {
                 return Err(ClientError::malformed(
                     "completion returned no tokens and did not stop",
                 ));
             }
-            for (i, t) in chunk.tokens.iter().enumerate() {
-                let allowed = checked_mask(&mut mask_for, &out)?;
-                if allowed.contains(t.id) {
-                    if Some(t.id) == eos {
-                        return Ok(done(out, Finish::Eos, n));
-                    }
-                    run = 0;
-                    out.push(t.id);
-                    if out.len() == max_new_tokens {
-                        break 'rounds;
-                    }
-                    continue;
-                }
-                // The model's choice is illegal here: the masked greedy choice is the best
-                // allowed alternative, when the list decides it.
-                let pick = match best_listed(&t.top, &allowed) {
-                    Some(id) => {
-                        run = 0;
-                        id
-                    }
-                    None => {
-                        if i == 0 {
-                            run = (2 * run).clamp(4, max_run);
-                            direct_run = run;
-                        } else {
-                            run = 0;
-                        }
-                        self.constrained(&concat(prompt, &out), &allowed, out.len(), &mut n)
-                            .await?
-                    }
-                };
-                if Some(pick) == eos {
-                    return Ok(done(out, Finish::Eos, n));
-                }
-                out.push(pick);
-                continue 'rounds;
-            }
-            if chunk.tokens.len() < want && chunk.finish_reason.as_deref() == Some("stop") {
-                // The model's next choice was EOS.
-                let allowed = checked_mask(&mut mask_for, &out)?;
-                if eos.is_some_and(|e| allowed.contains(e)) {
-                    return Ok(done(out, Finish::Eos, n));
-                }
-                let pick = self
-                    .constrained(&concat(prompt, &out), &allowed, out.len(), &mut n)
-                    .await?;
-                if Some(pick) == eos {
-                    return Ok(done(out, Finish::Eos, n));
-                }
-                out.push(pick);
-            }
+            look.chunk = Some(Chunk {
+                prefix: out.to_vec(),
+                asked,
+                completion,
+            });
         }
-        Ok(done(out, Finish::Length, n))
+        // A fresh chunk always continues the output, so the loop returned above.
+        Err(ClientError::malformed(
+            "the completion could not be followed",
+        ))
     }
 
     /// The reference: one constrained greedy step per token (none for a token forced
@@ -257,10 +339,7 @@ impl DirectClient {
             let allowed = checked_mask(&mut mask_for, &out)?;
             let pick = match forced(&allowed) {
                 Some(id) => id,
-                None => {
-                    self.constrained(&concat(prompt, &out), &allowed, out.len(), &mut n)
-                        .await?
-                }
+                None => self.constrained(prompt, &out, &allowed, &mut n).await?,
             };
             if Some(pick) == eos {
                 return Ok(done(out, Finish::Eos, n));
@@ -270,28 +349,29 @@ impl DirectClient {
         Ok(done(out, Finish::Length, n))
     }
 
-    /// One greedy token restricted to `allowed`.
+    /// One greedy token after `prompt` + `out` restricted to `allowed`.
     async fn constrained(
         &self,
-        context: &[u32],
+        prompt: &[u32],
+        out: &[u32],
         allowed: &TokenSet,
-        step: usize,
         n: &mut Counters,
     ) -> Result<u32, ClientError> {
+        let (context, step) = (concat(prompt, out), out.len());
         n.constrained += 1;
         let bias = match self.config.constraint {
             ConstraintStyle::LogitBias => true,
             ConstraintStyle::AllowedTokenIds => false,
             ConstraintStyle::Auto => self.use_bias.load(Ordering::Relaxed),
         };
-        let reply = match self.complete(context, 1, Some((allowed, bias)), n).await {
+        let reply = match self.complete(&context, 1, Some((allowed, bias)), n).await {
             Err(ClientError::Rejected { status, .. })
                 if !bias
                     && self.config.constraint == ConstraintStyle::Auto
                     && (status == 400 || status == 422) =>
             {
                 self.use_bias.store(true, Ordering::Relaxed);
-                self.complete(context, 1, Some((allowed, true)), n).await?
+                self.complete(&context, 1, Some((allowed, true)), n).await?
             }
             other => other?,
         };

@@ -7,7 +7,9 @@ pub mod endpoint;
 pub mod http;
 pub mod openai;
 
-pub use direct::{ConstraintStyle, DirectClient, DirectConfig, Finish, GreedyOutput};
+pub use direct::{
+    ConstraintStyle, Counters, DirectClient, DirectConfig, Finish, GreedyOutput, Lookahead,
+};
 pub use endpoint::{
     ClientConfig, ClientStats, EndpointClient, Mask, Sampled, ServedVocabulary, StepInput,
 };

@@ -1,4 +1,5 @@
-//! A fake OpenAI-compatible completions server (vLLM dialect) on loopback. Its "model"
+//! A fake OpenAI-compatible completions server (vLLM dialect) on loopback (grid-ask's
+//! direct-mode tests include this file too). Its "model"
 //! is a fixed scoring function of the token-id prefix ([`logits`]), so greedy decoding
 //! — plain, under `allowed_token_ids`, or under `logit_bias` — is well defined and can
 //! be recomputed by the tests. It records every request and answers at most
@@ -37,6 +38,9 @@ pub struct FakeOptions {
     pub include_eos: bool,
     /// Requests answered before answering 503.
     pub max_requests: usize,
+    /// The one model served: listed by `GET /v1/models`, and a completion for another
+    /// is answered 404 as vLLM does (`None`: any name, and no `/v1/models`).
+    pub model: Option<String>,
 }
 
 impl FakeOptions {
@@ -50,6 +54,7 @@ impl FakeOptions {
             names: None,
             include_eos: false,
             max_requests: 10_000,
+            model: None,
         }
     }
 }
@@ -102,7 +107,9 @@ impl Drop for FakeOpenAi {
 
 /// The model: a logit per id after `prefix` (all of the prompt and output). Values are
 /// distinct with overwhelming probability, so greedy has no ties. EOS grows more likely
-/// with length, so generations end.
+/// with length, so generations end, up to a bound (10.5, about the best other token's, as
+/// a real model's logits are bounded: after a long prompt `logit_bias` +100 still decides,
+/// and EOS does not win every position).
 pub fn logits(prefix: &[u32], vocab_size: usize, eos: u32) -> Vec<f64> {
     let n = prefix.len();
     let a = prefix.last().map_or(7, |&t| u64::from(t));
@@ -112,7 +119,7 @@ pub fn logits(prefix: &[u32], vocab_size: usize, eos: u32) -> Vec<f64> {
         .map(|id| {
             let u = (mix(h, u64::from(id)) >> 11) as f64 / (1u64 << 53) as f64;
             if id == eos {
-                3.0 * u + 0.3 * n as f64
+                3.0 * u + 0.3 * n.min(25) as f64
             } else {
                 10.0 * u
             }
@@ -207,6 +214,12 @@ async fn handle(
             json!({"error": {"message": "request budget exhausted"}}),
         );
     }
+    if let (Some(m), "/v1/models") = (&o.model, req.uri().path()) {
+        return reply(
+            StatusCode::OK,
+            json!({"object": "list", "data": [{"id": m, "object": "model"}]}),
+        );
+    }
     if req.uri().path() != "/v1/completions" {
         return reply(StatusCode::NOT_FOUND, json!({"error": {"message": "no"}}));
     }
@@ -246,6 +259,14 @@ async fn handle(
         logprobs,
         token_ids,
     });
+    if let Some(m) = &o.model {
+        if v["model"].as_str() != Some(m.as_str()) {
+            return reply(
+                StatusCode::NOT_FOUND,
+                json!({"error": {"message": format!("The model `{}` does not exist.", v["model"])}}),
+            );
+        }
+    }
     if allowed.is_some() && o.reject_allowed_token_ids {
         return reply(
             StatusCode::BAD_REQUEST,
