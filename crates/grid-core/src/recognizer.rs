@@ -336,6 +336,10 @@ pub struct Session<'l> {
     words: FxHashMap<SmallVec<[u8; 24]>, Name>,
     /// The folded spellings of a set of names ([`Session::dynamic_spellings`]).
     spellings: FxHashMap<Arc<[Name]>, Arc<[Vec<u8>]>>,
+    /// Whether the search over cut-backs tries all 256 bytes rather than
+    /// [`Session::cutback_bytes`]: the brute-force reference of
+    /// [`Session::is_viable_by_every_byte`], off otherwise.
+    every_byte: bool,
 }
 
 impl<'l> Session<'l> {
@@ -347,6 +351,7 @@ impl<'l> Session<'l> {
             shifted: FxHashMap::default(),
             words: FxHashMap::default(),
             spellings: FxHashMap::default(),
+            every_byte: false,
         }
     }
 
@@ -762,6 +767,15 @@ impl<'l> Session<'l> {
         self.viable_within(cfg, CUTBACK_NESTING, Dynamic::On)
     }
 
+    /// [`Session::is_viable`] by brute force: the search over cut-backs tries every byte,
+    /// not one of each class. The reference the classes are tested against; slow.
+    pub fn is_viable_by_every_byte(&mut self, cfg: &Config) -> bool {
+        self.every_byte = true;
+        let v = self.viable_within(cfg, CUTBACK_NESTING, Dynamic::On);
+        self.every_byte = false;
+        v
+    }
+
     /// [`Session::is_viable`], reading the dynamic lexicon or not.
     pub(crate) fn is_viable_in(&mut self, cfg: &Config, dynamic: Dynamic) -> bool {
         self.viable_within(cfg, CUTBACK_NESTING, dynamic)
@@ -792,17 +806,8 @@ impl<'l> Session<'l> {
                     return false;
                 }
                 let bytes = self.cutback_bytes(cfg, &cut, dynamic);
-                let mut path = Vec::new();
                 let at = (cfg.scan.q, cfg.scan.w);
-                self.cutback_viable(
-                    &cfg.stacks,
-                    &cut,
-                    &bytes,
-                    at,
-                    &mut path,
-                    nesting - 1,
-                    dynamic,
-                )
+                self.cutback_viable(&cfg.stacks, &cut, &bytes, at, 0, nesting - 1, dynamic)
             }
             _ => false,
         }
@@ -818,6 +823,9 @@ impl<'l> Session<'l> {
     /// a name its tail may introduce.
     fn cutback_bytes(&mut self, cfg: &Config, cut: &Config, dynamic: Dynamic) -> Vec<u8> {
         let lang = self.lang;
+        if self.every_byte {
+            return (0..=255).collect();
+        }
         let mut bytes = lang.byte_reps.clone();
         if dynamic == Dynamic::Off || !lang.sem.enabled() {
             return bytes;
@@ -844,17 +852,21 @@ impl<'l> Session<'l> {
 
     /// The lexeme in progress can only help by being cut back to its last accepting length,
     /// which happens when a later byte kills it. Tries every such byte of `bytes`
-    /// ([`Session::cutback_bytes`]) after every short non-accepting detour. `cut` is the
-    /// configuration once the lexeme is cut back ([`Session::cut_back`]); `(q, w)` is where
-    /// the uncut lexeme's detour stands, on `stacks`.
+    /// ([`Session::cutback_bytes`]) after every short non-accepting detour. `fed` is the
+    /// configuration once the lexeme is cut back ([`Session::cut_back`]) and the detour so
+    /// far (`depth` bytes) fed after it; `(q, w)` is where the uncut lexeme's detour
+    /// stands, on `stacks`. The detour is fed a byte at a time, so a detour that fails
+    /// after the cut is dropped with every extension of it (feeding more bytes cannot
+    /// undo a failure): a lexeme that dies only on a pair of bytes (a block comment on
+    /// `/*`) would otherwise have every short detour through it tried in full.
     #[allow(clippy::too_many_arguments)]
     fn cutback_viable(
         &mut self,
         stacks: &[u32],
-        cut: &Config,
+        fed: &Config,
         bytes: &[u8],
         (q, w): (u32, u32),
-        path: &mut Vec<u8>,
+        depth: usize,
         nesting: u32,
         dynamic: Dynamic,
     ) -> bool {
@@ -870,25 +882,25 @@ impl<'l> Session<'l> {
             } else {
                 lang.words.step(w, b)
             };
-            if lang.live(q2, w2).is_empty() {
-                let mut c = cut.clone();
-                path.push(b);
-                let ok = self.feed_in(&mut c, path, dynamic).is_ok()
-                    && self.viable_within(&c, nesting, dynamic);
-                path.pop();
-                if ok {
-                    return true;
-                }
-            } else if lang.candidates(q2, w2).is_empty()
-                && path.len() < CUTBACK_BYTES
-                && lang.dfa().dies_within(q2) < (CUTBACK_BYTES - path.len()) as u32
-            {
-                path.push(b);
-                let ok = self.cutback_viable(stacks, cut, bytes, (q2, w2), path, nesting, dynamic);
-                path.pop();
-                if ok {
-                    return true;
-                }
+            let kills = lang.live(q2, w2).is_empty();
+            let detour = !kills
+                && lang.candidates(q2, w2).is_empty()
+                && depth < CUTBACK_BYTES
+                && lang.dfa().dies_within(q2) < (CUTBACK_BYTES - depth) as u32;
+            if !kills && !detour {
+                continue;
+            }
+            let mut c = fed.clone();
+            if self.feed_in(&mut c, &[b], dynamic).is_err() {
+                continue;
+            }
+            let ok = if kills {
+                self.viable_within(&c, nesting, dynamic)
+            } else {
+                self.cutback_viable(stacks, &c, bytes, (q2, w2), depth + 1, nesting, dynamic)
+            };
+            if ok {
+                return true;
             }
         }
         false

@@ -124,6 +124,62 @@ fn the_shapes_parse() {
     }
 }
 
+/// The viability check's search over cut-backs tries one byte of each class the scanner
+/// cannot tell apart, plus the bytes of the names the statement introduced (a comparison
+/// with such a name reads bytes, not classes); by brute force it tries all 256. The two
+/// agree wherever a lexeme that only a cut-back can save is in progress: every prefix of
+/// the accepted and refused shapes, with names of bytes no static word has, each followed
+/// by the starts of lexemes that die on a later byte.
+#[test]
+fn cut_backs_through_names_try_every_byte_that_matters() {
+    let lang = shop_language();
+    let mut texts: Vec<String> = ACCEPTED
+        .iter()
+        .chain(REFUSED)
+        .map(|s| s.to_string())
+        .collect();
+    texts.extend([
+        "SELECT 1 FROM (SELECT 1 AS zq, 2 AS \"Ωx\") s WHERE s.zq > 1 AND \"Ωx\" = 2".to_string(),
+        "WITH \"q\"\"z\" AS (SELECT 1 AS kj) SELECT kj FROM \"q\"\"z\" ORDER BY kj".to_string(),
+        "SELECT amount AS éé FROM orders ORDER BY éé".to_string(),
+    ]);
+    let tails = [
+        "/*", "/*/", "\"a\"\"", "\"zq\"\"", "1e", "1.5e+", "B'1", "X'f", "E'", "-", "<", ".", "*/",
+    ];
+    let mut searched = 0;
+    for text in &texts {
+        let bytes = text.as_bytes();
+        for k in 0..=bytes.len() {
+            for tail in tails {
+                let mut s = Session::new(&lang);
+                let mut cfg = s.start();
+                if s.feed(&mut cfg, &bytes[..k]).is_err()
+                    || s.feed(&mut cfg, tail.as_bytes()).is_err()
+                {
+                    continue;
+                }
+                let pending = cfg
+                    .scan
+                    .last
+                    .is_some_and(|(len, _)| (len as usize) < cfg.scan.rem.len());
+                if !pending {
+                    continue;
+                }
+                searched += 1;
+                let fast = s.is_viable(&cfg);
+                let brute = s.is_viable_by_every_byte(&cfg);
+                assert_eq!(
+                    fast,
+                    brute,
+                    "{}{tail}: by class {fast}, by every byte {brute}",
+                    String::from_utf8_lossy(&bytes[..k])
+                );
+            }
+        }
+    }
+    assert!(searched > 100, "only {searched} cut-backs searched");
+}
+
 #[test]
 fn names_are_refused_where_postgres_does_not_resolve_them() {
     let lang = shop_language();
