@@ -5,7 +5,10 @@
 #   bash fuzz/run.sh [--seconds N] [--targets a,b,...] [--corpus DIR]
 #
 # --seconds   time per target (default 30: the CI run; the recorded long run uses 1800)
-# --targets   default: lexer_parser,mask_oracle,audit_verify,endpoint_reply,reserve_completion
+# --targets   default: lexer_parser,mask_oracle,audit_verify,endpoint_reply,reserve_completion;
+#             pg_parse (the language against PostgreSQL's parser) builds libpg_query and is
+#             asked for by name (the CI run leaves it out; `cargo test -p grid-pgref` covers
+#             it there)
 # --corpus    where the grown corpus is kept (default fuzz/corpus, git-ignored); the
 #             committed seeds in fuzz/seeds/<target> are read as a second corpus
 #
@@ -39,6 +42,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 
 FLAGS=(--sanitizer none --debug-assertions)
+case ",$targets," in *,pg_parse,*) FLAGS+=(--features pg) ;; esac
 say "fuzz: build ($(cargo fuzz --version))"
 run_logged "cargo fuzz build" cargo fuzz build "${FLAGS[@]}"
 

@@ -117,24 +117,24 @@ SELECT name, rank() OVER (PARTITION BY breed_code ORDER BY weight DESC) AS r FRO
 SELECT name, sum(weight::numeric) OVER (PARTITION BY owner_id ORDER BY dog_id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM dogs
 SELECT name, avg(weight::numeric) OVER (ORDER BY dog_id ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING) FROM dogs
 SELECT name, count(*) OVER (ORDER BY dog_id RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM dogs
-SELECT name, count(*) OVER (ORDER BY dog_id GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW) FROM dogs
+SELECT name, count(*) OVER (ORDER BY dog_id GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM dogs
 SELECT name, max(age) OVER (ORDER BY dog_id ROWS UNBOUNDED PRECEDING) FROM dogs
-SELECT name, max(age) OVER (ORDER BY dog_id ROWS 3 PRECEDING EXCLUDE NO OTHERS) FROM dogs
+SELECT name, max(age) OVER (ORDER BY dog_id ROWS 3 PRECEDING) FROM dogs
 SELECT name, count(*) OVER () FROM dogs
 SELECT name, lag(name) OVER w, lead(name, 1) OVER w FROM dogs WINDOW w AS (PARTITION BY owner_id ORDER BY dog_id)
-SELECT name, sum(dog_id) OVER (w ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM dogs WINDOW w AS (ORDER BY dog_id), v AS (w)
+SELECT name, sum(dog_id) OVER w, max(age) OVER v FROM dogs WINDOW w AS (ORDER BY dog_id), v AS (PARTITION BY owner_id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)
 SELECT EXTRACT(YEAR FROM date_arrived::date), EXTRACT(epoch FROM now()), EXTRACT('month' FROM current_date) FROM dogs
 SELECT date_part('year', date_arrived::timestamp), date_trunc('month', date_arrived::timestamp) FROM dogs
 SELECT name FROM dogs WHERE age BETWEEN '2' AND '5'
 SELECT name FROM dogs WHERE dog_id NOT BETWEEN 3 AND 7
-SELECT name FROM dogs WHERE dog_id BETWEEN SYMMETRIC 7 AND 3
+SELECT name FROM dogs WHERE dog_id BETWEEN (age < 3)::int AND 3
 SELECT name FROM dogs WHERE dog_id BETWEEN 1 + 1 AND 10 - 1 AND name IS NOT NULL
 SELECT name FROM dogs WHERE name LIKE 'B%' OR name NOT LIKE '%y'
 SELECT name FROM dogs WHERE name ILIKE 'b%' AND name NOT ILIKE '%Y'
 SELECT name FROM dogs WHERE name LIKE '10!%%' ESCAPE '!'
 SELECT name FROM dogs WHERE name SIMILAR TO '(B|K)%'
 SELECT name FROM dogs WHERE date_adopted IS NULL AND date_departed IS NOT NULL
-SELECT name FROM dogs WHERE date_adopted ISNULL OR date_departed NOTNULL
+SELECT name FROM dogs WHERE date_adopted IS NULL OR date_departed IS NOT NULL
 SELECT name FROM dogs WHERE (age > '3') IS TRUE OR (age > '3') IS NOT FALSE
 SELECT name FROM dogs WHERE (age > '3') IS NOT TRUE AND (age > '3') IS FALSE OR (age > '3') IS UNKNOWN OR (age > '3') IS NOT UNKNOWN
 SELECT name FROM dogs WHERE date_adopted IS DISTINCT FROM date_departed OR date_adopted IS NOT DISTINCT FROM date_arrived
@@ -144,7 +144,7 @@ SELECT DATE '2024-01-01', TIMESTAMP '2024-01-01 10:00:00', TIME '10:00', INTERVA
 SELECT name FROM dogs WHERE date_arrived::date > CURRENT_DATE - INTERVAL '30 days'
 SELECT CURRENT_DATE, CURRENT_TIMESTAMP, CURRENT_TIME, LOCALTIMESTAMP, LOCALTIME, CURRENT_TIMESTAMP(3)
 SELECT now() AT TIME ZONE 'UTC'
-SELECT SUBSTRING(name FROM 1 FOR 3), SUBSTRING(name, 2), TRIM(BOTH ' ' FROM name), TRIM(name), POSITION('a' IN name) FROM dogs
+SELECT SUBSTRING(name FROM 1 FOR 3), SUBSTRING(name, 2), TRIM(BOTH ' ' FROM name), TRIM(name), TRIM(LEADING name), TRIM(' ' FROM name), TRIM(name, ' '), POSITION('a' IN name) FROM dogs
 SELECT ARRAY[1, 2, 3], ARRAY(SELECT dog_id FROM dogs)
 SELECT * FROM (VALUES (1, 'one'), (2, 'two')) AS v (num, word)
 SELECT "name", "dogs"."age" FROM "dogs"
@@ -178,3 +178,11 @@ DELETE FROM treatments WHERE EXISTS (SELECT 1 FROM dogs WHERE dogs.dog_id = trea
 SELECT left(first_name, 1), right(last_name, 2), LEFT(first_name, 3) FROM owners
 SELECT name FROM dogs WHERE name LIKE ANY (ARRAY['B%', 'K%']) OR name NOT ILIKE ALL (ARRAY['%a%', '%e%'])
 SELECT name FROM dogs ORDER BY age OFFSET 1 ROWS FETCH FIRST 2 ROWS WITH TIES
+SELECT name FROM dogs WHERE name LIKE ANY (SELECT name FROM owners) AND name NOT ILIKE ALL ((SELECT last_name FROM owners))
+(SELECT name FROM dogs ORDER BY name) UNION (SELECT first_name FROM owners LIMIT 1) ORDER BY 1 LIMIT 2
+((SELECT name FROM dogs)) ORDER BY name LIMIT 1
+WITH x AS (SELECT name FROM dogs) (SELECT name FROM x) ORDER BY name
+SELECT count(*) AS n, owner_id FROM dogs GROUP BY owner_id ORDER BY n DESC
+SELECT a.n FROM owners o JOIN (SELECT owner_id, count(*) AS n FROM dogs GROUP BY owner_id) AS a ON a.owner_id = o.owner_id WHERE a.n > 1
+WITH c AS (SELECT owner_id, count(*) AS n FROM dogs GROUP BY owner_id) SELECT max(n) FROM c
+SELECT name FROM dogs WHERE DATE(date_adopted) > '2018-01-01'

@@ -14,6 +14,23 @@
 %reserved authorization binary collation concurrently cross current_schema freeze full ilike
 %reserved inner is isnull join left like natural notnull outer overlaps right similar
 %reserved tablesample verbose
+# Reserved in the reference parser (libpg_query for PostgreSQL 15): system_user.
+%reserved system_user
+# Not reserved in PostgreSQL, but words the checker's parser (sqlparser) cannot read as an
+# identifier (a qualifier, an alias, a CTE name, a bare column): the checker must read every
+# statement of the language (crates/grid-pgref), so they are spelled quoted only.
+%reserved cube exists recursive rollup top trim unnest
+
+# Words a bare label (an alias without AS: of a select item, a FROM item, an UPDATE or
+# DELETE target) may not be, besides the reserved ones: PostgreSQL's AS_LABEL keywords, SET
+# after an UPDATE or DELETE target (PostgreSQL reads it as the keyword), and the words
+# sqlparser cannot read there. With AS, each may be an alias.
+%bare_label_denied char character day filter hour minute month over precision second
+%bare_label_denied varying within without year set
+%bare_label_denied between cluster distribute div exclude explain glob match member minus
+%bare_label_denied operator regexp rlike sort values view xor anti asof connect format
+%bare_label_denied match_condition match_recognize open output partition pivot prewhere
+%bare_label_denied qualify semi settings unpivot
 
 # Punctuation and operators.
 TOK LPAREN \(
@@ -54,6 +71,13 @@ TOK STRING '(?:[^'\\\x00-\x08\x0b-\x1f\x7f]|'')*'
 TOK ESTRING [eE]'(?:[^'\\\x00-\x08\x0b-\x1f\x7f]|\\[^'\x00-\x08\x0b-\x1f\x7f]|'')*'
 TOK INTEGER [0-9]+
 TOK DECIMAL (?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+
+# Numeric literals: no lexeme boundary falls between one and a letter or `_` (`98.n` is
+# refused): PostgreSQL 15 reads `98.` and the label `n`, 16 refuses it ("trailing junk
+# after numeric literal").
+%numeric INTEGER DECIMAL
+# The fields EXTRACT(field FROM x) knows (PostgreSQL's grammar takes any identifier that is
+# not a keyword there, and YEAR ... SECOND; its analysis only these).
+TOK EXTRACT_FIELD (?i:century|day|decade|dow|doy|epoch|hour|isodow|isoyear|julian|microseconds|millennium|milliseconds|minute|month|quarter|second|timezone|timezone_hour|timezone_minute|week|year)
 
 # Identifiers.
 ID TABLE_NAME table
@@ -64,7 +88,10 @@ ID COLUMN_NAME column
 ID FUNC_NAME function
 ID TYPE_NAME type
 ID IDENT free
+ID BARE_LABEL bare_label
 ID CTE_REF cte
+ID ALIAS_REF output_alias
+ID DERIVED_COL derived_column
 
 # Keywords.
 KW ALL all
@@ -214,8 +241,8 @@ NEVER MERGED_OPERATOR (?:\|\||\^|%|!=)[+\-]+
 # stops inside a literal, and refused.
 NEVER STRING_UNSAFE '(?:[^']|'')*[\\\x00-\x08\x0b-\x1f\x7f](?:[^']|'')*'
 NEVER ESTRING_UNSAFE [eE]'(?:[^'\\]|\\(?s:.)|'')*(?:\\'|\\[\x00-\x08\x0b-\x1f\x7f]|[\x00-\x08\x0b-\x1f\x7f])(?:[^'\\]|\\(?s:.)|'')*'
-# A number followed by a letter after its dot (`1.x`, `1.e`): PostgreSQL 15 refuses it
-# ("trailing junk after numeric literal"), where the dialect would read `1.` and `x`.
+# A number followed by a letter after its dot (`1.x`, `1.e`): PostgreSQL 16 refuses it
+# ("trailing junk after numeric literal"), 15 reads `1.` and the label `x`.
 # (Without the dot, `1x` is already refused: a lexeme never ends between two word
 # characters.)
 NEVER NUMERIC_JUNK [0-9]+\.(?:[A-Za-z_]|[^\x00-\x7f])
@@ -223,5 +250,9 @@ NEVER NUMERIC_JUNK [0-9]+\.(?:[A-Za-z_]|[^\x00-\x7f])
 # Ignored. Whitespace is space, tab and line feed: no form feed, vertical tab or carriage
 # return in returned SQL.
 SKIP WS [ \t\n]+
-SKIP LINE_COMMENT --[^\n]*
-SKIP BLOCK_COMMENT /\*(?:[^*]|\*+[^*/])*\*+/
+# Comments as PostgreSQL 15's lexer ends them (the extension's dialect has none): a line
+# comment ends at a line feed or a carriage return (where PostgreSQL reads on as code; a
+# carriage return is no whitespace here, so it is refused); block comments nest in
+# PostgreSQL, so one holds no `/*` (with it, PostgreSQL reads on past the first `*/`).
+SKIP LINE_COMMENT --[^\n\r]*
+SKIP BLOCK_COMMENT /\*(?:[^*/]|\*+[^*/]|/+[^*/])*\*+/

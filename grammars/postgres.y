@@ -13,7 +13,7 @@
     PRECISION RANGE REAL RECURSIVE RETURNING RIGHT ROLLUP ROW ROWS SELECT SET SETS SIMILAR
     SMALLINT SOME SUBSTRING SYMMETRIC THEN TIES TIME TIMESTAMP TO TRAILING TRIM TRUE
     UNBOUNDED UNION UNKNOWN UPDATE USING VALUES VARCHAR VARYING WHEN WHERE WINDOW WITH
-    WITHIN WITHOUT ZONE
+    WITHIN WITHOUT ZONE ALIAS_REF DERIVED_COL BARE_LABEL EXTRACT_FIELD
 
 /*
  * Precedence, lowest first, after PostgreSQL 15 gram.y. Differences:
@@ -72,26 +72,49 @@ select_stmt@: select_no_parens@
     | select_with_parens@
     ;
 
-select_with_parens@: LPAREN select_no_parens@ RPAREN
-    | LPAREN select_with_parens@ RPAREN
+/* A parenthesized query is plain (a SELECT, VALUES or set operation, in parentheses) or
+   carries options (ORDER BY, LIMIT, OFFSET, FETCH, WITH). PostgreSQL merges the options of
+   a query around a parenthesized one into it and refuses two of a kind ("multiple ORDER BY
+   clauses not allowed", the same for LIMIT, OFFSET and WITH), so only a plain one takes
+   options from outside (select_clause_plain) and follows a WITH: a narrowing (PostgreSQL
+   takes "(SELECT 1 ORDER BY 1) LIMIT 1"), checked against its parser. */
+select_with_parens@: select_with_parens_plain@ %prec LBRACKET
+    | select_with_parens_opts@ %prec LBRACKET
+    ;
+
+select_with_parens_plain@: LPAREN simple_select@ RPAREN
+    | LPAREN select_with_parens_plain@ RPAREN
+    ;
+
+select_with_parens_opts@: LPAREN select_no_parens_opts@ RPAREN
+    | LPAREN select_with_parens_opts@ RPAREN
+    ;
+
+select_no_parens@: simple_select@
+    | select_no_parens_opts@
     ;
 
 /* FETCH ... WITH TIES needs an ORDER BY at the same level (sorted_limit). */
-select_no_parens@: simple_select@
-    | select_clause@ sort_clause@
-    | select_clause@ sort_clause@ sorted_limit
-    | select_clause@ select_limit
-    | with_clause select_clause_w
-    | with_clause select_clause_w sort_clause_w
-    | with_clause select_clause_w sort_clause_w sorted_limit
-    | with_clause select_clause_w select_limit
+select_no_parens_opts@: select_clause_plain@ query_sort_clause@
+    | select_clause_plain@ query_sort_clause@ sorted_limit
+    | select_clause_plain@ select_limit
+    | with_clause select_clause_plain_w
+    | with_clause select_clause_plain_w query_sort_clause_w
+    | with_clause select_clause_plain_w query_sort_clause_w sorted_limit
+    | with_clause select_clause_plain_w select_limit
+    ;
+
+select_clause_plain@: simple_select@
+    | select_with_parens_plain@
     ;
 
 select_clause@: simple_select@
     | select_with_parens@
     ;
 
-simple_select@: SELECT opt_distinct@ target_list@ from_clause@ where_clause@ group_clause@ having_clause@ window_clause@
+/* A WINDOW clause needs a FROM clause (the checker's parser reads it only after one). */
+simple_select@: SELECT opt_distinct@ target_list@ where_clause@ group_clause@ having_clause@
+    | SELECT opt_distinct@ target_list@ from_clause@ where_clause@ group_clause@ having_clause@ window_clause@
     | values_clause@
     | select_clause@ UNION set_quantifier select_clause@
     | select_clause@ INTERSECT set_quantifier select_clause@
@@ -139,8 +162,9 @@ target_list@: target_el@
     | target_list@ COMMA target_el@
     ;
 
+/* An alias without AS is a BARE_LABEL: not every word PostgreSQL takes after AS. */
 target_el@: a_expr@ AS IDENT
-    | a_expr@ IDENT
+    | a_expr@ BARE_LABEL
     | a_expr@
     | STAR
     | IDENT DOT STAR
@@ -158,7 +182,9 @@ values_item@: a_expr@ | DEFAULT ;
 
 /* ------------------------------------------------------------------ FROM */
 
-from_clause@: FROM from_list@ | %empty ;
+from_clause@: FROM from_list@ ;
+
+opt_from_clause: from_clause | %empty ;
 
 from_list@: table_ref@
     | from_list@ comma_join@
@@ -200,8 +226,8 @@ opt_alias_clause: alias_clause | %empty ;
 
 alias_clause: AS IDENT LPAREN name_list RPAREN
     | AS IDENT
-    | IDENT LPAREN name_list RPAREN
-    | IDENT
+    | BARE_LABEL LPAREN name_list RPAREN
+    | BARE_LABEL
     ;
 
 /* ------------------------------------------------------------------ other clauses */
@@ -214,7 +240,10 @@ group_by_list@: group_by_item@
     | group_by_list@ COMMA group_by_item@
     ;
 
+/* ALIAS_REF: an output column name of this SELECT (the dynamic lexicon), as PostgreSQL
+   allows a whole GROUP BY item to name one. */
 group_by_item@: a_expr@
+    | ALIAS_REF
     | LPAREN RPAREN
     | ROLLUP LPAREN expr_list@ RPAREN
     | CUBE LPAREN expr_list@ RPAREN
@@ -234,6 +263,18 @@ window_def@: IDENT AS window_specification@ ;
 opt_sort_clause@: sort_clause@ | %empty ;
 
 sort_clause@: ORDER BY sortby_list@ ;
+
+/* The ORDER BY of a query, whose whole items may also name its output columns (ALIAS_REF,
+   the dynamic lexicon); an aggregate's or a window's ORDER BY may not. */
+query_sort_clause@: ORDER BY query_sortby_list@ ;
+
+query_sortby_list@: query_sortby@
+    | query_sortby_list@ COMMA query_sortby@
+    ;
+
+query_sortby@: sortby@
+    | ALIAS_REF opt_asc_desc opt_nulls_order
+    ;
 
 sortby_list@: sortby@
     | sortby_list@ COMMA sortby@
@@ -313,9 +354,7 @@ a_expr@: c_expr@
     | a_expr@ NOT SIMILAR TO a_expr@ %prec SIMILAR
     | a_expr@ NOT SIMILAR TO a_expr@ ESCAPE a_expr@ %prec SIMILAR
     | a_expr@ IS NULL %prec IS
-    | a_expr@ ISNULL
     | a_expr@ IS NOT NULL %prec IS
-    | a_expr@ NOTNULL
     | a_expr@ IS TRUE %prec IS
     | a_expr@ IS NOT TRUE %prec IS
     | a_expr@ IS FALSE %prec IS
@@ -325,18 +364,20 @@ a_expr@: c_expr@
     | a_expr@ IS DISTINCT FROM a_expr@ %prec IS
     | a_expr@ IS NOT DISTINCT FROM a_expr@ %prec IS
     | a_expr@ BETWEEN b_expr@ AND a_expr@ %prec BETWEEN
-    | a_expr@ BETWEEN ASYMMETRIC b_expr@ AND a_expr@ %prec BETWEEN
-    | a_expr@ BETWEEN SYMMETRIC b_expr@ AND a_expr@ %prec BETWEEN
     | a_expr@ NOT BETWEEN b_expr@ AND a_expr@ %prec BETWEEN
-    | a_expr@ NOT BETWEEN ASYMMETRIC b_expr@ AND a_expr@ %prec BETWEEN
-    | a_expr@ NOT BETWEEN SYMMETRIC b_expr@ AND a_expr@ %prec BETWEEN
     | a_expr@ IN in_expr@
     | a_expr@ NOT IN in_expr@ %prec IN
     | a_expr@ subquery_op sub_type subquery@ %prec EQ
     | a_expr@ subquery_op sub_type LPAREN a_expr@ RPAREN %prec EQ
+    | a_expr@ like_op ANY subquery@ %prec EQ
+    | a_expr@ like_op ANY LPAREN a_expr@ RPAREN %prec EQ
+    | a_expr@ like_op some_or_all LPAREN a_expr@ RPAREN %prec EQ
     ;
 
-/* The restricted expression of a BETWEEN lower bound and of POSITION: no AND, no IN. */
+/* The restricted expression of a BETWEEN lower bound and of POSITION: no AND, no IN; and,
+   narrower than PostgreSQL's, no comparison and no IS DISTINCT FROM, which the checker's
+   parser (sqlparser) cannot read there ("x BETWEEN a <> b AND c"; parenthesized, they are
+   fine). */
 b_expr@: c_expr@
     | b_expr@ TYPECAST typename
     | PLUS b_expr@ %prec LBRACKET
@@ -347,25 +388,22 @@ b_expr@: c_expr@
     | b_expr@ SLASH b_expr@
     | b_expr@ PERCENT b_expr@
     | b_expr@ CARET b_expr@
-    | b_expr@ LT b_expr@
-    | b_expr@ GT b_expr@
-    | b_expr@ EQ b_expr@
-    | b_expr@ LE b_expr@
-    | b_expr@ GE b_expr@
-    | b_expr@ NE b_expr@
     | b_expr@ CONCAT b_expr@
-    | b_expr@ IS DISTINCT FROM b_expr@ %prec IS
-    | b_expr@ IS NOT DISTINCT FROM b_expr@ %prec IS
     ;
 
-subquery_op: EQ | NE | LT | LE | GT | GE
-    | LIKE
+subquery_op: EQ | NE | LT | LE | GT | GE ;
+
+sub_type: ANY | SOME | ALL ;
+
+/* LIKE and ILIKE take a subquery after ANY only: the checker's parser reads no other
+   quantifier there (a parenthesized expression takes any). */
+like_op: LIKE
     | ILIKE
     | NOT LIKE
     | NOT ILIKE
     ;
 
-sub_type: ANY | SOME | ALL ;
+some_or_all: SOME | ALL ;
 
 in_expr@: subquery@
     | LPAREN expr_list@ RPAREN
@@ -386,8 +424,12 @@ c_expr@: columnref
     | ROW LPAREN RPAREN
     ;
 
+/* DERIVED_COL: a column the statement named of a derived table, a CTE or a relation
+   renamed by a column alias list, in scope here (the dynamic lexicon). */
 columnref: COLUMN_NAME
     | IDENT DOT COLUMN_NAME
+    | DERIVED_COL
+    | IDENT DOT DERIVED_COL
     ;
 
 implicit_row@: LPAREN expr_list@ COMMA a_expr@ RPAREN ;
@@ -442,9 +484,9 @@ over_clause@: OVER window_specification@
     | %empty
     ;
 
-window_specification@: LPAREN opt_existing_window_name opt_partition_clause@ opt_sort_clause@ opt_frame_clause@ RPAREN ;
-
-opt_existing_window_name: IDENT | %empty ;
+/* No existing window name inside the parentheses: the checker's parser reads none that
+   is one of its keywords ("OVER w" names one). */
+window_specification@: LPAREN opt_partition_clause@ opt_sort_clause@ opt_frame_clause@ RPAREN ;
 
 opt_partition_clause@: PARTITION BY expr_list@ | %empty ;
 
@@ -465,12 +507,8 @@ frame_bound@: UNBOUNDED PRECEDING
     | a_expr@ FOLLOWING
     ;
 
-opt_window_exclusion: EXCLUDE CURRENT ROW
-    | EXCLUDE GROUP
-    | EXCLUDE TIES
-    | EXCLUDE NO OTHERS
-    | %empty
-    ;
+/* No EXCLUDE: the checker's parser reads no frame exclusion. */
+opt_window_exclusion: %empty ;
 
 /* Functions with keyword syntax, and left() / right(), whose names are keywords that
    are reserved except as function names, so FUNC_NAME never matches them. */
@@ -497,18 +535,16 @@ func_expr_common@: CAST LPAREN a_expr@ AS typename RPAREN
     | SUBSTRING LPAREN a_expr@ FROM a_expr@ FOR a_expr@ RPAREN
     | SUBSTRING LPAREN a_expr@ FOR a_expr@ RPAREN
     | SUBSTRING LPAREN expr_list@ RPAREN
-    | TRIM LPAREN trim_spec trim_list@ RPAREN
-    | TRIM LPAREN trim_list@ RPAREN
+    | TRIM LPAREN trim_spec a_expr@ FROM a_expr@ RPAREN
+    | TRIM LPAREN trim_spec a_expr@ RPAREN
+    | TRIM LPAREN a_expr@ FROM a_expr@ RPAREN
+    | TRIM LPAREN a_expr@ RPAREN
+    | TRIM LPAREN a_expr@ COMMA a_expr@ RPAREN
     ;
 
-extract_arg: IDENT | STRING ;
+extract_arg: EXTRACT_FIELD | STRING ;
 
 trim_spec: BOTH | LEADING | TRAILING ;
-
-trim_list@: a_expr@ FROM expr_list@
-    | FROM expr_list@
-    | expr_list@
-    ;
 
 /* ------------------------------------------------------------------ types */
 
@@ -516,8 +552,9 @@ typename: simple_typename opt_array_bounds ;
 
 opt_array_bounds: opt_array_bounds LBRACKET RBRACKET | %empty ;
 
+/* No type modifier on an identifier type (none of the lexicon's takes one, and the
+   checker's parser cannot read some). */
 simple_typename: TYPE_NAME
-    | TYPE_NAME LPAREN type_mod_list RPAREN
     | INT
     | INTEGER_P
     | SMALLINT
@@ -534,10 +571,6 @@ simple_typename: TYPE_NAME
     | VARCHAR opt_type_len
     | const_datetime
     | INTERVAL
-    ;
-
-type_mod_list: INTEGER
-    | type_mod_list COMMA INTEGER
     ;
 
 opt_type_mod: LPAREN INTEGER RPAREN
@@ -566,9 +599,29 @@ insert_statement: INSERT INTO INSERT_TABLE opt_insert_alias insert_rest opt_on_c
 
 opt_insert_alias: AS IDENT | %empty ;
 
-insert_rest: select_stmt
+insert_rest: insert_query
     | LPAREN column_list RPAREN select_stmt
     | DEFAULT VALUES
+    ;
+
+/* A source without a column list does not start with a parenthesis: the checker's parser
+   reads one as a column list unless SELECT follows it ("INSERT INTO t (VALUES (1))"). */
+insert_query: insert_select
+    | insert_select query_sort_clause
+    | insert_select query_sort_clause sorted_limit
+    | insert_select select_limit
+    | with_clause select_clause_plain_w
+    | with_clause select_clause_plain_w query_sort_clause_w
+    | with_clause select_clause_plain_w query_sort_clause_w sorted_limit
+    | with_clause select_clause_plain_w select_limit
+    ;
+
+insert_select: SELECT opt_distinct target_list where_clause group_clause having_clause
+    | SELECT opt_distinct target_list from_clause where_clause group_clause having_clause window_clause
+    | values_clause
+    | insert_select UNION set_quantifier select_clause
+    | insert_select INTERSECT set_quantifier select_clause
+    | insert_select EXCEPT set_quantifier select_clause
     ;
 
 opt_on_conflict: ON CONFLICT opt_conf_target DO NOTHING | %empty ;
@@ -577,7 +630,7 @@ opt_conf_target: LPAREN column_list RPAREN | %empty ;
 
 returning_clause: RETURNING target_list | %empty ;
 
-update_statement: UPDATE UPDATE_TABLE opt_dml_alias SET set_clause_list from_clause where_clause returning_clause ;
+update_statement: UPDATE UPDATE_TABLE opt_dml_alias SET set_clause_list opt_from_clause where_clause returning_clause ;
 
 set_clause_list: set_clause
     | set_clause_list COMMA set_clause
@@ -601,7 +654,7 @@ delete_statement: DELETE FROM DELETE_TABLE opt_dml_alias using_clause where_clau
 
 using_clause: USING from_list | %empty ;
 
-opt_dml_alias: IDENT
+opt_dml_alias: BARE_LABEL
     | AS IDENT
     | %empty
     ;

@@ -4,7 +4,11 @@
 #   fmt              cargo fmt --all --check
 #   clippy engine    clippy -D warnings on every workspace crate but the extension
 #   clippy pg        clippy -D warnings on the extension (pgrx, PostgreSQL 15)
-#   engine tests     cargo test on those crates, optimised (profile ci: heavy tests)
+#   engine tests     cargo test on those crates, optimised (profile ci: heavy tests), but
+#                    grid-pgref
+#   pg differential  clippy and cargo test -p grid-pgref: the language against PostgreSQL 15's own
+#                    parser (libpg_query) and the checker's, on random walks, the mocks'
+#                    outputs, the grammar's examples and the Spider gold (fixed seed)
 #   llama backend    grid-endpoint with feature llama (builds llama.cpp, kept in target/):
 #                    clippy, its unit tests, and the real-model tests on Qwen2.5-Coder-0.5B
 #                    (scripts/model.sh fetches it once into ~/.cache/grid_pg/models)
@@ -35,9 +39,12 @@ cd "$GRID_ROOT"
 # The engine crates: every workspace member but the extension (grid-core,
 # grid-cli, grid-vocab, grid-endpoint, ... as they are added). They need no PostgreSQL.
 ENGINE=(--workspace --exclude grid_pg)
+# The differential test builds libpg_query's C sources: its own step, timed apart, linted
+# and tested in one profile so that the C is built once.
+DIFFERENTIAL=(-p grid-pgref --profile ci)
 PG_FEATURES=(--no-default-features --features pg15)
 
-STEPS=(fmt clippy-engine clippy-pg engine-tests llama-backend spider-parse pgrx-tests fault-suite demo demo-real-model eval-harness fuzz)
+STEPS=(fmt clippy-engine clippy-pg engine-tests pg-differential llama-backend spider-parse pgrx-tests fault-suite demo demo-real-model eval-harness fuzz)
 wanted=("$@")
 for w in "${wanted[@]}"; do
     [[ " ${STEPS[*]} " == *" $w "* ]] || die "unknown step \"$w\" (steps: ${STEPS[*]})"
@@ -101,6 +108,11 @@ pgrx_tests() {
     fi
 }
 
+pg_differential() {
+    cargo clippy "${DIFFERENTIAL[@]}" --all-targets -- -D warnings
+    cargo test "${DIFFERENTIAL[@]}"
+}
+
 llama_backend() {
     local model
     # --profile ci: the same llama.cpp build as the tests (a dev-profile clippy would build
@@ -118,9 +130,10 @@ fuzz_checks() {
 
 step "setup" bash scripts/setup.sh
 step "fmt" cargo fmt --all --check
-step "clippy engine" cargo clippy "${ENGINE[@]}" --all-targets -- -D warnings
+step "clippy engine" cargo clippy "${ENGINE[@]}" --exclude grid-pgref --all-targets -- -D warnings
 step "clippy pg" cargo clippy -p grid_pg "${PG_FEATURES[@]}" --all-targets -- -D warnings
-step "engine tests" cargo test "${ENGINE[@]}" --profile ci
+step "engine tests" cargo test "${ENGINE[@]}" --exclude grid-pgref --profile ci
+step "pg differential" pg_differential
 step "llama backend" llama_backend
 step "spider parse" spider_parse
 step "pgrx tests" pgrx_tests

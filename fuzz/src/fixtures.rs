@@ -47,6 +47,9 @@ const FRAGMENTS: &[&str] = &[
     " <=", "||", " AND", " OR", " IN", " NOT", " NULL", " IS", " JOIN", " ON", " GROUP",
     " BY", " ORDER", " LIMIT", " 2", "0", ".5", "e", "E", " AS uu", " email", " customer",
     ",", ", ", " ,", " sal", "sal", "ary", " salary", " DELETE", " UPDATE", " SET",
+    // Names a statement introduces (the dynamic lexicon), and what uses them.
+    " AS n", " n", "n", ".n", "n,", " uu", "uu", ".uu", " ORDER BY", " ORDER BY n",
+    " GROUP BY", ") s", ") AS s", " s.", "s.", " WITH", " c AS (", " FROM c", " (SELECT",
 ];
 
 /// Every byte, SQL fragments that cross lexeme boundaries, aliases (duplicate spellings),

@@ -8,6 +8,8 @@ pub mod endpoint_reply;
 pub mod fixtures;
 pub mod lexer_parser;
 pub mod mask_oracle;
+#[cfg(feature = "pg")]
+pub mod pg_parse;
 pub mod reserve_completion;
 #[cfg(test)]
 mod seeds;

@@ -76,6 +76,11 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
         out.push(("reserve_completion", vec![lang, 40]));
         out.push(("reserve_completion", with(&[lang, 200], &[0x11; 60])));
     }
+    for role in 0..LANGUAGES.len() as u8 {
+        out.push(("pg_parse", vec![role]));
+        out.push(("pg_parse", (0..40u8).map(|i| role + i * 5).collect()));
+        out.push(("pg_parse", [role, 3, 9, 0x81].to_vec()));
+    }
     // Found by lexer_parser: a quoted name left open after a closed one and an escaped
     // quote, where the viability check's search over cut-backs re-scanned the same tail
     // for every byte it tried (38 s for one byte).
@@ -111,6 +116,10 @@ fn seeds_pass_their_targets() {
             "audit_verify" => crate::audit_verify::run(&seed),
             "endpoint_reply" => crate::endpoint_reply::run(&seed),
             "reserve_completion" => crate::reserve_completion::run(&seed),
+            #[cfg(feature = "pg")]
+            "pg_parse" => crate::pg_parse::run(&seed),
+            #[cfg(not(feature = "pg"))]
+            "pg_parse" => {}
             other => panic!("unknown target {other}"),
         }
     }

@@ -6,8 +6,9 @@
 //! with a verb the policy allows, no forbidden verb or DDL word appears, and every
 //! identifier is a keyword, a word of the role's lexicon (tables, columns, functions,
 //! types; a relation off the search path as `schema.name`), or a name the statement
-//! itself declares (an alias after `AS`, after a table or a closing parenthesis, or a CTE
-//! name after `WITH`), or a qualifier of a column (`x.name`, `x.*`): a qualifier can only
+//! itself declares (an alias after `AS`, after a table or a closing parenthesis, a CTE
+//! name after `WITH`, or the first name of a column alias list after a declared name:
+//! `AS t(a, b)`), or a qualifier of a column (`x.name`, `x.*`): a qualifier can only
 //! name an item of the statement's FROM clause, whose tables are checked, so an
 //! undeclared one reads nothing (PostgreSQL rejects it) and is not a forbidden lexeme. A
 //! string literal is data: `'drop'` names nothing.
@@ -201,13 +202,13 @@ impl StatementCheck {
             .collect();
         // `schema.name` of a relation off the search path: one lexicon word in three
         // lexemes.
+        let word = |l: &Lexeme| match l {
+            Lexeme::Word(w) | Lexeme::Quoted(w) => Some(w.to_ascii_lowercase()),
+            _ => None,
+        };
         let mut qualified: HashSet<usize> = HashSet::new();
         for (k, w) in lexemes.windows(3).enumerate() {
-            let part = |l: &Lexeme| match l {
-                Lexeme::Word(w) | Lexeme::Quoted(w) => Some(w.to_ascii_lowercase()),
-                _ => None,
-            };
-            if let (Some(a), Lexeme::Punct(b'.'), Some(b)) = (part(&w[0]), &w[1], part(&w[2])) {
+            if let (Some(a), Lexeme::Punct(b'.'), Some(b)) = (word(&w[0]), &w[1], word(&w[2])) {
                 if self.tables.contains(&format!("{a}.{b}")) {
                     qualified.extend([k, k + 2]);
                 }
@@ -225,17 +226,17 @@ impl StatementCheck {
             )),
         }
         let mut declared: HashSet<String> = HashSet::new();
-        for (k, pair) in lexemes.windows(2).enumerate() {
-            let name = match &pair[1] {
-                Lexeme::Word(w) | Lexeme::Quoted(w) => w.to_ascii_lowercase(),
-                _ => continue,
+        for k in 1..lexemes.len() {
+            let Some(name) = word(&lexemes[k]) else {
+                continue;
             };
             // After `schema.name`, as after a bare table name.
-            let after_qualified = k >= 2 && qualified.contains(&k) && qualified.contains(&(k - 2));
+            let after_qualified =
+                k >= 3 && qualified.contains(&(k - 1)) && qualified.contains(&(k - 3));
             // A word right after a value (a known name, a literal) is a bare alias
             // (`SELECT t.id ident`): it labels the column and reads nothing.
             let bare_alias = !self.keywords.contains(&name)
-                && match &pair[0] {
+                && match &lexemes[k - 1] {
                     Lexeme::Word(w) => !self.keywords.contains(w) && self.names.contains(w),
                     Lexeme::Quoted(w) => self.names.contains(&w.to_ascii_lowercase()),
                     Lexeme::Literal => true,
@@ -243,10 +244,14 @@ impl StatementCheck {
                 };
             let declares = after_qualified
                 || bare_alias
-                || match &pair[0] {
+                || match &lexemes[k - 1] {
                     Lexeme::Word(w) => w == "as" || w == "with" || self.tables.contains(w),
                     Lexeme::Quoted(w) => self.tables.contains(&w.to_ascii_lowercase()),
                     Lexeme::Punct(b')') | Lexeme::Punct(b',') => true,
+                    // The first name of a column alias list, `AS t(a, b)`.
+                    Lexeme::Punct(b'(') => {
+                        k >= 2 && word(&lexemes[k - 2]).is_some_and(|w| declared.contains(&w))
+                    }
                     _ => false,
                 };
             if declares {
@@ -335,6 +340,9 @@ mod tests {
             "SELECT count(*) FROM employees e WHERE name = 'drop; delete'",
             "SELECT INSERTUPDATE.id FROM employees",
             "WITH x AS (SELECT id FROM employees) SELECT id FROM x;",
+            "WITH x(k) AS (SELECT id FROM employees) SELECT k FROM x ORDER BY k",
+            "SELECT 1 FROM (SELECT id, name FROM employees) AS s(a, b) WHERE s.a = 1 AND b = ''",
+            "SELECT count(*) AS n FROM employees GROUP BY name ORDER BY n",
             "SELECT DISTINCT T1.id, T2.* FROM employees",
             "VALUES (1 IN (INSERT . id))",
             "SELECT delete.name FROM employees AS delete",

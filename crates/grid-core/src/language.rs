@@ -14,7 +14,8 @@ use crate::lexer::dfa::{LexDfa, DEAD};
 use crate::lexer::words::WordTrie;
 use crate::lexicon::{qualified_spellings, spellings, Lexicon};
 use crate::policy::Policy;
-use crate::recognizer::is_word_byte;
+use crate::recognizer::{is_ident_start, is_word_byte};
+use crate::scope::Semantics;
 use crate::termset::TermSet;
 
 #[derive(Debug)]
@@ -23,12 +24,15 @@ pub struct Language {
     pub policy: Policy,
     pub table: Arc<LrTable>,
     pub words: WordTrie,
+    /// The dynamic lexicon's rules for `table` ([`crate::scope`]).
+    pub sem: Semantics,
     /// Dialect, policy and lexicon fingerprints combined.
     pub fingerprint: [u8; 16],
     pub lexicon_fingerprint: [u8; 16],
     /// One byte of each class of bytes the scanner cannot tell apart: the same class in the
     /// lexer automaton, the same step in the word trie from every node (`steps_on` false
-    /// for both, or the same byte), and alike as word bytes. Searches over continuations
+    /// for both, or the same byte), alike as word bytes and as an identifier's first byte
+    /// (what may not follow a number), and the dot or not. Searches over continuations
     /// try these instead of all 256 bytes, with the same verdicts.
     pub byte_reps: Vec<u8>,
 }
@@ -42,6 +46,7 @@ impl Language {
             .collect();
         let table = dialect.projected_table(policy, &empty)?;
         let words = build_words(&dialect, lexicon)?;
+        let sem = Semantics::build(&table, &dialect.terms);
         let lexicon_fingerprint = lexicon.fingerprint();
         let mut h = Blake2b::<U16>::new();
         h.update(dialect.fingerprint);
@@ -53,6 +58,7 @@ impl Language {
             policy: policy.clone(),
             table,
             words,
+            sem,
             fingerprint: h.finalize().into(),
             lexicon_fingerprint,
             byte_reps,
@@ -78,10 +84,22 @@ impl Language {
         let lex = a.intersect(&t.lexicon_all).intersect(&self.words.accept(w));
         let denying = t.free.union(&t.cte);
         let free = a.intersect(&denying).minus(&self.words.deny(w));
+        // The dynamic terminals have no static word: the recognizer adds them per stack.
         a.minus(&t.lexicon_all)
+            .minus(&t.dynamic_all)
             .minus(&denying)
             .union(&lex)
             .union(&free)
+    }
+
+    /// The terminals of the column lexicon.
+    pub fn column_terms(&self) -> TermSet {
+        self.dialect
+            .terms
+            .lexicon
+            .get(&LexiconKind::Column)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// Whether a parser that can take `allowed` next expects a relation: then, and only
@@ -101,6 +119,7 @@ impl Language {
         let t = &self.dialect.terms;
         let l = self.dialect.dfa.live(q);
         l.minus(&t.lexicon_all)
+            .minus(&t.dynamic_all)
             .union(&l.intersect(&self.words.live(w)))
     }
 }
@@ -110,7 +129,8 @@ fn byte_reps(dfa: &LexDfa, words: &WordTrie) -> Vec<u8> {
     (0..=255u8)
         .filter(|&b| {
             let in_trie = words.steps_on(b).then_some(b);
-            seen.insert((dfa.class(b), in_trie, is_word_byte(b), b == b'.'))
+            let word = (is_word_byte(b), is_ident_start(b));
+            seen.insert((dfa.class(b), in_trie, word, b == b'.'))
         })
         .collect()
 }
@@ -143,6 +163,11 @@ fn build_words(dialect: &Dialect, lexicon: &Lexicon) -> Result<WordTrie> {
     }
     for w in &dialect.spec.reserved {
         for t in terms.free.union(&terms.cte).iter() {
+            trie.insert(w.as_bytes(), None, Some(t));
+        }
+    }
+    for w in &dialect.spec.bare_label_denied {
+        for t in terms.bare_label.iter() {
             trie.insert(w.as_bytes(), None, Some(t));
         }
     }
@@ -181,6 +206,8 @@ mod tests {
         let dfa = lang.dfa();
         let alike = |b: u8, r: u8| {
             is_word_byte(b) == is_word_byte(r)
+                && is_ident_start(b) == is_ident_start(r)
+                && (b == b'.') == (r == b'.')
                 && (0..dfa.n_states() as u32).all(|s| dfa.next(s, b) == dfa.next(s, r))
                 && (0..lang.words.len() as u32).all(|n| {
                     lang.words.step(n, b) == lang.words.step(n, r)

@@ -45,14 +45,12 @@ pub const DEFAULT_FUNCTIONS: &[&str] = &[
     "replace",
     "split_part",
     "substr",
-    "substring",
     "strpos",
     "lpad",
     "rpad",
     "ltrim",
     "rtrim",
     "btrim",
-    "trim",
     "reverse",
     "repeat",
     "starts_with",
@@ -63,9 +61,40 @@ pub const DEFAULT_FUNCTIONS: &[&str] = &[
     "to_number",
     "date_trunc",
     "date_part",
+    "date_bin",
     "age",
     "now",
+    "clock_timestamp",
+    "statement_timestamp",
+    "transaction_timestamp",
+    "timezone",
     "make_date",
+    "make_time",
+    "make_timestamp",
+    "make_timestamptz",
+    "make_interval",
+    "justify_days",
+    "justify_hours",
+    "justify_interval",
+    "isfinite",
+    // Function-style casts (`DATE(x)`): the identifier type names PostgreSQL's grammar takes
+    // as a function name; the call is the pg_catalog function of that name when one
+    // matches, else the cast. (Keyword types such as `numeric` or `timestamp` are not
+    // function names there.)
+    "date",
+    "text",
+    "bool",
+    "int2",
+    "int4",
+    "int8",
+    "float4",
+    "float8",
+    "json",
+    "jsonb",
+    "uuid",
+    "bytea",
+    "money",
+    "inet",
     "abs",
     "round",
     "trunc",
@@ -93,25 +122,12 @@ pub const DEFAULT_FUNCTIONS: &[&str] = &[
     "nth_value",
 ];
 
-/// Identifier-like type names (keyword types such as `integer` are grammar keywords).
+/// Identifier-like type names (keyword types such as `integer` are grammar keywords): the
+/// ones of PostgreSQL's core that the checker's parser reads in a typed literal
+/// (`date '2020-01-01'`) and a cast.
 pub const DEFAULT_TYPES: &[&str] = &[
-    "text",
-    "date",
-    "bool",
-    "int2",
-    "int4",
-    "int8",
-    "float4",
-    "float8",
-    "json",
-    "jsonb",
-    "uuid",
+    "text", "date", "bool", "int2", "int4", "int8", "float4", "float8", "json", "jsonb", "uuid",
     "bytea",
-    "money",
-    "inet",
-    "citext",
-    "serial",
-    "bigserial",
 ];
 
 /// The allowed stored names per category, plus every relation name of the schema (granted

@@ -21,8 +21,10 @@ pub mod recognizer;
 pub mod registry;
 pub mod reserve;
 pub mod schema;
+pub mod scope;
 pub mod statement;
 pub mod termset;
+pub mod token_starts;
 pub mod trie;
 
 pub use error::{GridError, Result};

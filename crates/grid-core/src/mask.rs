@@ -35,7 +35,7 @@ use smallvec::SmallVec;
 use crate::cache::key::scope_of;
 use crate::cache::walk::{self, WalkStart};
 use crate::cache::{CacheKey, CacheStats, CdCandidates, MaskCache, Namespace, Position, Scope};
-use crate::recognizer::{is_word_byte, Config, Scan, Scanned, Session};
+use crate::recognizer::{is_word_byte, Config, Dynamic, Scan, Scanned, Session};
 use crate::termset::TermSet;
 use crate::trie::TokenTrie;
 
@@ -177,6 +177,10 @@ pub enum CdKey {
     /// `schema.table` word): its verdict is the full check of its spelling. By token node,
     /// one per class.
     Exact { node: u32 },
+    /// The tokens that only names the statement introduced allow (the dynamic lexicon,
+    /// [`crate::scope`]), each checked in full on the live configuration: never cached, one
+    /// class per step.
+    Dynamic,
 }
 
 impl CdKey {
@@ -185,7 +189,7 @@ impl CdKey {
     pub fn emitted(&self) -> &[TermSet] {
         match self {
             CdKey::Scanned { emitted, .. } => emitted,
-            CdKey::Exact { .. } => &[],
+            CdKey::Exact { .. } | CdKey::Dynamic => &[],
         }
     }
 }
@@ -250,10 +254,15 @@ pub struct Masker {
     /// that a warm step allocates nothing.
     run_mask: Option<Mask>,
     run: Vec<u32>,
+    /// Scratch of [`Masker::add_dynamic`]: the tokens to check in full.
+    dynamic_nodes: Vec<u32>,
 }
 
 /// The first allowed id of a walk and the configuration after it, kept for forced runs.
 type First = Option<(u32, Config)>;
+
+/// The first allowed id of a walk and its trie node.
+type FirstNode = Option<(u32, usize)>;
 
 impl Masker {
     pub fn new(trie: Arc<TokenTrie>) -> Masker {
@@ -267,6 +276,7 @@ impl Masker {
             ends: Vec::new(),
             run_mask: None,
             run: Vec::new(),
+            dynamic_nodes: Vec::new(),
         }
     }
 
@@ -341,21 +351,154 @@ impl Masker {
     }
 
     fn walk_into(&mut self, session: &mut Session<'_>, cfg: &Config, m: &mut Mask) -> First {
-        if self.cache.is_some() {
-            return self.cached(session, cfg, m);
+        let trie = self.trie.clone();
+        // The language without the dynamic lexicon, from the stacks' cores: a cached entry
+        // or a walk, both exact for it; then what the statement's own names add. Without
+        // dynamic terminals the cores are the stacks and nothing is added.
+        let dynamic = session.lang.sem.enabled();
+        let stat;
+        let base = if dynamic {
+            stat = session.static_view(cfg);
+            &stat
+        } else {
+            cfg
+        };
+        let mut first = if self.cache.is_some() {
+            self.cached(session, base, m)
+        } else {
+            let (fresh, first) = self.walk_live(session, base);
+            *m = fresh;
+            first
+        };
+        if dynamic && session.is_viable(cfg) {
+            // The EOS gate reads the names too (`... ORDER BY total` ends there); without
+            // them it can only say no where it says yes with them.
+            let cut_back = cfg
+                .scan
+                .last
+                .is_some_and(|(len, _)| len as usize != cfg.scan.rem.len());
+            if !m.eos
+                && (cut_back || session.pending_is_dynamic(cfg))
+                && session.finish(cfg).is_ok()
+            {
+                m.eos = true;
+                if let Some(e) = trie.eos_id() {
+                    m.set(e);
+                }
+            }
+            if let Some(f) = self.add_dynamic(session, cfg, m) {
+                first = first.or(Some(f));
+            }
         }
-        let (fresh, first) = self.walk_live(session, cfg);
-        *m = fresh;
+        // Exactly one token: the forced run continues from the configuration after it.
+        let id = m.singleton()?;
+        let (fid, node) = first?;
+        if fid != id {
+            return None;
+        }
+        let mut after = cfg.clone();
+        session.feed(&mut after, &trie.spelling(node)).ok()?;
+        Some((id, after))
+    }
+
+    /// Adds to `m`, the mask at `cfg` of the language without the dynamic lexicon (its EOS
+    /// bit already right), the tokens that only the statement's own names allow, as one CD
+    /// class ([`CdKey::Dynamic`]); returns the first of them with its node.
+    ///
+    /// Names change a token's verdict only through a lexeme that spells one, or the prefix
+    /// of one, so the rest is as the static mask says (the names only add stacks, and
+    /// viability is existential over stacks). Two kinds of token can read them:
+    ///
+    /// * a token whose first byte ends the lexeme in progress, when that lexeme is a name
+    ///   some stack takes (or a name may begin in what a cut back scans again): the scan
+    ///   hands the lexeme over as the configuration [`Session::lexeme_end`] computes, then
+    ///   reads the token from there; so those tokens are exactly the ones of the mask there
+    ///   (computed the same way, through the cache) whose first byte ends the lexeme;
+    /// * a token in which a lexeme spelling a name (or its prefix, to the token's end) may
+    ///   begin, or go on from the lexeme in progress: found by [`crate::token_starts::TokenStarts`] for every name
+    ///   the stacks hold, plus every token in which two names may begin (one could introduce
+    ///   what the other uses), and each checked in full.
+    fn add_dynamic(&mut self, session: &mut Session<'_>, cfg: &Config, m: &mut Mask) -> FirstNode {
+        let trie = self.trie.clone();
+        let starts = trie.starts();
+        let names = session.dynamic_spellings(cfg);
+        let mut extra: Vec<u32> = Vec::new();
+        let mut first: FirstNode = None;
+        if let Some(after) = session.lexeme_end(cfg, &names) {
+            let ends = session.ending_bytes(cfg);
+            let mut there = self.empty_mask();
+            self.walk_into(session, &after, &mut there);
+            for id in there.ids() {
+                let Some(node) = starts.node_of(id) else {
+                    continue;
+                };
+                if !m.contains(id) && ends[usize::from(starts.first_byte(id))] {
+                    m.set(id);
+                    extra.push(id);
+                    first.get_or_insert((id, node));
+                }
+            }
+        }
+        let mut nodes = std::mem::take(&mut self.dynamic_nodes);
+        nodes.clear();
+        for n in names.iter().flat_map(|n| n.iter()) {
+            starts.matching(n, false, &mut nodes);
+        }
+        let rem = &cfg.scan.rem;
+        for a in 0..rem.len() {
+            if !crate::token_starts::starts_at(rem, a) {
+                continue;
+            }
+            let part = &rem[a..];
+            for n in names.iter().flat_map(|n| n.iter()) {
+                if n.len() > part.len() && n[..part.len()].eq_ignore_ascii_case(part) {
+                    starts.matching(&n[part.len()..], true, &mut nodes);
+                }
+            }
+        }
+        nodes.extend_from_slice(starts.multi());
+        nodes.sort_unstable();
+        nodes.dedup();
+        for &node in &nodes {
+            let ids = trie.ids(node as usize);
+            let Some(id0) = ids.iter().next() else {
+                continue;
+            };
+            if m.contains(id0) {
+                continue;
+            }
+            let mut c = cfg.clone();
+            if session.feed(&mut c, starts.spelling(node)).is_ok() && session.is_viable(&c) {
+                for id in ids.iter() {
+                    m.set(id);
+                    extra.push(id);
+                }
+                first.get_or_insert((id0, node as usize));
+            }
+        }
+        self.dynamic_nodes = nodes;
+        if extra.is_empty() {
+            return None;
+        }
+        extra.sort_unstable();
+        let k = extra.len() as u32;
+        m.cd += k;
+        m.allowed += k;
+        m.blocked -= k;
+        m.cd_classes.push(CdClass {
+            key: CdKey::Dynamic,
+            ids: extra.into(),
+        });
         first
     }
 
     /// The mask from the cache entry of `cfg`'s key (built and published on a miss) and the
     /// live verdicts of its CD classes.
-    fn cached(&mut self, session: &mut Session<'_>, cfg: &Config, m: &mut Mask) -> First {
+    fn cached(&mut self, session: &mut Session<'_>, cfg: &Config, m: &mut Mask) -> FirstNode {
         let trie = &*self.trie;
         m.reset(trie.n_ids(), trie.special_ids().len());
         let eos = session.finish(cfg).is_ok();
-        if !session.is_viable(cfg) {
+        if !session.is_viable_in(cfg, Dynamic::Off) {
             m.eos = eos;
             if let (true, Some(e)) = (eos, trie.eos_id()) {
                 m.set(e);
@@ -430,7 +573,7 @@ impl Masker {
         after.resize(entry.emissions.len(), None);
         for (class, &g) in entry.classes.iter().zip(entry.class_emission.iter()) {
             let pass = match class.key {
-                CdKey::Exact { .. } => exact_verdict(session, cfg, &class.rep),
+                CdKey::Exact { .. } | CdKey::Dynamic => exact_verdict(session, cfg, &class.rep),
                 CdKey::Scanned { .. } => {
                     let a = after[g as usize].get_or_insert_with(|| {
                         wanted_after(session, cfg, &entry.emissions[g as usize])
@@ -454,15 +597,13 @@ impl Masker {
         m.allowed = m.ci + m.cd;
         m.blocked -= m.allowed;
         m.singleton()?;
-        // Exactly one token: the forced run continues from the configuration after it.
         let n = entry.ci_first.or(first_node)?;
-        let id = trie.token(n as usize)?;
-        let mut after = cfg.clone();
-        session.feed(&mut after, &trie.spelling(n as usize)).ok()?;
-        Some((id, after))
+        Some((trie.token(n as usize)?, n as usize))
     }
 
-    fn walk_live(&mut self, session: &mut Session<'_>, cfg: &Config) -> (Mask, First) {
+    /// The mask of the language without the dynamic lexicon at `cfg` (stacks without
+    /// values), by a walk of the whole trie, and its first allowed id with its node.
+    fn walk_live(&mut self, session: &mut Session<'_>, cfg: &Config) -> (Mask, FirstNode) {
         let trie = &*self.trie;
         let mut out = Out {
             m: Mask::empty(trie.n_ids(), trie.special_ids().len()),
@@ -476,7 +617,7 @@ impl Masker {
                 out.m.set(e);
             }
         }
-        if !session.is_viable(cfg) {
+        if !session.is_viable_in(cfg, Dynamic::Off) {
             // Monotone: no extension of a dead prefix is viable.
             return out.finish();
         }
@@ -500,7 +641,7 @@ impl Masker {
         exact[0] = false;
         ends.clear();
         // The empty spelling (if a token has it) keeps the output as it is: viable, CI.
-        out.record(trie, 0, None, cfg);
+        out.record(trie, 0, None);
         let skip = session.lang.terms().skip;
         let n = trie.len();
         let mut i = 1;
@@ -516,7 +657,7 @@ impl Masker {
             out.m.visited += 1;
             let mut dot_after_hand_over = false;
             let pushed = session
-                .push_byte_with(f, trie.byte(i), &mut |e| match e {
+                .push_byte_with(f, trie.byte(i), Dynamic::Off, &mut |e| match e {
                     Scanned::Lexeme { cands, .. } => log.push(cands),
                     Scanned::Dot => dot_after_hand_over |= !log.is_empty(),
                 })
@@ -529,14 +670,14 @@ impl Masker {
                         .lang
                         .live(f.scan.q, f.scan.w)
                         .intersects(&session.allowed(f).union(&skip)));
-            if !(direct || pushed && session.is_viable(f)) {
+            if !(direct || pushed && session.is_viable_in(f, Dynamic::Off)) {
                 i += trie.size(i);
                 continue;
             }
             log_len[d] = log.len();
             exact[d] = exact[d - 1] || dot_after_hand_over;
             if trie.token(i).is_some() && exact[d] {
-                out.record(trie, i, Some(CdKey::Exact { node: i as u32 }), f);
+                out.record(trie, i, Some(CdKey::Exact { node: i as u32 }));
             } else if trie.token(i).is_some() {
                 let ci = direct
                     && match log.len() {
@@ -551,7 +692,7 @@ impl Masker {
                     emitted: log.iter().copied().collect(),
                     trail: TrailKey::of(&f.scan),
                 });
-                out.record(trie, i, cd, f);
+                out.record(trie, i, cd);
             }
             ends.push(i + trie.size(i));
             i += 1;
@@ -614,7 +755,8 @@ fn cd_verdict(
         return v;
     }
     let mut c = cfg.clone();
-    let v = session.feed(&mut c, &class.rep).is_ok() && session.is_viable(&c);
+    let v = session.feed_in(&mut c, &class.rep, Dynamic::Off).is_ok()
+        && session.is_viable_in(&c, Dynamic::Off);
     session.cutback_verdicts.insert(memo, v);
     v
 }
@@ -622,7 +764,7 @@ fn cd_verdict(
 /// The verdict of a [`CdKey::Exact`] token spelled `bytes` at `cfg`: the full check.
 fn exact_verdict(session: &mut Session<'_>, cfg: &Config, bytes: &[u8]) -> bool {
     let mut c = cfg.clone();
-    session.feed(&mut c, bytes).is_ok() && session.is_viable(&c)
+    session.feed_in(&mut c, bytes, Dynamic::Off).is_ok() && session.is_viable_in(&c, Dynamic::Off)
 }
 
 /// A walk's result under construction.
@@ -633,20 +775,20 @@ struct Out {
     /// The CD classes in order of first appearance, ids in walk order; `finish` sorts them
     /// into `m.cd_classes`.
     staged: Vec<(CdKey, Vec<u32>)>,
-    first: First,
+    first: FirstNode,
 }
 
 impl Out {
     /// Allows the ids of `node` (if any): CI when `cd` is `None`, else in the class `cd`.
-    /// Remembers the first id allowed, with the configuration `after` it.
-    fn record(&mut self, trie: &TokenTrie, node: usize, cd: Option<CdKey>, after: &Config) {
+    /// Remembers the first id allowed, with its node.
+    fn record(&mut self, trie: &TokenTrie, node: usize, cd: Option<CdKey>) {
         let ids = trie.ids(node);
         let Some(id0) = ids.iter().next() else {
             return;
         };
         let m = &mut self.m;
         if m.allowed == 0 {
-            self.first = Some((id0, after.clone()));
+            self.first = Some((id0, node));
         }
         for id in ids.iter() {
             m.set(id);
@@ -670,7 +812,7 @@ impl Out {
         self.staged[c].1.extend(ids.iter());
     }
 
-    fn finish(mut self) -> (Mask, First) {
+    fn finish(mut self) -> (Mask, FirstNode) {
         self.m.blocked -= self.m.allowed;
         self.m.cd_classes = self
             .staged

@@ -1,7 +1,10 @@
 //! Parser stacks as persistent, interned chains, and the allowed-terminal sets `A(σ)`.
 //!
-//! A stack is a node id; a node is `(parent, LR state)`, interned, so equal stacks are equal
-//! ids and a recurring configuration costs a lookup. Each node carries the rolling hash
+//! A stack is a node id; a node is `(parent, LR state, value)`, interned, so equal stacks
+//! are equal ids and a recurring configuration costs a lookup. The value is the entry's
+//! attribute for the dynamic lexicon ([`crate::scope`]); most entries have none. What the
+//! parser decides (moves, `A(σ)`) reads states only, so it is memoised per *core*: the node
+//! with the same states and no values. Each node carries the rolling hash
 //! `H(node) = low64(BLAKE2b-128(H(parent) ‖ u32 state ‖ u32 depth))`, `H(root parent) = 0`,
 //! so identifying a configuration never reads the whole stack. The hash is computed when
 //! first asked for: the mask's verdicts push many hypothetical nodes nobody identifies.
@@ -14,6 +17,7 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::grammar::table::{LrTable, Move};
+use crate::scope::{Name, Semantics, StackView, Value, Values};
 use crate::termset::TermSet;
 
 pub const NIL: u32 = u32::MAX;
@@ -23,6 +27,10 @@ struct Node {
     parent: u32,
     state: u32,
     depth: u32,
+    /// The entry's value, by id in [`Stacks::values`].
+    value: u32,
+    /// The node with these states and no values (itself when it has none, nor its stack).
+    core: u32,
     /// `H(node)`, once computed.
     hash: Cell<Option<u64>>,
 }
@@ -31,9 +39,29 @@ struct Node {
 #[derive(Debug, Default)]
 pub struct Stacks {
     nodes: Vec<Node>,
-    intern: FxHashMap<(u32, u32), u32>,
-    /// `A(σ)` per node, filled on first use.
+    intern: FxHashMap<(u32, u32, u32), u32>,
+    /// `A(σ)` per core node, filled on first use.
     allowed: Vec<Option<TermSet>>,
+    /// The values the nodes refer to.
+    pub values: Values,
+    /// The names a dynamic terminal may spell on a node, by (node, terminal).
+    visible: FxHashMap<(u32, u16), std::sync::Arc<[Name]>>,
+    /// Every name a node's stack holds (sorted, distinct), by node.
+    names: FxHashMap<u32, std::sync::Arc<[Name]>>,
+}
+
+impl StackView for Stacks {
+    fn parent(&self, node: u32) -> u32 {
+        self.nodes[node as usize].parent
+    }
+
+    fn state(&self, node: u32) -> u32 {
+        self.nodes[node as usize].state
+    }
+
+    fn value(&self, node: u32) -> &Value {
+        self.values.get(self.nodes[node as usize].value)
+    }
 }
 
 impl Stacks {
@@ -42,9 +70,21 @@ impl Stacks {
     }
 
     fn push(&mut self, parent: u32, state: u32) -> u32 {
-        if let Some(&id) = self.intern.get(&(parent, state)) {
+        self.push_valued(parent, state, Values::NONE)
+    }
+
+    /// The stack `parent` with `state` pushed on top, carrying the value `value` (interned).
+    pub fn push_valued(&mut self, parent: u32, state: u32, value: u32) -> u32 {
+        if let Some(&id) = self.intern.get(&(parent, state, value)) {
             return id;
         }
+        let parent_core = match parent {
+            NIL => NIL,
+            p => self.nodes[p as usize].core,
+        };
+        // The core is this node itself when neither it nor its stack carries a value.
+        let core = (value != Values::NONE || parent_core != parent)
+            .then(|| self.push_valued(parent_core, state, Values::NONE));
         let depth = match parent {
             NIL => 0,
             p => self.nodes[p as usize].depth + 1,
@@ -54,11 +94,24 @@ impl Stacks {
             parent,
             state,
             depth,
+            value,
+            core: core.unwrap_or(id),
             hash: Cell::new(None),
         });
         self.allowed.push(None);
-        self.intern.insert((parent, state), id);
+        self.intern.insert((parent, state, value), id);
         id
+    }
+
+    /// The node with `node`'s states and no values.
+    #[inline]
+    pub fn core(&self, node: u32) -> u32 {
+        self.nodes[node as usize].core
+    }
+
+    /// The value of the entry on top of `node`.
+    pub fn value_of(&self, node: u32) -> &Value {
+        self.values.get(self.nodes[node as usize].value)
     }
 
     /// The LR state on top of `node`.
@@ -157,6 +210,7 @@ impl Stacks {
 
     /// `A(σ)`: every terminal (end of input included) that `simulate` admits. Memoised.
     pub fn allowed(&mut self, table: &LrTable, node: u32) -> TermSet {
+        let node = self.core(node);
         if let Some(a) = self.allowed[node as usize] {
             return a;
         }
@@ -192,6 +246,99 @@ impl Stacks {
                 }
             }
         }
+    }
+
+    /// [`Stacks::shift`] keeping values ([`crate::scope`]): the shifted entry holds `word`
+    /// (the stored name of its lexeme) when `sem` keeps that terminal's words, and every
+    /// reduced production the value `sem` makes from its entries'.
+    pub fn shift_valued(
+        &mut self,
+        table: &LrTable,
+        sem: &Semantics,
+        node: u32,
+        term: u16,
+        word: Option<&Name>,
+    ) -> Option<u32> {
+        if !sem.enabled() {
+            return self.shift(table, node, term);
+        }
+        let mut cur = node;
+        loop {
+            match table.action(self.nodes[cur as usize].state, term) {
+                Move::Shift(s) => {
+                    let v = match word {
+                        Some(w) if sem.keeps_word(term) => {
+                            self.values.intern(Value::Word(w.clone()))
+                        }
+                        _ => Values::NONE,
+                    };
+                    return Some(self.push_valued(cur, s, v));
+                }
+                Move::Accept | Move::Error => return None,
+                Move::Reduce(p) => {
+                    let mut popped: SmallVec<[u32; 8]> = SmallVec::new();
+                    for _ in 0..table.prod_len[p as usize] {
+                        popped.push(cur);
+                        cur = self.nodes[cur as usize].parent;
+                        if cur == NIL {
+                            return None;
+                        }
+                    }
+                    popped.reverse();
+                    let g =
+                        table.goto(self.nodes[cur as usize].state, table.prod_lhs[p as usize])?;
+                    let value = {
+                        let rhs: SmallVec<[&Value; 8]> =
+                            popped.iter().map(|&x| self.value_of(x)).collect();
+                        sem.reduce(p, &rhs, cur, self)
+                    };
+                    let v = self.values.intern(value);
+                    cur = self.push_valued(cur, g, v);
+                }
+            }
+        }
+    }
+
+    /// The names dynamic terminal `t` may spell on the stack `node` ([`Semantics::visible`]),
+    /// memoised per node.
+    pub fn visible(&mut self, sem: &Semantics, node: u32, t: u16) -> std::sync::Arc<[Name]> {
+        if let Some(v) = self.visible.get(&(node, t)) {
+            return v.clone();
+        }
+        let v: std::sync::Arc<[Name]> = sem.visible(self, node, t).into();
+        self.visible.insert((node, t), v.clone());
+        v
+    }
+
+    /// Every name the values of the stack `node` hold, sorted and distinct (the words the
+    /// next token could spell as a dynamic terminal: see [`crate::mask`]); memoised per
+    /// node, and shared with the node below when the top entry adds none.
+    pub fn names_on(&mut self, node: u32) -> std::sync::Arc<[Name]> {
+        let mut path: SmallVec<[u32; 32]> = SmallVec::new();
+        let mut n = node;
+        let mut below: std::sync::Arc<[Name]> = loop {
+            if n == NIL {
+                break std::sync::Arc::from([]);
+            }
+            if let Some(v) = self.names.get(&n) {
+                break v.clone();
+            }
+            path.push(n);
+            n = self.nodes[n as usize].parent;
+        };
+        for &n in path.iter().rev() {
+            let mut own = Vec::new();
+            self.value_of(n).names(&mut own);
+            own.retain(|x| below.binary_search(x).is_err());
+            if !own.is_empty() {
+                own.extend(below.iter().cloned());
+                own.sort_unstable();
+                own.dedup();
+                below = own.into();
+            }
+            self.names.insert(n, below.clone());
+        }
+        below
     }
 
     /// Whether end of input reaches ACCEPT from `node`.

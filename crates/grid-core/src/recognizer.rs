@@ -19,6 +19,16 @@
 //! lexeme's start, which are the stacks when the dot is read). Where it does, the dot joins
 //! the word; elsewhere `hr.x` is a qualifier, a dot and a column, exactly as without
 //! qualified words. No position of the grammar takes both a relation and a qualifier.
+//!
+//! Names the statement introduced (the dynamic lexicon, [`crate::scope`]) are words of no
+//! trie: at an emission, a stack that can take a dynamic terminal takes it when the lexeme
+//! spells one of the names its entries make visible there, and a lexeme in progress is
+//! viable when it is still the prefix of one. The scan itself (lexeme boundaries, the trie)
+//! never reads them: every such name is an identifier, which a free identifier already
+//! keeps alive. The mask walks read the language without them ([`Dynamic::Off`]) and add
+//! what they allow separately (see [`crate::mask`]).
+
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 use smallvec::{smallvec, SmallVec};
@@ -28,7 +38,16 @@ use crate::lexer::dfa::DEAD;
 use crate::lexer::words::{WordTrie, OFF};
 use crate::mask::TrailKey;
 use crate::parser::Stacks;
+use crate::scope::{spells, spells_prefix, stored_of, Name};
 use crate::termset::TermSet;
+
+/// Whether the recognizer reads the dynamic lexicon: on for the language itself, off for
+/// the mask walks, whose cached parts must not depend on the statement's own names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dynamic {
+    On,
+    Off,
+}
 
 /// The lexeme in progress.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -75,8 +94,8 @@ pub(crate) trait ScanHost {
     type Refused;
 
     /// A finished lexeme (ignored ones included) with its candidates, start offset and
-    /// length; `Err` refuses it.
-    fn lexeme(&mut self, cands: TermSet, at: usize, len: usize) -> Result<(), Self::Refused>;
+    /// bytes; `Err` refuses it.
+    fn lexeme(&mut self, cands: TermSet, at: usize, bytes: &[u8]) -> Result<(), Self::Refused>;
 
     /// Whether the parser expects a relation where the lexeme in progress started, asked at
     /// the dot of a `schema.table` word; `None` when the host cannot tell.
@@ -145,13 +164,13 @@ pub(crate) fn scan_byte<H: ScanHost>(
         };
         let len = len as usize;
         let next = scan.rem.get(len).copied().unwrap_or(b);
-        if is_word_byte(scan.rem[len - 1]) && is_word_byte(next) {
+        if splits(lang, &cands, scan.rem[len - 1], next) {
             return Err(ScanStop::Scan {
                 at: start,
                 kind: StopKind::SplitWord,
             });
         }
-        host.lexeme(cands, start, len)
+        host.lexeme(cands, start, &scan.rem[..len])
             .map_err(|refused| ScanStop::Lexeme { at: start, refused })?;
         let mut requeued: SmallVec<[u8; 32]> = SmallVec::from_slice(&scan.rem[len..]);
         requeued.extend_from_slice(&queue[i..]);
@@ -181,16 +200,22 @@ struct Parse<'a, 'l, F> {
     session: &'a mut Session<'l>,
     stacks: &'a mut SmallVec<[u32; 4]>,
     watch: &'a mut F,
+    dynamic: Dynamic,
 }
 
 impl<F: FnMut(Scanned)> ScanHost for Parse<'_, '_, F> {
     type Refused = TermSet;
 
-    fn lexeme(&mut self, cands: TermSet, at: usize, len: usize) -> Result<(), TermSet> {
-        if !self.session.emit_on(self.stacks, cands) {
+    fn lexeme(&mut self, cands: TermSet, at: usize, bytes: &[u8]) -> Result<(), TermSet> {
+        let taken = match self.dynamic {
+            Dynamic::On => self.session.emit_text(self.stacks, cands, bytes),
+            Dynamic::Off => self.session.emit_on(self.stacks, cands),
+        };
+        if !taken {
             return Err(cands);
         }
         if !cands.intersects(&self.session.lang.terms().skip) {
+            let len = bytes.len();
             (self.watch)(Scanned::Lexeme { cands, at, len });
         }
         Ok(())
@@ -266,8 +291,34 @@ pub struct Stop {
 const CUTBACK_BYTES: usize = 3;
 const CUTBACK_NESTING: u32 = 2;
 
+/// Makes `next` (sorted, without repeats) the stacks, unless it is empty: false then, and
+/// `stacks` untouched.
+fn replace_stacks(stacks: &mut SmallVec<[u32; 4]>, mut next: SmallVec<[u32; 4]>) -> bool {
+    next.sort_unstable();
+    next.dedup();
+    if next.is_empty() {
+        return false;
+    }
+    *stacks = next;
+    true
+}
+
 pub(crate) fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// Whether ending a lexeme whose candidates are `cands` and last byte `last` before the byte
+/// `next` splits what PostgreSQL reads as one token or refuses: two word bytes (`1ex`,
+/// `salariesx`), or a numeric literal and an identifier's start (`98.n`: "trailing junk
+/// after numeric literal").
+pub(crate) fn splits(lang: &Language, cands: &TermSet, last: u8, next: u8) -> bool {
+    (is_word_byte(last) && is_word_byte(next))
+        || (cands.intersects(&lang.terms().numeric) && is_ident_start(next))
+}
+
+/// Whether `b` may begin an identifier (what PostgreSQL 15 refuses right after a number).
+pub(crate) fn is_ident_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_' || b >= 0x80
 }
 
 /// One session over a language: owns the stack arena and its memos.
@@ -281,6 +332,14 @@ pub struct Session<'l> {
     /// The stacks one stack becomes when a lexeme with these candidates is handed over
     /// (the per-node memo of contextual resolution).
     shifted: FxHashMap<(u32, TermSet), SmallVec<[u32; 4]>>,
+    /// The stored name of each identifier lexeme handed over, by its bytes.
+    words: FxHashMap<SmallVec<[u8; 24]>, Name>,
+    /// The folded spellings of a set of names ([`Session::dynamic_spellings`]).
+    spellings: FxHashMap<Arc<[Name]>, Arc<[Vec<u8>]>>,
+    /// Whether the search over cut-backs tries all 256 bytes rather than
+    /// [`Session::cutback_bytes`]: the brute-force reference of
+    /// [`Session::is_viable_by_every_byte`], off otherwise.
+    every_byte: bool,
 }
 
 impl<'l> Session<'l> {
@@ -290,6 +349,9 @@ impl<'l> Session<'l> {
             stacks: Stacks::default(),
             cutback_verdicts: FxHashMap::default(),
             shifted: FxHashMap::default(),
+            words: FxHashMap::default(),
+            spellings: FxHashMap::default(),
+            every_byte: false,
         }
     }
 
@@ -328,9 +390,15 @@ impl<'l> Session<'l> {
         }
     }
 
-    /// Hands a finished lexeme with candidates `cands` to the parser.
-    fn emit(&mut self, cfg: &mut Config, cands: TermSet, at: usize) -> Result<(), Stop> {
-        if self.emit_on(&mut cfg.stacks, cands) {
+    /// Hands a finished lexeme with candidates `cands` and bytes `text` to the parser.
+    fn emit(
+        &mut self,
+        cfg: &mut Config,
+        cands: TermSet,
+        at: usize,
+        text: &[u8],
+    ) -> Result<(), Stop> {
+        if self.emit_text(&mut cfg.stacks, cands, text) {
             Ok(())
         } else {
             Err(self.stop(cfg, at, StopKind::Unexpected(cands)))
@@ -354,13 +422,254 @@ impl<'l> Session<'l> {
                 }
             }
         }
-        next.sort_unstable();
-        next.dedup();
-        if next.is_empty() {
+        replace_stacks(stacks, next)
+    }
+
+    /// [`Session::emit_on`] for the language itself: the lexeme's bytes are kept on the
+    /// stacks that take it ([`crate::scope`]), and a stack that can take a dynamic terminal
+    /// takes it when `text` spells a name visible there. A name that is also a column word
+    /// of the lexicon is left to that terminal (same continuations, one stack fewer).
+    pub(crate) fn emit_text(
+        &mut self,
+        stacks: &mut SmallVec<[u32; 4]>,
+        cands: TermSet,
+        text: &[u8],
+    ) -> bool {
+        let lang = self.lang;
+        let sem = &lang.sem;
+        if !sem.enabled() {
+            return self.emit_on(stacks, cands);
+        }
+        if cands.intersects(&lang.terms().skip) {
+            return true;
+        }
+        let shapes = self.dynamic_shapes(&cands, text);
+        let word = self.word_of(text);
+        let table = &lang.table;
+        let mut next: SmallVec<[u32; 4]> = SmallVec::new();
+        for &s in stacks.iter() {
+            let a = self.stacks.allowed(table, s);
+            for t in a.intersect(&cands).iter() {
+                if let Some(n) = self.stacks.shift_valued(table, sem, s, t, Some(&word)) {
+                    next.push(n);
+                }
+            }
+            for t in self.dynamic_takes(s, text, &shapes).iter() {
+                if let Some(n) = self.stacks.shift_valued(table, sem, s, t, Some(&word)) {
+                    next.push(n);
+                }
+            }
+        }
+        replace_stacks(stacks, next)
+    }
+
+    /// The dynamic terminals among `shapes` (those whose lexeme shape `text` has) that the
+    /// stack `s` takes for `text`: the ones it allows for which `text` spells a visible name.
+    fn dynamic_takes(&mut self, s: u32, text: &[u8], shapes: &TermSet) -> TermSet {
+        let lang = self.lang;
+        let mut out = TermSet::EMPTY;
+        if shapes.is_empty() {
+            return out;
+        }
+        let reserved = |w: &str| lang.dialect.is_reserved(w);
+        let a = self.stacks.allowed(&lang.table, s).intersect(shapes);
+        for t in a.iter() {
+            let names = self.stacks.visible(&lang.sem, s, t);
+            if names.iter().any(|n| spells(text, n, &reserved)) {
+                out.insert(t);
+            }
+        }
+        out
+    }
+
+    /// The dynamic terminals a lexeme with candidates `cands` and bytes `text` may be:
+    /// those of its shape, unless a column word of the lexicon spells it (that terminal
+    /// stands wherever these may).
+    fn dynamic_shapes(&self, cands: &TermSet, text: &[u8]) -> TermSet {
+        let lang = self.lang;
+        if !lang.sem.enabled() || cands.intersects(&lang.column_terms()) {
+            return TermSet::EMPTY;
+        }
+        lang.dfa()
+            .accept(lang.dfa().run(text))
+            .intersect(&lang.terms().dynamic_all)
+    }
+
+    /// The stored name of an identifier lexeme, memoised by its bytes.
+    fn word_of(&mut self, text: &[u8]) -> Name {
+        if let Some(w) = self.words.get(text) {
+            return w.clone();
+        }
+        let w = stored_of(text);
+        self.words.insert(SmallVec::from_slice(text), w.clone());
+        w
+    }
+
+    /// Every name the next token could spell as a dynamic terminal, in each spelling it
+    /// may take (folded), per stack of `cfg`: the names the values of the stack hold. A
+    /// name that is a column word of the lexicon is left out (see
+    /// [`Session::emit_text`]). A name the token itself introduces, or the lexeme in
+    /// progress does, is usable only after a keyword (`ORDER BY`, `WHERE`, `ON`, `AS (SELECT`,
+    /// ...), so a token using it holds two names
+    /// ([`crate::token_starts::TokenStarts::multi`]).
+    pub(crate) fn dynamic_spellings(&mut self, cfg: &Config) -> SmallVec<[Arc<[Vec<u8>]>; 4]> {
+        let mut out = SmallVec::new();
+        for &s in &cfg.stacks {
+            let names = self.stacks.names_on(s);
+            if names.is_empty() {
+                continue;
+            }
+            if let Some(sp) = self.spellings.get(&names) {
+                out.push(sp.clone());
+                continue;
+            }
+            let lang = self.lang;
+            let reserved = |w: &str| lang.dialect.is_reserved(w);
+            let columns = lang.column_terms();
+            let mut sp: Vec<Vec<u8>> = Vec::new();
+            for n in names.iter() {
+                let q = crate::lexicon::quoted(n);
+                if lang
+                    .words
+                    .accept(lang.words.walk(q.as_bytes()))
+                    .intersects(&columns)
+                {
+                    continue;
+                }
+                sp.push(q.to_ascii_lowercase().into_bytes());
+                if crate::lexicon::spells_unquoted(n, &reserved) {
+                    sp.push(n.as_bytes().to_vec());
+                }
+            }
+            sp.sort_unstable();
+            sp.dedup();
+            let sp: Arc<[Vec<u8>]> = sp.into();
+            self.spellings.insert(names, sp.clone());
+            out.push(sp);
+        }
+        out
+    }
+
+    /// Whether a stack of `cfg` takes a dynamic terminal for the lexeme in progress as it
+    /// would be handed over now (its longest accepted prefix).
+    pub(crate) fn pending_is_dynamic(&mut self, cfg: &Config) -> bool {
+        let Some((len, cands)) = cfg.scan.last else {
+            return false;
+        };
+        let text = &cfg.scan.rem[..len as usize];
+        let shapes = self.dynamic_shapes(&cands, text);
+        if shapes.is_empty() {
             return false;
         }
-        *stacks = next;
-        true
+        let text: SmallVec<[u8; 24]> = SmallVec::from_slice(text);
+        cfg.stacks
+            .iter()
+            .any(|&s| !self.dynamic_takes(s, &text, &shapes).is_empty())
+    }
+
+    /// Bytes that end the lexeme in progress (no terminal continues it with them) and are
+    /// not refused there for splitting a word; all false when none is in progress.
+    pub(crate) fn ending_bytes(&mut self, cfg: &Config) -> [bool; 256] {
+        let mut out = [false; 256];
+        let lang = self.lang;
+        let scan = &cfg.scan;
+        let Some((len, cands)) = scan.last else {
+            return out;
+        };
+        let len = len as usize;
+        let mut relation: Option<bool> = None;
+        for b in 0..=255u8 {
+            let q2 = if scan.q == DEAD {
+                DEAD
+            } else {
+                lang.dfa().next(scan.q, b)
+            };
+            let w2 = if lang.words.is_separator(scan.w, b) {
+                let rel = *relation.get_or_insert_with(|| self.relation_expected(&cfg.stacks));
+                if rel {
+                    lang.words.step(scan.w, b)
+                } else {
+                    OFF
+                }
+            } else {
+                lang.words.step(scan.w, b)
+            };
+            let next = scan.rem.get(len).copied().unwrap_or(b);
+            out[usize::from(b)] =
+                lang.live(q2, w2).is_empty() && !splits(lang, &cands, scan.rem[len - 1], next);
+        }
+        out
+    }
+
+    /// The configuration after the lexeme in progress ends on a byte that continues no
+    /// terminal (its longest accepted prefix handed over, the rest scanned again), when
+    /// that reads the dynamic lexicon: a stack takes a dynamic terminal for it, or a name
+    /// of `names` may begin in the rest. `None` otherwise, or when no stack takes it.
+    pub(crate) fn lexeme_end(&mut self, cfg: &Config, names: &[Arc<[Vec<u8>]>]) -> Option<Config> {
+        let (len, cands) = cfg.scan.last?;
+        let len = len as usize;
+        let dynamic = self.pending_is_dynamic(cfg);
+        let (text, tail) = cfg.scan.rem.split_at(len);
+        let tail_name = (0..tail.len()).any(|i| {
+            let part = &tail[i..];
+            crate::token_starts::starts_at(tail, i)
+                && names
+                    .iter()
+                    .flat_map(|n| n.iter())
+                    .any(|n| n.len() > part.len() && n[..part.len()].eq_ignore_ascii_case(part))
+        });
+        if !dynamic && !tail_name {
+            return None;
+        }
+        let mut c = cfg.clone();
+        let text: SmallVec<[u8; 24]> = SmallVec::from_slice(text);
+        let tail: SmallVec<[u8; 24]> = SmallVec::from_slice(tail);
+        if !self.emit_text(&mut c.stacks, cands, &text) {
+            return None;
+        }
+        c.offset = cfg.scan.start + len;
+        c.scan = self.fresh_scan(c.offset);
+        self.feed(&mut c, &tail).ok()?;
+        Some(c)
+    }
+
+    /// Whether the lexeme in progress of `scan` is still the prefix of a name a dynamic
+    /// terminal may spell on one of `stacks`.
+    fn dynamic_live(&mut self, stacks: &[u32], scan: &Scan) -> bool {
+        let lang = self.lang;
+        let sem = &lang.sem;
+        if !sem.enabled() || scan.rem.is_empty() {
+            return false;
+        }
+        let shapes = lang.dfa().live(scan.q).intersect(&lang.terms().dynamic_all);
+        if shapes.is_empty() {
+            return false;
+        }
+        let reserved = |w: &str| lang.dialect.is_reserved(w);
+        for &s in stacks {
+            let a = self.stacks.allowed(&lang.table, s).intersect(&shapes);
+            for t in a.iter() {
+                let names = self.stacks.visible(sem, s, t);
+                if names.iter().any(|n| spells_prefix(&scan.rem, n, &reserved)) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// `cfg` with every stack replaced by its core (no values): what the mask walks, which
+    /// read the language without the dynamic lexicon, start from.
+    pub(crate) fn static_view(&self, cfg: &Config) -> Config {
+        let mut stacks: SmallVec<[u32; 4]> =
+            cfg.stacks.iter().map(|&s| self.stacks.core(s)).collect();
+        stacks.sort_unstable();
+        stacks.dedup();
+        Config {
+            stacks,
+            scan: cfg.scan.clone(),
+            offset: cfg.offset,
+        }
     }
 
     /// [`Session::emit_on`] through the per-node memo: for the cached mask's class
@@ -386,29 +695,29 @@ impl<'l> Session<'l> {
             next.extend_from_slice(&after);
             self.shifted.insert((s, cands), after);
         }
-        next.sort_unstable();
-        next.dedup();
-        if next.is_empty() {
-            return false;
-        }
-        *stacks = next;
-        true
+        replace_stacks(stacks, next)
     }
 
     /// Feeds bytes; on failure the configuration is left as it was before the failing byte.
     pub fn feed(&mut self, cfg: &mut Config, bytes: &[u8]) -> Result<(), Stop> {
+        self.feed_in(cfg, bytes, Dynamic::On)
+    }
+
+    /// [`Session::feed`], reading the dynamic lexicon or not.
+    pub(crate) fn feed_in(
+        &mut self,
+        cfg: &mut Config,
+        bytes: &[u8],
+        dynamic: Dynamic,
+    ) -> Result<(), Stop> {
         for &b in bytes {
             let saved = cfg.clone();
-            if let Err(e) = self.push_byte(cfg, b) {
+            if let Err(e) = self.push_byte_with(cfg, b, dynamic, &mut |_| {}) {
                 *cfg = saved;
                 return Err(e);
             }
         }
         Ok(())
-    }
-
-    fn push_byte(&mut self, cfg: &mut Config, byte: u8) -> Result<(), Stop> {
-        self.push_byte_with(cfg, byte, &mut |_| {})
     }
 
     /// Pushes one byte without saving the configuration first: on failure `cfg` is left
@@ -420,6 +729,7 @@ impl<'l> Session<'l> {
         &mut self,
         cfg: &mut Config,
         byte: u8,
+        dynamic: Dynamic,
         watch: &mut impl FnMut(Scanned),
     ) -> Result<(), Stop> {
         let lang = self.lang;
@@ -432,6 +742,7 @@ impl<'l> Session<'l> {
             session: self,
             stacks,
             watch,
+            dynamic,
         };
         let r = scan_byte(lang, scan, offset, byte, &mut host);
         match r {
@@ -453,10 +764,24 @@ impl<'l> Session<'l> {
 
     /// Whether some continuation of the bytes fed so far is a sentence.
     pub fn is_viable(&mut self, cfg: &Config) -> bool {
-        self.viable_within(cfg, CUTBACK_NESTING)
+        self.viable_within(cfg, CUTBACK_NESTING, Dynamic::On)
     }
 
-    fn viable_within(&mut self, cfg: &Config, nesting: u32) -> bool {
+    /// [`Session::is_viable`] by brute force: the search over cut-backs tries every byte,
+    /// not one of each class. The reference the classes are tested against; slow.
+    pub fn is_viable_by_every_byte(&mut self, cfg: &Config) -> bool {
+        self.every_byte = true;
+        let v = self.viable_within(cfg, CUTBACK_NESTING, Dynamic::On);
+        self.every_byte = false;
+        v
+    }
+
+    /// [`Session::is_viable`], reading the dynamic lexicon or not.
+    pub(crate) fn is_viable_in(&mut self, cfg: &Config, dynamic: Dynamic) -> bool {
+        self.viable_within(cfg, CUTBACK_NESTING, dynamic)
+    }
+
+    fn viable_within(&mut self, cfg: &Config, nesting: u32, dynamic: Dynamic) -> bool {
         if cfg.stacks.is_empty() {
             return false;
         }
@@ -469,44 +794,84 @@ impl<'l> Session<'l> {
         if self.lang.live(cfg.scan.q, cfg.scan.w).intersects(&wanted) {
             return true;
         }
+        if dynamic == Dynamic::On && self.dynamic_live(&cfg.stacks, &cfg.scan) {
+            return true;
+        }
         match cfg.scan.last {
             Some((len, _)) if (len as usize) < cfg.scan.rem.len() && nesting > 0 => {
                 // Whichever byte kills the lexeme, what comes before it is the same: the
                 // lexeme cut back and handed over, and its tail scanned afresh.
                 let mut cut = cfg.clone();
-                if self.cut_back(&mut cut).is_err() {
+                if self.cut_back(&mut cut, dynamic).is_err() {
                     return false;
                 }
-                let mut path = Vec::new();
-                self.cutback_viable(
-                    &cfg.stacks,
-                    &cut,
-                    cfg.scan.q,
-                    cfg.scan.w,
-                    &mut path,
-                    nesting - 1,
-                )
+                let bytes = self.cutback_bytes(cfg, &cut, dynamic);
+                let at = (cfg.scan.q, cfg.scan.w);
+                self.cutback_viable(&cfg.stacks, &cut, &bytes, at, 0, nesting - 1, dynamic)
             }
             _ => false,
         }
     }
 
+    /// The bytes the search over cut-backs tries: one of each class the scanner cannot tell
+    /// apart ([`Language::byte_reps`]) and, when it reads the dynamic lexicon, every byte
+    /// that a name it may compare a lexeme with holds, in either case, and the quote. Such a
+    /// comparison reads the bytes themselves, not their class (`total` and `totbl` scan
+    /// alike, but only one spells a name the statement introduced); a byte outside them
+    /// spells no such name, whichever of its class it is. The names are those on the
+    /// stacks before and after the cut; the lexeme in progress's own bytes are added, for
+    /// a name its tail may introduce.
+    fn cutback_bytes(&mut self, cfg: &Config, cut: &Config, dynamic: Dynamic) -> Vec<u8> {
+        let lang = self.lang;
+        if self.every_byte {
+            return (0..=255).collect();
+        }
+        let mut bytes = lang.byte_reps.clone();
+        if dynamic == Dynamic::Off || !lang.sem.enabled() {
+            return bytes;
+        }
+        let mut extra = [false; 256];
+        let mut add = |b: u8| {
+            for v in [b, b.to_ascii_lowercase(), b.to_ascii_uppercase()] {
+                extra[usize::from(v)] = true;
+            }
+        };
+        add(b'"');
+        cfg.scan.rem.iter().for_each(|&b| add(b));
+        for &s in cfg.stacks.iter().chain(cut.stacks.iter()) {
+            for n in self.stacks.names_on(s).iter() {
+                n.bytes().for_each(&mut add);
+            }
+        }
+        for &r in &lang.byte_reps {
+            extra[usize::from(r)] = false;
+        }
+        bytes.extend((0..=255u8).filter(|&b| extra[usize::from(b)]));
+        bytes
+    }
+
     /// The lexeme in progress can only help by being cut back to its last accepting length,
-    /// which happens when a later byte kills it. Tries every such byte after every short
-    /// non-accepting detour, one byte of each class the scanner cannot tell apart. `cut` is
-    /// the configuration once the lexeme is cut back ([`Session::cut_back`]); `(q, w)` is
-    /// where the uncut lexeme's detour stands, on `stacks`.
+    /// which happens when a later byte kills it. Tries every such byte of `bytes`
+    /// ([`Session::cutback_bytes`]) after every short non-accepting detour. `fed` is the
+    /// configuration once the lexeme is cut back ([`Session::cut_back`]) and the detour so
+    /// far (`depth` bytes) fed after it; `(q, w)` is where the uncut lexeme's detour
+    /// stands, on `stacks`. The detour is fed a byte at a time, so a detour that fails
+    /// after the cut is dropped with every extension of it (feeding more bytes cannot
+    /// undo a failure): a lexeme that dies only on a pair of bytes (a block comment on
+    /// `/*`) would otherwise have every short detour through it tried in full.
+    #[allow(clippy::too_many_arguments)]
     fn cutback_viable(
         &mut self,
         stacks: &[u32],
-        cut: &Config,
-        q: u32,
-        w: u32,
-        path: &mut Vec<u8>,
+        fed: &Config,
+        bytes: &[u8],
+        (q, w): (u32, u32),
+        depth: usize,
         nesting: u32,
+        dynamic: Dynamic,
     ) -> bool {
         let lang = self.lang;
-        for &b in &lang.byte_reps {
+        for &b in bytes {
             let q2 = if q == DEAD {
                 DEAD
             } else {
@@ -517,24 +882,25 @@ impl<'l> Session<'l> {
             } else {
                 lang.words.step(w, b)
             };
-            if lang.live(q2, w2).is_empty() {
-                let mut c = cut.clone();
-                path.push(b);
-                let ok = self.feed(&mut c, path).is_ok() && self.viable_within(&c, nesting);
-                path.pop();
-                if ok {
-                    return true;
-                }
-            } else if lang.candidates(q2, w2).is_empty()
-                && path.len() < CUTBACK_BYTES
-                && lang.dfa().dies_within(q2) < (CUTBACK_BYTES - path.len()) as u32
-            {
-                path.push(b);
-                let ok = self.cutback_viable(stacks, cut, q2, w2, path, nesting);
-                path.pop();
-                if ok {
-                    return true;
-                }
+            let kills = lang.live(q2, w2).is_empty();
+            let detour = !kills
+                && lang.candidates(q2, w2).is_empty()
+                && depth < CUTBACK_BYTES
+                && lang.dfa().dies_within(q2) < (CUTBACK_BYTES - depth) as u32;
+            if !kills && !detour {
+                continue;
+            }
+            let mut c = fed.clone();
+            if self.feed_in(&mut c, &[b], dynamic).is_err() {
+                continue;
+            }
+            let ok = if kills {
+                self.viable_within(&c, nesting, dynamic)
+            } else {
+                self.cutback_viable(stacks, &c, bytes, (q2, w2), depth + 1, nesting, dynamic)
+            };
+            if ok {
+                return true;
             }
         }
         false
@@ -544,20 +910,27 @@ impl<'l> Session<'l> {
     /// over, and scans the rest afresh: what the scanner does when a byte kills the lexeme,
     /// without the byte. The lexeme must be longer than that length. On failure `c` must
     /// be dropped.
-    fn cut_back(&mut self, c: &mut Config) -> Result<(), Stop> {
+    fn cut_back(&mut self, c: &mut Config, dynamic: Dynamic) -> Result<(), Stop> {
         let start = c.scan.start;
         let Some((len, cands)) = c.scan.last else {
             return Err(self.stop(c, start, StopKind::NoLexeme));
         };
         let len = len as usize;
-        if is_word_byte(c.scan.rem[len - 1]) && is_word_byte(c.scan.rem[len]) {
+        if splits(self.lang, &cands, c.scan.rem[len - 1], c.scan.rem[len]) {
             return Err(self.stop(c, start, StopKind::SplitWord));
         }
         let tail: SmallVec<[u8; 24]> = SmallVec::from_slice(&c.scan.rem[len..]);
-        self.emit(c, cands, start)?;
+        let text: SmallVec<[u8; 24]> = SmallVec::from_slice(&c.scan.rem[..len]);
+        let taken = match dynamic {
+            Dynamic::On => self.emit_text(&mut c.stacks, cands, &text),
+            Dynamic::Off => self.emit_on(&mut c.stacks, cands),
+        };
+        if !taken {
+            return Err(self.stop(c, start, StopKind::Unexpected(cands)));
+        }
         c.offset = start + len;
         c.scan = self.fresh_scan(c.offset);
-        self.feed(c, &tail)
+        self.feed_in(c, &tail, dynamic)
     }
 
     /// Ends the input: finishes the lexeme in progress and asks whether ACCEPT is reached.
@@ -570,11 +943,12 @@ impl<'l> Session<'l> {
             let start = c.scan.start;
             let now = self.lang.candidates(c.scan.q, c.scan.w);
             if !now.is_empty() {
-                self.emit(&mut c, now, start)?;
+                let text = c.scan.rem.clone();
+                self.emit(&mut c, now, start, &text)?;
                 c.scan = self.fresh_scan(c.offset);
                 break;
             }
-            self.cut_back(&mut c)?;
+            self.cut_back(&mut c, Dynamic::On)?;
         }
         let table = &self.lang.table;
         for &s in &c.stacks {
@@ -617,7 +991,7 @@ impl<'l> Session<'l> {
         // A space after a sentence ends its last lexeme (never a string or a quoted name
         // left open: the sentence is complete) and is itself ignored.
         for &b in text.iter().chain(b" ") {
-            self.push_byte_with(&mut c, b, &mut |e| {
+            self.push_byte_with(&mut c, b, Dynamic::On, &mut |e| {
                 if let Scanned::Lexeme { cands, at, len } = e {
                     out.push(Lexeme {
                         start: at,

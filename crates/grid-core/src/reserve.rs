@@ -23,7 +23,9 @@
 //!   used. The cost is memoised per interned stack node ([`ReserveMemo`]), so a step costs
 //!   the new nodes only;
 //! * plus the remainder of the lexeme in progress: the shortest byte suffix that makes it a
-//!   terminal some stack takes (or an ignored lexeme).
+//!   terminal some stack takes (or an ignored lexeme), or the rest of a name of the dynamic
+//!   lexicon ([`crate::scope`]) that a stack takes there (no other terminal may finish a
+//!   prefix of a name the statement introduced).
 //!
 //! The reserve is the cost of one concrete completion, so it is never below the true
 //! minimum; [`ReserveTable::completion`] returns that completion's bytes, which
@@ -37,8 +39,10 @@ use crate::grammar::table::{LrTable, Sym};
 use crate::language::Language;
 use crate::lexer::dfa::DEAD;
 use crate::lexer::words::WordTrie;
+use crate::lexicon::quoted;
 use crate::parser::NIL;
 use crate::recognizer::{Config, Session};
+use crate::scope::spells_prefix;
 use crate::termset::TermSet;
 
 /// A cost no completion reaches.
@@ -256,8 +260,11 @@ impl ReserveTable {
         self.stack_step(session, memo, node).cost
     }
 
+    /// The cost reads states only: it is computed and memoised on the node's core (the
+    /// values of the dynamic lexicon do not bear on it).
     fn stack_step(&self, session: &mut Session<'_>, memo: &mut ReserveMemo, node: u32) -> Step {
-        self.stack_step_at(session, memo, node, 0).0
+        let core = session.stacks.core(node);
+        self.stack_step_at(session, memo, core, 0).0
     }
 
     /// The cost of `node` and the smallest depth of an active node the search cut a
@@ -395,7 +402,60 @@ impl ReserveTable {
                 });
             }
         }
+        self.dynamic_finishes(session, memo, cfg, speller, &mut out);
         out
+    }
+
+    /// The finishes of the lexeme in progress as a name a dynamic terminal takes on one of
+    /// the stacks: the rest of its spelling (a space after it ends it).
+    fn dynamic_finishes(
+        &self,
+        session: &mut Session<'_>,
+        memo: &mut ReserveMemo,
+        cfg: &Config,
+        speller: &Speller,
+        out: &mut Vec<Finish>,
+    ) {
+        let lang = session.lang;
+        let dynamic = lang.terms().dynamic_all;
+        if !lang.sem.enabled() || !lang.dfa().live(cfg.scan.q).intersects(&dynamic) {
+            return;
+        }
+        let reserved = |w: &str| lang.dialect.is_reserved(w);
+        let rem = &cfg.scan.rem;
+        for &s in &cfg.stacks {
+            let a = session.stacks.allowed(&lang.table, s).intersect(&dynamic);
+            for t in a.iter() {
+                for n in session.stacks.visible(&lang.sem, s, t).iter() {
+                    if !spells_prefix(rem, n, &reserved) {
+                        continue;
+                    }
+                    let spelled = if rem.first() == Some(&b'"') {
+                        quoted(n)
+                    } else {
+                        n.to_string()
+                    };
+                    let suffix = spelled.as_bytes()[rem.len()..].to_vec();
+                    let suffix_cost = if suffix.is_empty() {
+                        0
+                    } else {
+                        speller.cost(&suffix)
+                    };
+                    let Some(next) = session.stacks.shift(&lang.table, s, t) else {
+                        continue;
+                    };
+                    if suffix_cost == UNREACHABLE {
+                        continue;
+                    }
+                    let rest = self.stack_cost(session, memo, next);
+                    out.push(Finish {
+                        suffix,
+                        stack: next,
+                        cost: suffix_cost.saturating_add(rest),
+                    });
+                }
+            }
+        }
     }
 
     /// The reserve of `cfg`: the token cost of [`ReserveTable::completion`], or

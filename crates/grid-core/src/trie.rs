@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use grid_vocab::Vocabulary;
 use thiserror::Error;
 
+use crate::token_starts::TokenStarts;
+
 #[derive(Debug, Error)]
 pub enum TrieError {
     #[error("the vocabulary has {0} ids; the token trie holds at most {max}", max = TokenTrie::MAX_IDS)]
@@ -64,6 +66,8 @@ pub struct TokenTrie {
     /// The longest spelling, in bytes (the depth of the deepest node).
     max_len: usize,
     fingerprint: String,
+    /// Where names may start in the tokens, for the dynamic lexicon; built on first use.
+    starts: OnceLock<TokenStarts>,
 }
 
 impl TokenTrie {
@@ -136,6 +140,7 @@ impl TokenTrie {
             eos: vocab.eos_id(),
             max_len,
             fingerprint: vocab.fingerprint().to_string(),
+            starts: OnceLock::new(),
         };
         for (i, (b, ids, size)) in nodes.into_iter().enumerate() {
             let mut packed = u64::from(b) | u64::from(size) << SIZE_SHIFT;
@@ -171,6 +176,11 @@ impl TokenTrie {
             m.insert(fp.to_string(), Arc::downgrade(&t));
         }
         Ok(t)
+    }
+
+    /// Where names may start inside the tokens ([`TokenStarts`]), built on first use.
+    pub fn starts(&self) -> &TokenStarts {
+        self.starts.get_or_init(|| TokenStarts::build(self))
     }
 
     /// Number of nodes, the root included.

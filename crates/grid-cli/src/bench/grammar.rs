@@ -9,7 +9,11 @@
 //!   `selectname` reads as `select name`, and a free identifier may spell a reserved word
 //!   or, as a CTE reference, a relation (Lark keeps both exclusions with `&` and `~`);
 //! * unquoted words match case-insensitively in Unicode, where PostgreSQL folds ASCII only,
-//!   and bytes ≥ 0x80 in identifiers are any non-ASCII character.
+//!   and bytes ≥ 0x80 in identifiers are any non-ASCII character;
+//! * names the statement introduces (the dynamic lexicon: an output alias in ORDER BY, a
+//!   derived table's column) are no words at all: a grammar fixed before the output cannot
+//!   know them, so the productions of those terminals are dropped (the Spider gold the
+//!   benchmark replays uses none).
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -38,7 +42,8 @@ impl<'a> PeerSource<'a> {
             .copied()
             .filter(|k| lexicon.is_empty(*k))
             .collect();
-        let cfg = project(dialect, policy, &empty)?;
+        let dynamic: std::collections::HashSet<u16> = dialect.terms.dynamic_all.iter().collect();
+        let cfg = project(dialect, policy, &empty)?.reduce(&dynamic)?;
         Ok(PeerSource {
             dialect,
             cfg,
@@ -123,6 +128,13 @@ impl<'a> PeerSource<'a> {
                     need_ident = true;
                     "(UNQUOTED_IDENT | QUOTED_IDENT) & ~RESERVED_WORD".to_string()
                 }
+                TermKind::Ident(IdentCategory::BareLabel) => {
+                    need_ident = true;
+                    "(UNQUOTED_IDENT | QUOTED_IDENT) & ~RESERVED_WORD & ~BARE_LABEL_DENIED"
+                        .to_string()
+                }
+                // Dropped with their productions (see the module documentation).
+                TermKind::Ident(IdentCategory::Dynamic(_)) => continue,
                 TermKind::Ident(IdentCategory::Cte) => {
                     need_ident = true;
                     need_relation = true;
@@ -143,6 +155,14 @@ impl<'a> PeerSource<'a> {
             let _ = writeln!(s, "QUOTED_IDENT: /\"(?:[^\"]|\"\")+\"/");
             let words: Vec<String> = self.dialect.spec.reserved.iter().cloned().collect();
             let _ = writeln!(s, "RESERVED_WORD: {}", lark_words(&words, &[]));
+            let words: Vec<String> = self
+                .dialect
+                .spec
+                .bare_label_denied
+                .iter()
+                .cloned()
+                .collect();
+            let _ = writeln!(s, "BARE_LABEL_DENIED: {}", lark_words(&words, &[]));
         }
         if need_relation {
             let (unq, q) = self.spellings(self.lexicon.relations.iter());
@@ -199,10 +219,13 @@ impl<'a> PeerSource<'a> {
                     })?
                 }
                 TermKind::Skip { .. } | TermKind::Never { .. } => continue,
-                TermKind::Ident(IdentCategory::Free | IdentCategory::Cte) => {
+                TermKind::Ident(
+                    IdentCategory::Free | IdentCategory::BareLabel | IdentCategory::Cte,
+                ) => {
                     need_ident = true;
                     "ident".to_string()
                 }
+                TermKind::Ident(IdentCategory::Dynamic(_)) => continue,
                 TermKind::Ident(IdentCategory::Lexicon(k)) => {
                     let (unq, q) = self.spellings(self.lexicon.words(*k));
                     let alts: Vec<String> = unq
@@ -222,7 +245,7 @@ impl<'a> PeerSource<'a> {
             );
         }
         s.push_str(
-            "ws ::= ([ \\t\\n] | \"--\" [^\\n]* | \"/*\" ([^*] | \"*\"+ [^*/])* \"*\"+ \"/\")*\n",
+            "ws ::= ([ \\t\\n] | \"--\" [^\\n\\r]* | \"/*\" ([^*/] | \"*\"+ [^*/] | \"/\"+ [^*/])* \"*\"+ \"/\")*\n",
         );
         Ok(s)
     }
@@ -322,6 +345,9 @@ fn ebnf_token(name: &str) -> Option<&'static str> {
         "STRING" => "\"'\" ([^'\\\\\\x00-\\x08\\x0b-\\x1f\\x7f] | \"''\")* \"'\"",
         "ESTRING" => "[eE] \"'\" ([^'\\\\\\x00-\\x08\\x0b-\\x1f\\x7f] | \"\\\\\" [^'\\x00-\\x08\\x0b-\\x1f\\x7f] | \"''\")* \"'\"",
         "INTEGER" => "[0-9]+",
+        "EXTRACT_FIELD" => {
+            "(\"century\" | \"day\" | \"decade\" | \"dow\" | \"doy\" | \"epoch\" | \"hour\" | \"isodow\" | \"isoyear\" | \"julian\" | \"microseconds\" | \"millennium\" | \"milliseconds\" | \"minute\" | \"month\" | \"quarter\" | \"second\" | \"timezone\" | \"timezone_hour\" | \"timezone_minute\" | \"week\" | \"year\")"
+        }
         "DECIMAL" => {
             "(([0-9]+ \".\" [0-9]* | \".\" [0-9]+) ([eE] [+\\-]? [0-9]+)? | [0-9]+ [eE] [+\\-]? [0-9]+)"
         }

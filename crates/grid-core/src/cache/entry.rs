@@ -157,6 +157,9 @@ impl Entry {
                     out.push(1);
                     out.extend_from_slice(&node.to_le_bytes());
                 }
+                // Never in an entry (its tokens are found on the live configuration), but a
+                // tag of its own all the same.
+                CdKey::Dynamic => out.push(2),
             }
             out.extend_from_slice(&(c.ids.len() as u32).to_le_bytes());
             for id in c.ids.iter() {

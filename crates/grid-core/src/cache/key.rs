@@ -48,7 +48,11 @@ impl Remainder {
     /// The T2 form when the lexicon-visibility guard holds, else the T1 form.
     pub fn of(lang: &Language, scan: &Scan) -> Remainder {
         let t = lang.terms();
-        let decided = t.lexicon_all.union(&t.free).union(&t.cte);
+        let decided = t
+            .lexicon_all
+            .union(&t.free)
+            .union(&t.cte)
+            .union(&t.dynamic_all);
         if scan.rem.is_empty() || lang.dfa().live(scan.q).intersects(&decided) {
             return Remainder::Raw(scan.rem.clone());
         }
@@ -122,7 +126,12 @@ impl Position {
     /// deny list decides: its mask must come from the L3 word trie.
     pub fn of(lang: &Language, allowed: &TermSet) -> Position {
         let t = lang.terms();
-        if allowed.intersects(&t.lexicon_all.union(&t.free).union(&t.cte)) {
+        let decided = t
+            .lexicon_all
+            .union(&t.free)
+            .union(&t.cte)
+            .union(&t.dynamic_all);
+        if allowed.intersects(&decided) {
             Position::Ident
         } else {
             Position::Generic

@@ -185,8 +185,9 @@ impl Part {
         for class in &tail.0.classes {
             let (below, t) = match &class.key {
                 CdKey::Scanned { emitted, trail } => (emitted, trail),
-                // By node, with the whole spelling: the same class on any path.
-                CdKey::Exact { .. } => {
+                // By node, with the whole spelling: the same class on any path. (A tail
+                // holds no dynamic class; it would merge the same way.)
+                CdKey::Exact { .. } | CdKey::Dynamic => {
                     let c = self.class(class.key.clone(), class.rep_node, &class.rep);
                     self.classes[c].ids.append(&class.ids);
                     continue;
@@ -441,7 +442,7 @@ struct StackFree<'a> {
 impl ScanHost for StackFree<'_> {
     type Refused = ();
 
-    fn lexeme(&mut self, c: TermSet, _at: usize, _len: usize) -> Result<(), ()> {
+    fn lexeme(&mut self, c: TermSet, _at: usize, _bytes: &[u8]) -> Result<(), ()> {
         if c.intersects(&self.skip) {
             return Ok(());
         }

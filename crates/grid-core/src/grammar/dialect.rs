@@ -9,7 +9,7 @@ use blake2::{Blake2b, Digest};
 
 use super::cfg::Cfg;
 use super::projection::project;
-use super::spec::{IdentCategory, LexSpec, LexiconKind, TermKind};
+use super::spec::{DynKind, IdentCategory, LexSpec, LexiconKind, TermKind};
 use super::table::LrTable;
 use super::template;
 use crate::error::{GridError, Result};
@@ -48,8 +48,17 @@ pub struct Terminals {
     /// The terminals of the relation lexicons, whose words may be `schema.table`.
     pub relation: TermSet,
     /// Identifier terminals that refuse reserved words (and, for CTE references, relations).
+    /// The bare labels are among them.
     pub free: TermSet,
+    /// Identifier terminals that also refuse the words of `bare_label_denied`.
+    pub bare_label: TermSet,
+    /// Numeric literals: a lexeme boundary never falls between one and a letter or `_`.
+    pub numeric: TermSet,
     pub cte: TermSet,
+    /// Terminals of the dynamic lexicon (names the statement introduced), by category. Their
+    /// lexemes are identifiers; no static word is one (see [`crate::scope`]).
+    pub dynamic: BTreeMap<DynKind, TermSet>,
+    pub dynamic_all: TermSet,
 }
 
 impl Terminals {
@@ -255,13 +264,21 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         )));
     }
     let mut lexicon: BTreeMap<LexiconKind, TermSet> = BTreeMap::new();
-    let (mut free, mut cte) = (TermSet::EMPTY, TermSet::EMPTY);
+    let mut dynamic: BTreeMap<DynKind, TermSet> = BTreeMap::new();
+    let (mut free, mut cte, mut bare_label) = (TermSet::EMPTY, TermSet::EMPTY, TermSet::EMPTY);
     for (i, k) in kinds.iter().enumerate() {
         match k {
             Some(TermKind::Ident(IdentCategory::Lexicon(l))) => {
                 lexicon.entry(*l).or_default().insert(i as u16)
             }
+            Some(TermKind::Ident(IdentCategory::Dynamic(d))) => {
+                dynamic.entry(*d).or_default().insert(i as u16)
+            }
             Some(TermKind::Ident(IdentCategory::Free)) => free.insert(i as u16),
+            Some(TermKind::Ident(IdentCategory::BareLabel)) => {
+                free.insert(i as u16);
+                bare_label.insert(i as u16);
+            }
             Some(TermKind::Ident(IdentCategory::Cte)) => cte.insert(i as u16),
             _ => {}
         }
@@ -271,6 +288,14 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         .iter()
         .filter(|(k, _)| k.is_relation())
         .fold(TermSet::EMPTY, |a, (_, s)| a.union(s));
+    let dynamic_all = dynamic.values().fold(TermSet::EMPTY, |a, s| a.union(s));
+    let mut numeric = TermSet::EMPTY;
+    for n in &spec.numeric {
+        let t = names.iter().position(|x| x == n).ok_or_else(|| {
+            GridError::SpecMismatch(format!("%numeric names {n}, which is no terminal"))
+        })?;
+        numeric.insert(t as u16);
+    }
     Ok(Terminals {
         names,
         kinds,
@@ -280,7 +305,11 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         lexicon_all,
         relation,
         free,
+        bare_label,
+        numeric,
         cte,
+        dynamic,
+        dynamic_all,
     })
 }
 

@@ -9,11 +9,38 @@ use crate::error::{GridError, Result};
 pub enum IdentCategory {
     /// Any identifier that is not a reserved word: aliases, qualifiers, CTE definitions.
     Free,
+    /// An alias written without AS (a bare label): [`IdentCategory::Free`] without the
+    /// words of [`LexSpec::bare_label_denied`] either.
+    BareLabel,
     /// A CTE reference: any identifier that is neither reserved nor a relation of the schema,
     /// so that a name PostgreSQL would resolve to a table can never pass as a CTE.
     Cte,
     /// An L3 allow-list, filled from the schema and the role's grants.
     Lexicon(LexiconKind),
+    /// A name the statement itself introduced, where PostgreSQL resolves it: the dynamic
+    /// lexicon ([`crate::scope`]), whose words come from the output so far, not the schema.
+    Dynamic(DynKind),
+}
+
+/// The categories of the dynamic lexicon.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DynKind {
+    /// An output column name of the SELECT whose ORDER BY or GROUP BY item it is.
+    OutputAlias,
+    /// An output column of a derived table, a CTE reference or a relation renamed by a
+    /// column alias list, in scope where it is written.
+    DerivedColumn,
+}
+
+impl DynKind {
+    pub const ALL: [DynKind; 2] = [DynKind::OutputAlias, DynKind::DerivedColumn];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DynKind::OutputAlias => "output_alias",
+            DynKind::DerivedColumn => "derived_column",
+        }
+    }
 }
 
 /// The L3 allow-lists.
@@ -65,7 +92,11 @@ impl LexiconKind {
     fn parse(s: &str) -> Option<IdentCategory> {
         Some(match s {
             "free" => IdentCategory::Free,
+            "bare_label" => IdentCategory::BareLabel,
             "cte" => IdentCategory::Cte,
+            _ if DynKind::ALL.iter().any(|k| k.name() == s) => {
+                IdentCategory::Dynamic(*DynKind::ALL.iter().find(|k| k.name() == s)?)
+            }
             _ => IdentCategory::Lexicon(*LexiconKind::ALL.iter().find(|k| k.name() == s)?),
         })
     }
@@ -106,6 +137,10 @@ pub struct TermDecl {
 pub struct LexSpec {
     /// Words that are never identifiers when unquoted (folded to lower case).
     pub reserved: BTreeSet<String>,
+    /// Words that are no bare label either (folded to lower case).
+    pub bare_label_denied: BTreeSet<String>,
+    /// Terminals of numeric literals: no identifier may start right after one.
+    pub numeric: BTreeSet<String>,
     pub decls: Vec<TermDecl>,
 }
 
@@ -124,6 +159,16 @@ impl LexSpec {
             };
             if let Some(words) = text.strip_prefix("%reserved") {
                 spec.reserved
+                    .extend(words.split_whitespace().map(|w| w.to_ascii_lowercase()));
+                continue;
+            }
+            if let Some(names) = text.strip_prefix("%numeric") {
+                spec.numeric
+                    .extend(names.split_whitespace().map(str::to_string));
+                continue;
+            }
+            if let Some(words) = text.strip_prefix("%bare_label_denied") {
+                spec.bare_label_denied
                     .extend(words.split_whitespace().map(|w| w.to_ascii_lowercase()));
                 continue;
             }
@@ -163,7 +208,7 @@ impl LexSpec {
                 ),
                 _ => {
                     return Err(err(
-                        "a line starts with %reserved, KW, TOK, ID, SKIP or NEVER",
+                        "a line starts with %reserved, %bare_label_denied, %numeric, KW, TOK, ID, SKIP or NEVER",
                     ))
                 }
             };

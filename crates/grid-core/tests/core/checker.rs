@@ -419,3 +419,71 @@ fn messages_quote_back_to_the_model() {
         "relation payroll does not exist or is not visible to role analyst (at `payroll`)"
     );
 }
+
+/// A column alias list renames by position; the snapshot lists only the columns a role
+/// holds some privilege on, so without a table-level grant the positions cannot be trusted:
+/// `employees AS e(a, b)` could name a column the clerk may not see.
+#[test]
+fn column_alias_lists_need_every_column_visible() {
+    let c = clerk();
+    let k = kinds(&c, "SELECT e.a FROM employees AS e(a, b)");
+    assert!(
+        k.iter()
+            .any(|v| matches!(v, ViolationKind::Unsupported { what } if what.contains("column alias list"))),
+        "{k:?}"
+    );
+    clean(&c, "SELECT e.name FROM employees AS e");
+    clean(&c, "SELECT s.a FROM (SELECT name FROM employees) AS s(a)");
+    clean(&analyst(), "SELECT x.a FROM employees AS x(a)");
+}
+
+/// What the checker can read at all: one statement.
+#[test]
+fn the_checker_parses_one_statement() {
+    use grid_core::checker::parses;
+    assert!(parses("SELECT 1").is_ok());
+    assert!(matches!(
+        parses("SELECT 1; SELECT 2"),
+        Err(ViolationKind::StatementCount { count: 2 })
+    ));
+    assert!(matches!(
+        parses("SELEC 1"),
+        Err(ViolationKind::Unparsable { .. })
+    ));
+}
+
+/// An INSERT whose source ends at its target list before `ON CONFLICT` is PostgreSQL
+/// (sqlparser alone cannot read it): the checker reads it, and checks it as it checks any
+/// INSERT. A statement that fails elsewhere is not rescued.
+#[test]
+fn an_insert_source_ending_in_its_target_list_takes_on_conflict() {
+    use grid_core::checker::parses;
+    for sql in [
+        "INSERT INTO orders (total) SELECT 1 ON CONFLICT DO NOTHING",
+        "INSERT INTO orders (total) SELECT orders.* ON CONFLICT DO NOTHING",
+        "INSERT INTO orders SELECT 1, 2 ON CONFLICT (id) DO NOTHING RETURNING id",
+        "INSERT INTO orders (total) SELECT total FROM orders UNION SELECT 'on conflict' ON CONFLICT DO NOTHING",
+        "INSERT INTO orders (total) WITH c AS (SELECT 1 AS v) SELECT (SELECT v FROM c) ON CONFLICT DO NOTHING",
+    ] {
+        assert!(parses(sql).is_ok(), "{sql}: {:?}", parses(sql));
+    }
+    let c = clerk();
+    clean(
+        &c,
+        "INSERT INTO orders (employee_id, total) SELECT 1, 0 ON CONFLICT DO NOTHING",
+    );
+    assert_eq!(
+        kinds(
+            &c,
+            "INSERT INTO orders (note) SELECT 'x' ON CONFLICT DO NOTHING"
+        ),
+        vec![col("orders", "note", Verb::Insert)]
+    );
+    for sql in [
+        "INSERT INTO orders (total) SELECT 1 FROM orders JOIN employees ON CONFLICT DO NOTHING",
+        "INSERT INTO orders (total) SELECT 1 ORDER BY 1 WHERE TRUE ON CONFLICT DO NOTHING",
+        "SELECT 1 ON CONFLICT DO NOTHING",
+    ] {
+        assert!(parses(sql).is_err(), "{sql}");
+    }
+}

@@ -11,6 +11,7 @@ mod catalog;
 mod checker;
 mod checker_spider;
 mod decode;
+mod dynamic;
 mod grammar;
 mod masks;
 mod mini;

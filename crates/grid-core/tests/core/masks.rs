@@ -189,30 +189,13 @@ fn config_after(s: &mut Session<'_>, text: &str) -> Config {
     c
 }
 
-/// Fast ≡ oracle at every byte offset of each statement (so mid-identifier, mid-string,
-/// mid-comment and mid-keyword positions too), and the statement is complete at its end.
+/// Fast ≡ oracle at every byte offset of each statement, and the statement is complete at
+/// its end ([`common::over_offsets_by`]).
 fn differential_over_offsets(lang: &Language, fx: &mut Fixture, statements: &[&str]) -> usize {
-    let mut s = Session::new(lang);
-    let mut checked = 0;
-    for text in statements {
-        let bytes = text.as_bytes();
-        let mut cfg = s.start();
-        for i in 0..=bytes.len() {
-            let what = format!("{:?} at byte {i}", &text[..i]);
-            let m = fx.checked(&mut s, &cfg, &what);
-            checked += 1;
-            if let Some(&b) = bytes.get(i) {
-                // The next byte is a token of the vocabulary: it must be allowed.
-                for id in byte_ids(&fx.vocab, b) {
-                    assert!(m.contains(id), "{what}: next byte {:?} blocked", b as char);
-                }
-                s.feed(&mut cfg, &[b]).expect("statement byte");
-            } else {
-                assert!(m.eos, "{text}: EOS not allowed at the end");
-            }
-        }
-    }
-    checked
+    let ids: Vec<Vec<u32>> = (0..=255u8).map(|b| byte_ids(&fx.vocab, b)).collect();
+    common::over_offsets_by(lang, &ids, statements, &mut |s, cfg, what| {
+        fx.checked(s, cfg, what)
+    })
 }
 
 // ---------------------------------------------------------------------------------------

@@ -101,10 +101,12 @@ impl Searcher {
 
     /// A byte string s with complete(p·s), where `cfg` is p fed.
     fn witness(&mut self, s: &mut Session, cfg: &Config, words: &[&str]) -> Option<String> {
-        let mut finishes: Vec<String> = ["", "'", "\"", "*/", "\n", "1", "5", "x", ")", "'s'"]
-            .iter()
-            .map(|x| x.to_string())
-            .collect();
+        // "**/" closes a comment whose opening slash is the last byte.
+        let mut finishes: Vec<String> =
+            ["", "'", "\"", "*/", "**/", "\n", "1", "5", "x", ")", "'s'"]
+                .iter()
+                .map(|x| x.to_string())
+                .collect();
         // The rest of any word of the language that continues the pending lexeme.
         let rem = String::from_utf8_lossy(&cfg.scan.rem).to_ascii_lowercase();
         for w in self
@@ -180,7 +182,10 @@ impl Searcher {
                 if s.feed(&mut c2, format!("{sp} ").as_bytes()).is_err() || !s.is_viable(&c2) {
                     continue;
                 }
-                if !seen.insert((c2.stacks.to_vec(), c2.scan.q, c2.scan.w)) {
+                // Configurations with the same parser states (values of the dynamic lexicon
+                // aside) continue alike for this search.
+                let cores: Vec<u32> = c2.stacks.iter().map(|&n| s.stacks.core(n)).collect();
+                if !seen.insert((cores, c2.scan.q, c2.scan.w)) {
                     continue;
                 }
                 let cost = steps + 1 + 2 * depth(s, &c2) as usize;

@@ -153,43 +153,8 @@ pub fn examples() -> Vec<String> {
 /// A schema in which every unquoted word of `texts` that is not reserved is a table and a
 /// column: the lexicon then constrains nothing the texts use, so what is checked is L1.
 pub fn permissive_schema(texts: &[String]) -> Schema {
-    use grid_core::schema::{Column, Table};
     let d = dialect();
-    let mut words = std::collections::BTreeSet::new();
-    for t in texts {
-        let mut in_str = false;
-        for w in t.split(|c: char| {
-            if c == '\'' {
-                in_str = !in_str;
-            }
-            in_str || !(c.is_ascii_alphanumeric() || c == '_')
-        }) {
-            let w = w.to_ascii_lowercase();
-            if !w.is_empty() && !w.as_bytes()[0].is_ascii_digit() && !d.is_reserved(&w) {
-                words.insert(w);
-            }
-        }
-    }
-    let columns: Vec<Column> = words
-        .iter()
-        .map(|w| Column {
-            name: w.clone(),
-            ty: "text".into(),
-        })
-        .collect();
-    Schema {
-        db_id: "permissive".into(),
-        tables: words
-            .iter()
-            .map(|w| Table {
-                name: w.clone(),
-                qualifier: None,
-                columns: columns.clone(),
-                primary_key: vec![],
-                foreign_keys: vec![],
-            })
-            .collect(),
-    }
+    grid_core::schema::permissive(texts, &|w| d.is_reserved(w))
 }
 
 pub fn language_for(schema: &Schema, policy: &Policy) -> Arc<Language> {
@@ -214,4 +179,54 @@ pub fn qualified_schema() -> Schema {
             Table::qualified_with_columns("Sales", "Leads", &["id"]),
         ],
     }
+}
+
+/// The non-special ids spelling each byte alone, by byte.
+pub fn byte_ids(vocab: &grid_vocab::Vocabulary) -> Vec<Vec<u32>> {
+    (0..=255u8)
+        .map(|b| {
+            vocab
+                .iter()
+                .filter(|(id, t)| !vocab.is_special(*id) && *t == [b])
+                .map(|(id, _)| id)
+                .collect()
+        })
+        .collect()
+}
+
+/// Feeds each statement byte by byte and, at every byte offset (mid-identifier, mid-string,
+/// mid-comment and mid-keyword positions too) and at its end, has `mask` compute (and check)
+/// the mask there: every id of `byte_ids` spelling the next byte must be allowed, and EOS at
+/// the end. Returns the offsets checked.
+pub fn over_offsets_by(
+    lang: &Language,
+    byte_ids: &[Vec<u32>],
+    statements: &[&str],
+    mask: &mut dyn FnMut(
+        &mut grid_core::Session<'_>,
+        &grid_core::Config,
+        &str,
+    ) -> grid_core::mask::Mask,
+) -> usize {
+    let mut s = grid_core::Session::new(lang);
+    let mut checked = 0;
+    for text in statements {
+        let bytes = text.as_bytes();
+        let mut cfg = s.start();
+        for i in 0..=bytes.len() {
+            let what = format!("{:?} at byte {i}", &text[..i]);
+            let m = mask(&mut s, &cfg, &what);
+            checked += 1;
+            match bytes.get(i) {
+                Some(&b) => {
+                    for &id in &byte_ids[usize::from(b)] {
+                        assert!(m.contains(id), "{what}: next byte {:?} blocked", b as char);
+                    }
+                    s.feed(&mut cfg, &[b]).expect("statement byte");
+                }
+                None => assert!(m.eos, "{text}: EOS not allowed at the end"),
+            }
+        }
+    }
+    checked
 }

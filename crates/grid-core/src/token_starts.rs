@@ -1,0 +1,240 @@
+//! Where a name may begin inside the tokens of a vocabulary: the index the mask uses to find
+//! the few tokens whose verdict the statement's own names can change (see
+//! [`crate::mask`] and [`crate::scope`]).
+//!
+//! A name is an identifier, so a lexeme spelling it starts where a lexeme may start inside
+//! a token's bytes: at the token's first byte, after a byte that is not a word byte, or at
+//! a double quote (the scanner never ends a lexeme between two word bytes). The index
+//! lists every such position of every token, ordered by the bytes from there to the end,
+//! folded to lower case (a superset for quoted names, which match exactly).
+
+use std::cmp::Ordering;
+
+use crate::recognizer::is_word_byte;
+use crate::trie::TokenTrie;
+
+/// One position where a lexeme may start inside a token.
+#[derive(Clone, Copy, Debug)]
+struct Start {
+    /// The token's trie node.
+    node: u32,
+    /// The token's spelling in [`TokenStarts::bytes`].
+    at: u32,
+    len: u16,
+    /// Where in the spelling the lexeme would start.
+    offset: u16,
+}
+
+/// The lexeme starts of every token of one trie, built once per trie.
+#[derive(Debug, Default)]
+pub struct TokenStarts {
+    /// Every token's spelling, back to back.
+    bytes: Vec<u8>,
+    /// Ordered by the folded bytes from the start to the end of the token.
+    starts: Vec<Start>,
+    /// Per id: its node and the first byte of its spelling (`u32::MAX` for an id no node
+    /// spells: a special one).
+    node_of: Vec<u32>,
+    first_byte: Vec<u8>,
+    /// Tokens in which two names may start (one could introduce what the other uses): a
+    /// name introduced and used within one token is in no list the stacks hold.
+    multi: Vec<u32>,
+    /// Per token node, ascending: where its spelling is in `bytes`.
+    spelled: Vec<(u32, u32, u16)>,
+}
+
+fn fold_cmp(a: &[u8], b: &[u8]) -> Ordering {
+    a.iter()
+        .map(u8::to_ascii_lowercase)
+        .cmp(b.iter().map(u8::to_ascii_lowercase))
+}
+
+/// Whether a lexeme may start at `i` of `t`.
+pub(crate) fn starts_at(t: &[u8], i: usize) -> bool {
+    i == 0 || !is_word_byte(t[i - 1]) || t[i] == b'"'
+}
+
+/// Whether a name may begin at `i` of `t`: a word byte or a quote where a lexeme may
+/// start.
+fn name_at(t: &[u8], i: usize) -> bool {
+    starts_at(t, i) && (is_word_byte(t[i]) || t[i] == b'"')
+}
+
+impl TokenStarts {
+    pub fn build(trie: &TokenTrie) -> TokenStarts {
+        let mut ts = TokenStarts {
+            node_of: vec![u32::MAX; trie.n_ids()],
+            first_byte: vec![0; trie.n_ids()],
+            ..TokenStarts::default()
+        };
+        // Depth-first over the trie, keeping the path's bytes.
+        let mut path: Vec<u8> = Vec::new();
+        let mut ends: Vec<usize> = Vec::new();
+        for n in 1..trie.len() {
+            while ends.last().is_some_and(|&e| n >= e) {
+                ends.pop();
+                path.pop();
+            }
+            path.push(trie.byte(n));
+            ends.push(n + trie.size(n));
+            let ids = trie.ids(n);
+            if ids.is_empty() {
+                continue;
+            }
+            for id in ids.iter() {
+                ts.node_of[id as usize] = n as u32;
+                ts.first_byte[id as usize] = path[0];
+            }
+            let at = ts.bytes.len() as u32;
+            ts.bytes.extend_from_slice(&path);
+            let len = path.len().min(u16::MAX as usize) as u16;
+            ts.spelled.push((n as u32, at, len));
+            let mut names = 0;
+            for i in 0..usize::from(len) {
+                if name_at(&path, i) {
+                    names += 1;
+                }
+                if starts_at(&path, i) {
+                    ts.starts.push(Start {
+                        node: n as u32,
+                        at,
+                        len,
+                        offset: i as u16,
+                    });
+                }
+            }
+            if names >= 2 {
+                ts.multi.push(n as u32);
+            }
+        }
+        let bytes = std::mem::take(&mut ts.bytes);
+        ts.starts
+            .sort_unstable_by(|a, b| fold_cmp(suffix(&bytes, a), suffix(&bytes, b)));
+        ts.bytes = bytes;
+        ts
+    }
+
+    /// The node of `id`, if a non-special token.
+    pub fn node_of(&self, id: u32) -> Option<usize> {
+        match self.node_of.get(id as usize) {
+            Some(&n) if n != u32::MAX => Some(n as usize),
+            _ => None,
+        }
+    }
+
+    /// The first byte of `id`'s spelling (0 for a special id).
+    pub fn first_byte(&self, id: u32) -> u8 {
+        self.first_byte.get(id as usize).copied().unwrap_or(0)
+    }
+
+    /// The spelling of token node `node` (empty for a node without a token).
+    pub fn spelling(&self, node: u32) -> &[u8] {
+        match self.spelled.binary_search_by_key(&node, |e| e.0) {
+            Ok(k) => {
+                let (_, at, len) = self.spelled[k];
+                &self.bytes[at as usize..at as usize + usize::from(len)]
+            }
+            Err(_) => &[],
+        }
+    }
+
+    /// Tokens in which two names may start.
+    pub fn multi(&self) -> &[u32] {
+        &self.multi
+    }
+
+    /// Tokens in which a lexeme may start that is a spelling `name` (folded) cut short by
+    /// the token's end, or all of it followed by a byte that is not a word byte (which ends
+    /// it); `at_start` keeps only lexemes starting at the token's first byte. `out` gets
+    /// their nodes (a superset of the tokens whose scan holds such a lexeme).
+    pub fn matching(&self, name: &[u8], at_start: bool, out: &mut Vec<u32>) {
+        if name.is_empty() {
+            return;
+        }
+        let keep = |s: &Start| !at_start || s.offset == 0;
+        // A prefix of `name` to the token's end.
+        for k in 1..=name.len() {
+            let p = &name[..k];
+            let lo = self
+                .starts
+                .partition_point(|s| fold_cmp(suffix(&self.bytes, s), p) == Ordering::Less);
+            let hi = self
+                .starts
+                .partition_point(|s| fold_cmp(suffix(&self.bytes, s), p) != Ordering::Greater);
+            out.extend(
+                self.starts[lo..hi]
+                    .iter()
+                    .filter(|s| keep(s))
+                    .map(|s| s.node),
+            );
+        }
+        // All of `name`, then a byte that ends it.
+        let lo = self
+            .starts
+            .partition_point(|s| fold_cmp(suffix(&self.bytes, s), name) != Ordering::Greater);
+        for s in &self.starts[lo..] {
+            let u = suffix(&self.bytes, s);
+            if u.len() <= name.len() || fold_cmp(&u[..name.len()], name) != Ordering::Equal {
+                break;
+            }
+            if keep(s) && !is_word_byte(u[name.len()]) {
+                out.push(s.node);
+            }
+        }
+    }
+}
+
+fn suffix<'a>(bytes: &'a [u8], s: &Start) -> &'a [u8] {
+    &bytes[(s.at as usize + usize::from(s.offset))..(s.at as usize + usize::from(s.len))]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use grid_vocab::Vocabulary;
+
+    #[test]
+    fn finds_the_tokens_a_name_may_start_in() {
+        let toks: Vec<Vec<u8>> = [
+            "<eos>", "t", " t", "To", ".tot", "total", "total,", "totals", " TOTAL)", "xt", "_t",
+            "a b", "(\"Tot",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+        let v = Vocabulary::from_served(toks, &[0], Some(0)).unwrap();
+        let trie = TokenTrie::build(&v).unwrap();
+        let st = TokenStarts::build(&trie);
+        let spell = |nodes: &[u32]| -> Vec<String> {
+            let mut v: Vec<String> = nodes
+                .iter()
+                .map(|&n| String::from_utf8_lossy(&trie.spelling(n as usize)).into_owned())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let mut out = Vec::new();
+        st.matching(b"total", false, &mut out);
+        assert_eq!(
+            spell(&out),
+            vec![" TOTAL)", " t", "(\"Tot", ".tot", "To", "t", "total", "total,"]
+        );
+        out.clear();
+        st.matching(b"\"tot", false, &mut out);
+        assert_eq!(spell(&out), vec!["(\"Tot"]);
+        out.clear();
+        st.matching(b"al", true, &mut out);
+        assert!(out.is_empty());
+        // A superset: the second start of `("Tot` is inside the quotes.
+        assert_eq!(spell(st.multi()), vec!["(\"Tot", "a b"]);
+        let id = v
+            .iter()
+            .find(|(_, b)| *b == b".tot")
+            .map(|(i, _)| i)
+            .unwrap();
+        assert_eq!(st.first_byte(id), b'.');
+        assert_eq!(trie.spelling(st.node_of(id).unwrap()), b".tot".to_vec());
+        assert_eq!(st.spelling(st.node_of(id).unwrap() as u32), b".tot");
+    }
+}
