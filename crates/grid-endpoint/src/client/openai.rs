@@ -189,6 +189,13 @@ impl TokenMap {
     }
 }
 
+/// Alternatives in the order [`CompletionToken::top`] promises: most likely first, ties
+/// by lower id.
+fn most_likely_first(mut top: Vec<(u32, f64)>) -> Vec<(u32, f64)> {
+    top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    top
+}
+
 /// Parses a completions reply body.
 pub fn parse_completion(
     body: &[u8],
@@ -217,8 +224,11 @@ pub fn parse_completion(
                     top.push((alt, p));
                 }
             }
-            top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            tokens.push(CompletionToken { id, logprob, top });
+            tokens.push(CompletionToken {
+                id,
+                logprob,
+                top: most_likely_first(top),
+            });
         }
         if lp.tokens.is_empty() {
             for c in &lp.content {
@@ -230,11 +240,10 @@ pub fn parse_completion(
                     })?;
                     top.push((alt.id(vocab, map)?, p));
                 }
-                top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
                 tokens.push(CompletionToken {
                     id,
                     logprob: c.token.logprob,
-                    top,
+                    top: most_likely_first(top),
                 });
             }
         }
