@@ -59,6 +59,11 @@ pub struct BenchArgs {
     /// Repetitions over the statements; the first is cold, the others warm.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(2..))]
     reps: u32,
+    /// Start every repetition cold: the engines are built afresh, so each database is met
+    /// cold once per repetition and warm across its own statements (what a new schema's
+    /// first questions cost), and every step counts as cold.
+    #[arg(long)]
+    cold_every_rep: bool,
     /// Take every K-th statement (a sample that still spans every database).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     every: u64,
@@ -71,6 +76,10 @@ pub struct BenchArgs {
     /// Label of the vocabulary in the output (default: the tokenizer's file or directory name).
     #[arg(long)]
     vocab_label: Option<String>,
+    /// Print every GRID step slower than this many µs on stderr, as a JSON line with the
+    /// statement prefix and the walk's size: where cold time goes.
+    #[arg(long)]
+    slow_us: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -128,6 +137,8 @@ struct GridEngine {
     /// Databases whose language is built.
     built: HashSet<String>,
     compiles: Vec<Duration>,
+    /// `--slow-us`.
+    slow_us: Option<u64>,
 }
 
 impl GridEngine {
@@ -136,6 +147,7 @@ impl GridEngine {
         policy: Policy,
         vocab: Arc<Vocabulary>,
         cache: CacheMode,
+        slow_us: Option<u64>,
     ) -> Result<GridEngine, BenchError> {
         let trie = TokenTrie::shared(&vocab)?;
         Ok(GridEngine {
@@ -144,6 +156,7 @@ impl GridEngine {
             masker: cache.masker(trie),
             built: HashSet::new(),
             compiles: Vec::new(),
+            slow_us,
         })
     }
 }
@@ -172,6 +185,20 @@ impl Engine for GridEngine {
             let t = Instant::now();
             self.masker.mask_into(&mut session, &cfg, &mut m);
             times.push(t.elapsed().as_nanos() as u64);
+            if let Some(slow_us) = self.slow_us {
+                let us = t.elapsed().as_micros();
+                if us >= u128::from(slow_us) {
+                    let prefix: Vec<u8> = ids[..step]
+                        .iter()
+                        .flat_map(|&i| self.vocab.token_bytes(i).iter().copied())
+                        .collect();
+                    let j = json!({"kind": "slow", "db": db, "step": step, "us": us as u64,
+                                   "visited": m.visited, "allowed": m.allowed,
+                                   "cd_classes": m.cd_classes.len(),
+                                   "prefix": String::from_utf8_lossy(&prefix)});
+                    eprintln!("{j}");
+                }
+            }
             let Some(&id) = ids.get(step) else {
                 return Ok(if m.eos {
                     Outcome::Accepted
@@ -357,6 +384,9 @@ impl Engine for LlgEngine {
     }
 }
 
+/// An engine and its setup time (ms).
+type Built = (Box<dyn Engine>, f64);
+
 /// Step times and rejections of one engine.
 #[derive(Default)]
 struct Record {
@@ -405,33 +435,43 @@ pub fn run(a: &BenchArgs) -> Result<(), BenchError> {
         vocab.len(),
         t0.elapsed().as_secs_f64()
     );
-    let mut engines: Vec<(Box<dyn Engine>, f64)> = Vec::new();
-    let mut seen = Vec::new();
+    let mut kinds = Vec::new();
     for &kind in &a.engines {
-        if seen.contains(&kind) {
-            continue;
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
         }
-        seen.push(kind);
-        let t = Instant::now();
-        let e: Box<dyn Engine> = match kind {
-            EngineKind::Grid => Box::new(GridEngine::new(
-                &a.corpus.tables,
-                policy.clone(),
-                vocab.clone(),
-                a.cache,
-            )?),
-            EngineKind::Llguidance => {
-                Box::new(LlgEngine::new(&a.corpus.tables, policy.clone(), &vocab)?)
-            }
-        };
-        engines.push((e, t.elapsed().as_secs_f64() * 1e3));
     }
+    let build = || -> Result<Vec<Built>, BenchError> {
+        let mut engines: Vec<Built> = Vec::new();
+        for &kind in &kinds {
+            let t = Instant::now();
+            let e: Box<dyn Engine> = match kind {
+                EngineKind::Grid => Box::new(GridEngine::new(
+                    &a.corpus.tables,
+                    policy.clone(),
+                    vocab.clone(),
+                    a.cache,
+                    a.slow_us,
+                )?),
+                EngineKind::Llguidance => {
+                    Box::new(LlgEngine::new(&a.corpus.tables, policy.clone(), &vocab)?)
+                }
+            };
+            engines.push((e, t.elapsed().as_secs_f64() * 1e3));
+        }
+        Ok(engines)
+    };
+    let mut engines = build()?;
     let mut records: Vec<Record> = engines.iter().map(|_| Record::default()).collect();
     let stderr = std::io::stderr();
     for rep in 0..a.reps {
+        if rep > 0 && a.cold_every_rep {
+            engines = build()?;
+        }
+        let cold = rep == 0 || a.cold_every_rep;
         for (g, ids) in gold.iter().zip(&encoded) {
             for ((e, _), r) in engines.iter_mut().zip(records.iter_mut()) {
-                let times = if rep == 0 { &mut r.cold } else { &mut r.warm };
+                let times = if cold { &mut r.cold } else { &mut r.warm };
                 match e.replay(&g.db, ids, times)? {
                     Outcome::Accepted => r.accepted += 1,
                     Outcome::Rejected { step } => {
@@ -455,7 +495,7 @@ pub fn run(a: &BenchArgs) -> Result<(), BenchError> {
     let mut out = stdout.lock();
     writeln!(
         out,
-        "{:<11} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9} {:>9} {:>9}  (µs; {label}, warm of {} reps)",
+        "{:<11} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9}  (µs; {label}, {})",
         "engine",
         "p50",
         "p90",
@@ -463,9 +503,18 @@ pub fn run(a: &BenchArgs) -> Result<(), BenchError> {
         "max",
         "compile_ms",
         "cold_p50",
+        "cold_p90",
         "cold_p99",
+        "cold_max",
         "rejected",
-        a.reps
+        if a.cold_every_rep {
+            format!(
+                "every one of {} reps cold per database: no warm steps",
+                a.reps
+            )
+        } else {
+            format!("warm of {} reps, cold of the first", a.reps)
+        }
     )?;
     let mut summary: Vec<String> = Vec::new();
     for ((e, setup_ms), r) in engines.iter().zip(records) {
@@ -480,7 +529,7 @@ pub fn run(a: &BenchArgs) -> Result<(), BenchError> {
         let compile_ms = (compile_ms * 100.0).round() / 100.0;
         writeln!(
             out,
-            "{:<11} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9} {:>9} {:>9}",
+            "{:<11} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9}",
             e.name(),
             warm.p50_us,
             warm.p90_us,
@@ -488,7 +537,9 @@ pub fn run(a: &BenchArgs) -> Result<(), BenchError> {
             warm.max_us,
             compile_ms,
             cold.p50_us,
+            cold.p90_us,
             cold.p99_us,
+            cold.max_us,
             r.rejected / u64::from(a.reps)
         )?;
         let rejected = r.rejected / u64::from(a.reps);
@@ -549,8 +600,14 @@ mod tests {
     fn grid_and_llguidance_agree_on_what_they_admit() {
         let tables = tables();
         let vocab = vocab();
-        let mut grid =
-            GridEngine::new(&tables, Policy::default(), vocab.clone(), CacheMode::On).unwrap();
+        let mut grid = GridEngine::new(
+            &tables,
+            Policy::default(),
+            vocab.clone(),
+            CacheMode::On,
+            None,
+        )
+        .unwrap();
         let mut llg = LlgEngine::new(&tables, Policy::default(), &vocab).unwrap();
         let mut times = Vec::new();
         for (sql, accepted) in [
