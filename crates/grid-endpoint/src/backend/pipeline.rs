@@ -278,3 +278,135 @@ impl<T: Send + 'static> Pipeline<T> {
         rx.await.map_err(|_| stopped())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::tokenset::TokenSet;
+
+    const EOS: u32 = 9;
+
+    /// Samples 5 for every item but `eos` (EOS) and `err` (an error); records what it is
+    /// asked. Its work ahead waits for the test to have received the step's reply.
+    struct Recorder {
+        log: Arc<Mutex<Vec<String>>>,
+        replied: mpsc::Receiver<()>,
+    }
+
+    impl Stepper for Recorder {
+        type Stats = usize;
+
+        fn step(&mut self, items: &[StepItem]) -> StepResults {
+            let ids: Vec<&str> = items.iter().map(|it| it.id.as_str()).collect();
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("step {}", ids.join(",")));
+            items
+                .iter()
+                .map(|it| match it.id.as_str() {
+                    "eos" => Ok(Sample {
+                        token: EOS,
+                        logprob: None,
+                    }),
+                    "err" => Err(BackendError::new("failed")),
+                    _ => Ok(Sample {
+                        token: 5,
+                        logprob: None,
+                    }),
+                })
+                .collect()
+        }
+
+        fn ahead(&mut self, items: &[StepItem], ahead: &[(usize, u32)]) {
+            let after_reply = self.replied.recv_timeout(Duration::from_secs(20)).is_ok();
+            let what: Vec<String> = ahead
+                .iter()
+                .map(|&(i, t)| format!("{}:{:?}", items[i].id, items[i].continued(t)))
+                .collect();
+            self.log.lock().unwrap().push(format!(
+                "ahead {} {}",
+                what.join(","),
+                if after_reply {
+                    "after the reply"
+                } else {
+                    "BEFORE the reply"
+                }
+            ));
+        }
+
+        fn release(&mut self, generations: &[String]) {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("release {}", generations.join(",")));
+        }
+
+        fn stats(&self) -> usize {
+            self.log.lock().unwrap().len()
+        }
+    }
+
+    async fn run(overlap: bool) -> Vec<String> {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (replied_tx, replied) = mpsc::channel();
+        let thread_log = log.clone();
+        let pipeline = spawn("test-pipeline", move |start| {
+            let config = PipelineConfig {
+                overlap,
+                eos: Some(EOS),
+                trace: false,
+            };
+            start.run(
+                Recorder {
+                    log: thread_log,
+                    replied,
+                },
+                config,
+            );
+        })
+        .unwrap();
+        let allowed = Allowed::new(
+            Arc::new(TokenSet::from_ids(10, 0..9).unwrap()),
+            &[],
+            Some(EOS),
+        );
+        let history = [1u32, 2];
+        let contexts: Vec<SampleContext> = ["a", "eos", "err"]
+            .iter()
+            .map(|id| SampleContext {
+                generation: id,
+                prompt: &history[..1],
+                generated: &history[1..],
+                allowed: &allowed,
+                sampling: Sampling::greedy(),
+            })
+            .collect();
+        let out = pipeline.sample_batch(&contexts).await;
+        replied_tx.send(()).unwrap();
+        assert_eq!(out[0].as_ref().unwrap().token, 5);
+        assert_eq!(out[1].as_ref().unwrap().token, EOS);
+        assert!(out[2].is_err());
+        pipeline.release(&["a".to_string()]);
+        // Served after everything sent before.
+        pipeline.stats().await.unwrap();
+        let events = log.lock().unwrap().clone();
+        events
+    }
+
+    #[tokio::test]
+    async fn the_reply_goes_first_then_the_pass_of_each_sampled_token_but_eos() {
+        assert_eq!(
+            run(true).await,
+            [
+                "step a,eos,err",
+                "ahead a:[1, 2, 5] after the reply",
+                "release a"
+            ]
+        );
+        assert_eq!(run(false).await, ["step a,eos,err", "release a"]);
+    }
+}
