@@ -1,5 +1,5 @@
-//! [`LlamaBackend`]: loads a GGUF model, starts the inference thread, and implements
-//! [`Backend`] over it.
+//! [`LlamaBackend`]: loads a GGUF model, starts its model thread (a
+//! [`crate::backend::pipeline`]), and implements [`Backend`] over it.
 
 use std::num::NonZeroU32;
 use std::path::PathBuf;
@@ -153,7 +153,7 @@ impl std::fmt::Debug for LlamaBackend {
 }
 
 impl LlamaBackend {
-    /// Loads the model, reads its vocabulary and template, and starts the inference
+    /// Loads the model, reads its vocabulary and template, and starts the model
     /// thread. Blocks for the load (seconds).
     pub fn load(config: &LlamaConfig) -> Result<LlamaBackend, String> {
         let path = &config.model;
