@@ -11,7 +11,7 @@
 //! the overlap and its exactness without a model (`serve --backend mock --mock forward
 //! --forward-ms 50` serves it).
 //!
-//! State: per generation, the last row computed and the history it follows ([`Held`]),
+//! State: per generation, the last row computed and the history it follows (`Held`),
 //! at most `max_generations` of them (least recently used dropped first; a dropped one
 //! is computed again when it comes back).
 
