@@ -15,8 +15,10 @@
 //! * [`spec`]: which model an endpoint setting names (`mock:…` or a URL), parsed once
 //!   for the extension and the CLI;
 //! * [`server`]: the reference endpoint ([`Server`]) with its [`backend`]s: deterministic
-//!   mocks (scripted, adversarial), a vLLM front, and (feature `llama`) a real model
-//!   run in process by llama.cpp.
+//!   mocks (scripted, adversarial, and one with a forward pass), a vLLM front, and
+//!   (feature `llama`) a real model run in process by llama.cpp. The stateful ones are
+//!   pipelined ([`backend::pipeline`]): the forward pass that feeds a sampled token runs
+//!   while the client computes the next mask.
 //!
 //! Every failure a peer can cause is a typed error ([`ClientError`], per-generation
 //! [`GenerationError`]), never a panic; the server never emits a token outside the

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use grid_endpoint::backend::forward::{ForwardConfig, ForwardMock, HashedForward};
 use grid_endpoint::backend::mock::{AdversarialMock, ScriptedMock};
 use grid_endpoint::backend::script::Script;
 use grid_endpoint::backend::vllm::{VllmBackend, VllmConfig};
@@ -68,6 +69,8 @@ enum BackendKind {
 enum MockKind {
     Scripted,
     Adversarial,
+    /// Logits from a seeded hash after a sleep of --forward-ms, pipelined like llama.
+    Forward,
 }
 
 #[derive(clap::Args)]
@@ -108,15 +111,24 @@ struct ServeArgs {
     #[arg(long)]
     ctx: Option<u32>,
     /// llama: generations holding a KV sequence at once (the least recently used idle
-    /// one is evicted for a new one; it is recomputed if it comes back).
+    /// one is evicted for a new one; it is recomputed if it comes back); the forward
+    /// mock: generations holding their last logits row.
     #[arg(long, default_value_t = 64)]
     max_generations: usize,
     /// llama: evaluated prompts kept for reuse by later generations (LRU).
     #[arg(long, default_value_t = 16)]
     prefix_cache: usize,
-    /// llama: do not decode each sampled token ahead of the next step.
-    #[arg(long)]
+    /// llama and the forward mock: do not run the forward pass of each sampled token
+    /// ahead of the next step (pipelining off).
+    #[arg(long, alias = "no-pipeline")]
     no_overlap: bool,
+    /// llama and the forward mock: one JSON line per step on stderr, with its times on
+    /// the model thread (bench/overlap.sh reads them).
+    #[arg(long)]
+    trace_steps: bool,
+    /// The forward mock: milliseconds each forward pass sleeps (the model's time).
+    #[arg(long, default_value_t = 0)]
+    forward_ms: u64,
     /// llama: layers offloaded to the GPU (builds with the `cuda` feature; default all
     /// there, 0 otherwise).
     #[arg(long)]
@@ -231,6 +243,7 @@ fn load_llama(args: &ServeArgs) -> Result<(Arc<dyn Backend>, Arc<Vocabulary>), S
     config.max_generations = args.max_generations;
     config.prefix_cache = args.prefix_cache;
     config.overlap = !args.no_overlap;
+    config.trace = args.trace_steps;
     config.eos = args.eos;
     if let Some(n) = args.gpu_layers {
         config.gpu_layers = n;
@@ -261,7 +274,11 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         BackendKind::Mock | BackendKind::Vllm => {
             let vocab = Arc::new(load_vocab(args.tokenizer.as_ref(), args.eos)?);
             let backend = mock_or_vllm(&args, &vocab)?;
-            (backend, vocab, args.max_batch.unwrap_or(1024))
+            // The forward mock holds at most --max-generations generations' logits.
+            let forward =
+                args.backend == BackendKind::Mock && matches!(args.mock, MockKind::Forward);
+            let default_batch = if forward { args.max_generations } else { 1024 };
+            (backend, vocab, args.max_batch.unwrap_or(default_batch))
         }
     };
     run_server(&args, vocab, backend, max_batch).await
@@ -282,6 +299,19 @@ fn mock_or_vllm(args: &ServeArgs, vocab: &Arc<Vocabulary>) -> Result<Arc<dyn Bac
                 Arc::new(ScriptedMock::new(vocab.clone(), script))
             }
             MockKind::Adversarial => Arc::new(AdversarialMock::new(vocab.clone())),
+            MockKind::Forward => {
+                let forward = HashedForward {
+                    vocab_size: vocab.len(),
+                    delay: Duration::from_millis(args.forward_ms),
+                    seed: 0,
+                };
+                let config = ForwardConfig {
+                    overlap: !args.no_overlap,
+                    max_generations: args.max_generations,
+                    trace: args.trace_steps,
+                };
+                Arc::new(ForwardMock::new(vocab, forward, config)?)
+            }
         },
         BackendKind::Vllm => {
             let url = args

@@ -4,6 +4,15 @@
 //! and checks every answer against the allowed set before it is sent: a backend that
 //! answers outside mask ∪ cd_pass (or EOS when the gate is shut) gets its answer refused
 //! (`backend_violation`), never emitted.
+//!
+//! * [`mock`] (with [`script`] and the [`builtin`] vocabulary): the scripted and
+//!   adversarial mocks, which choose from the allowed set directly;
+//! * [`forward`]: a mock with a forward pass (logits per history), pipelined;
+//! * [`llama`]: a GGUF model run in process by llama.cpp (feature `llama`), pipelined;
+//! * [`vllm`]: a front for a vLLM server;
+//! * [`pipeline`]: the model thread of the stateful backends, which starts the forward
+//!   pass of each sampled token as soon as the step is answered;
+//! * [`sample`]: the sampling rule they all share.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,8 +24,10 @@ use crate::protocol::{ChatMessage, Sampling};
 use crate::tokenset::TokenSet;
 
 pub mod builtin;
+pub mod forward;
 pub mod llama;
 pub mod mock;
+pub mod pipeline;
 pub mod sample;
 pub mod script;
 pub mod vllm;

@@ -8,6 +8,7 @@ mod adversarial;
 mod client_errors;
 mod direct_mode;
 mod gpt2;
+mod overlap;
 mod prompt;
 mod protocol;
 mod vllm_backend;

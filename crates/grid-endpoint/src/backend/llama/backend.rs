@@ -1,9 +1,8 @@
-//! [`LlamaBackend`]: loads a GGUF model, starts the inference thread, and implements
-//! [`Backend`] over it.
+//! [`LlamaBackend`]: loads a GGUF model, starts its model thread (a
+//! [`crate::backend::pipeline`]), and implements [`Backend`] over it.
 
 use std::num::NonZeroU32;
 use std::path::PathBuf;
-use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 
 use grid_vocab::Vocabulary;
@@ -14,9 +13,10 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::token_type::LlamaTokenAttr;
 
-use crate::backend::llama::engine::{Engine, EngineConfig, EngineStats, Job, StepItem};
+use crate::backend::llama::engine::{Engine, EngineConfig, EngineStats};
 use crate::backend::llama::template::ChatTemplate;
 use crate::backend::llama::vocab::{served_vocabulary, TokenKind};
+use crate::backend::pipeline::{self, Pipeline, PipelineConfig};
 use crate::backend::{Backend, BoxFuture, Sample, SampleContext};
 use crate::chat::{render_plain, RenderError, RenderedPrompt};
 use crate::error::BackendError;
@@ -39,8 +39,11 @@ pub struct LlamaConfig {
     pub prefix_cache: usize,
     /// Most tokens per `llama_decode` call.
     pub batch: u32,
-    /// Decode each sampled token right after the reply (see [`super::engine`]).
+    /// Decode each sampled token right after the reply (see
+    /// [`crate::backend::pipeline`]).
     pub overlap: bool,
+    /// Print one line per step on stderr (its times on the model thread; bench/).
+    pub trace: bool,
     /// Use this id as EOS instead of the model's end of turn.
     pub eos: Option<u32>,
     /// Layers offloaded to a GPU (CUDA builds).
@@ -58,6 +61,7 @@ impl LlamaConfig {
             prefix_cache: 16,
             batch: 2048,
             overlap: true,
+            trace: false,
             eos: None,
             gpu_layers: if cfg!(feature = "cuda") { u32::MAX } else { 0 },
         }
@@ -136,7 +140,7 @@ impl Renderer {
 pub struct LlamaBackend {
     name: String,
     vocab: Arc<Vocabulary>,
-    jobs: mpsc::Sender<Job>,
+    pipeline: Pipeline<EngineStats>,
     renderer: Arc<Renderer>,
 }
 
@@ -149,7 +153,7 @@ impl std::fmt::Debug for LlamaBackend {
 }
 
 impl LlamaBackend {
-    /// Loads the model, reads its vocabulary and template, and starts the inference
+    /// Loads the model, reads its vocabulary and template, and starts the model
     /// thread. Blocks for the load (seconds).
     pub fn load(config: &LlamaConfig) -> Result<LlamaBackend, String> {
         let path = &config.model;
@@ -192,46 +196,35 @@ impl LlamaBackend {
             .with_n_threads(threads)
             .with_n_threads_batch(threads)
             .with_kv_unified(true);
-        let (jobs, rx) = mpsc::channel::<Job>();
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
         let thread_model = model.clone();
-        let eos = vocab.eos_id();
         let max_generations = config.max_generations.max(1);
         let max_prefixes = config.prefix_cache;
-        let overlap = config.overlap;
-        std::thread::Builder::new()
-            .name("grid-llama".into())
-            .spawn(move || {
-                let ctx = match thread_model.new_context(rt, ctx_params) {
-                    Ok(ctx) => ctx,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(format!("llama context: {e}")));
-                        return;
-                    }
-                };
-                let n_ctx = ctx.n_ctx() as usize;
-                let engine = Engine::new(
-                    ctx,
-                    EngineConfig {
-                        max_generations,
-                        max_prefixes,
-                        n_ctx,
-                        n_batch: batch as usize,
-                        overlap,
-                        eos,
-                    },
-                );
-                let _ = ready_tx.send(Ok(()));
-                engine.run(rx);
-            })
-            .map_err(|e| format!("cannot start the inference thread: {e}"))?;
-        ready_rx
-            .recv()
-            .map_err(|_| "the inference thread stopped while starting".to_string())??;
+        let pipeline_config = PipelineConfig {
+            overlap: config.overlap,
+            eos: vocab.eos_id(),
+            trace: config.trace,
+        };
+        let pipeline = pipeline::spawn("grid-llama", move |start| {
+            let ctx = match thread_model.new_context(rt, ctx_params) {
+                Ok(ctx) => ctx,
+                Err(e) => return start.fail(format!("llama context: {e}")),
+            };
+            let n_ctx = ctx.n_ctx() as usize;
+            let engine = Engine::new(
+                ctx,
+                EngineConfig {
+                    max_generations,
+                    max_prefixes,
+                    n_ctx,
+                    n_batch: batch as usize,
+                },
+            );
+            start.run(engine, pipeline_config);
+        })?;
         Ok(LlamaBackend {
             name,
             vocab,
-            jobs,
+            pipeline,
             renderer,
         })
     }
@@ -241,16 +234,10 @@ impl LlamaBackend {
         &self.vocab
     }
 
-    /// The inference thread's counters.
+    /// The model thread's counters.
     pub async fn stats(&self) -> Result<EngineStats, BackendError> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.jobs.send(Job::Stats(tx)).map_err(|_| stopped())?;
-        rx.await.map_err(|_| stopped())
+        self.pipeline.stats().await
     }
-}
-
-fn stopped() -> BackendError {
-    BackendError::new("the llama backend's inference thread has stopped")
 }
 
 /// The served vocabulary of `model` (see [`super::vocab`]): kinds as the file declares
@@ -335,37 +322,11 @@ impl Backend for LlamaBackend {
         &'a self,
         batch: &'a [SampleContext<'a>],
     ) -> BoxFuture<'a, Vec<Result<Sample, BackendError>>> {
-        let items: Vec<StepItem> = batch
-            .iter()
-            .map(|c| {
-                let mut history = Vec::with_capacity(c.prompt.len() + c.generated.len());
-                history.extend_from_slice(c.prompt);
-                history.extend_from_slice(c.generated);
-                StepItem {
-                    id: c.generation.to_string(),
-                    history,
-                    prompt_len: c.prompt.len(),
-                    allowed: c.allowed.clone(),
-                    sampling: c.sampling,
-                }
-            })
-            .collect();
-        let n = items.len();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let sent = self.jobs.send(Job::Step { items, reply: tx });
-        Box::pin(async move {
-            let fail = || (0..n).map(|_| Err(stopped())).collect();
-            if sent.is_err() {
-                return fail();
-            }
-            rx.await.unwrap_or_else(|_| fail())
-        })
+        self.pipeline.sample_batch(batch)
     }
 
     fn release(&self, generations: &[String]) {
-        // The thread frees the sequences in order with the steps; if it has stopped,
-        // there is nothing left to free.
-        let _ = self.jobs.send(Job::Release(generations.to_vec()));
+        self.pipeline.release(generations);
     }
 
     fn chat_template(&self) -> bool {

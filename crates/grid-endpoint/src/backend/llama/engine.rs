@@ -1,22 +1,23 @@
-//! The inference thread: owns the llama context and the [`KvBook`], and serves jobs one
-//! at a time. llama.cpp is synchronous and not thread-safe per context, so it runs here
-//! and never on the async runtime.
+//! The llama model thread's [`Stepper`]: owns the llama context and the [`KvBook`].
+//! llama.cpp is synchronous and not thread-safe per context, so it runs on the
+//! pipeline's thread ([`crate::backend::pipeline`]) and never on the async runtime.
 //!
-//! A step job plans with the book, applies the cache operations, decodes every entry of
-//! the step as one llama batch (several decode calls only when longer than llama's batch
-//! size), masks each generation's logits row and samples ([`sample_row`]), and replies.
-//! With overlap on, it then decodes each sampled token right away (one batch again), so
-//! the logits of the next step are ready while the client computes the next mask: the
-//! next step only masks them. That work is speculative in name only: the next step's
-//! history is reconciled with what the book holds like any other, and a history that
-//! does not continue with the sampled token discards it.
+//! A step plans with the book, applies the cache operations, decodes every entry of the
+//! step as one llama batch (several decode calls only when longer than llama's batch
+//! size), masks each generation's logits row and samples ([`sample_row`]). The work
+//! ahead ([`Stepper::ahead`], with overlap on) decodes each sampled token as one batch
+//! again, so the logits of the next step are ready while the client computes the next
+//! mask: the next step only masks them. The book holds those logits with the sequence
+//! they belong to, and the next step's history is reconciled with the sequence like
+//! any other (longest common prefix), so a history that does not continue with the
+//! sampled token discards them.
 //!
 //! A failed decode resets the step's generations (they are recomputed next time) and
 //! answers an error for each; a panic inside llama's bindings resets the whole cache.
 
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::mpsc::Receiver;
+use std::time::Instant;
 
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -24,35 +25,11 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::DecodeError;
 
 use crate::backend::llama::kv::{KvBook, KvOp, Logits, Plan, Request, Slot};
+use crate::backend::pipeline::{StepItem, StepResults, Stepper};
 use crate::backend::sample::sample_row;
-use crate::backend::{Allowed, Sample};
 use crate::error::BackendError;
-use crate::protocol::Sampling;
 
-/// One generation of a step job (owned copies of its [`crate::SampleContext`]).
-#[derive(Debug)]
-pub struct StepItem {
-    pub id: String,
-    pub history: Vec<u32>,
-    pub prompt_len: usize,
-    pub allowed: Allowed,
-    pub sampling: Sampling,
-}
-
-/// What the inference thread is asked to do.
-pub enum Job {
-    /// Sample one token for every item; the results go to `reply`, in order.
-    Step {
-        items: Vec<StepItem>,
-        reply: tokio::sync::oneshot::Sender<Vec<Result<Sample, BackendError>>>,
-    },
-    /// Free the sequences of these generations.
-    Release(Vec<String>),
-    /// Report counters (tests and benchmarks).
-    Stats(tokio::sync::oneshot::Sender<EngineStats>),
-}
-
-/// Counters of the inference thread.
+/// Counters of the model thread.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EngineStats {
     /// Tokens decoded (entries of all batches, a shared entry once).
@@ -67,6 +44,8 @@ pub struct EngineStats {
     pub generations: usize,
     /// Kept prompts now.
     pub prefixes: usize,
+    /// Microseconds spent in `llama_decode` (the forward passes).
+    pub decode_us: u64,
 }
 
 /// Settings of the engine.
@@ -76,19 +55,46 @@ pub struct EngineConfig {
     pub max_prefixes: usize,
     pub n_ctx: usize,
     pub n_batch: usize,
-    pub overlap: bool,
-    /// The served vocabulary's EOS: a sampled EOS ends the generation, so nothing is
-    /// decoded after it.
-    pub eos: Option<u32>,
 }
 
-/// The state of the inference thread.
+/// The state of the model thread.
 pub struct Engine<'m> {
     ctx: LlamaContext<'m>,
     book: KvBook<Vec<f32>>,
     batch: LlamaBatch<'static>,
     config: EngineConfig,
     stats: EngineStats,
+}
+
+impl Stepper for Engine<'_> {
+    type Stats = EngineStats;
+
+    fn step(&mut self, items: &[StepItem]) -> StepResults {
+        self.guarded(items, |e, items| e.sample(items))
+    }
+
+    fn ahead(&mut self, items: &[StepItem], ahead: &[(usize, u32)]) {
+        self.guarded(items, |e, items| {
+            e.speculate(items, ahead);
+            Vec::new()
+        });
+    }
+
+    fn release(&mut self, generations: &[String]) {
+        for id in generations {
+            if let Some(op) = self.book.release(id) {
+                // Clearing a whole sequence cannot fail.
+                let _ = self.apply(&[op]);
+            }
+        }
+    }
+
+    fn stats(&self) -> EngineStats {
+        let mut s = self.stats;
+        s.generations = self.book.generations();
+        s.prefixes = self.book.prefixes();
+        s
+    }
 }
 
 impl<'m> Engine<'m> {
@@ -104,50 +110,12 @@ impl<'m> Engine<'m> {
         }
     }
 
-    /// Serves jobs until every sender is gone.
-    pub fn run(mut self, jobs: Receiver<Job>) {
-        while let Ok(job) = jobs.recv() {
-            match job {
-                Job::Step { items, reply } => {
-                    let out = self.guarded(&items, |e, items| e.step(items));
-                    let ahead: Vec<(usize, u32)> = out
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, r)| r.as_ref().ok().map(|s| (i, s.token)))
-                        .filter(|&(_, t)| Some(t) != self.config.eos)
-                        .collect();
-                    let _ = reply.send(out);
-                    if self.config.overlap && !ahead.is_empty() {
-                        self.guarded(&items, |e, items| {
-                            e.speculate(items, &ahead);
-                            Vec::new()
-                        });
-                    }
-                }
-                Job::Release(ids) => {
-                    for id in ids {
-                        if let Some(op) = self.book.release(&id) {
-                            // Clearing a whole sequence cannot fail.
-                            let _ = self.apply(&[op]);
-                        }
-                    }
-                }
-                Job::Stats(reply) => {
-                    let mut s = self.stats;
-                    s.generations = self.book.generations();
-                    s.prefixes = self.book.prefixes();
-                    let _ = reply.send(s);
-                }
-            }
-        }
-    }
-
     /// Runs `f`; a panic in it resets the cache and the book and fails every item.
     fn guarded(
         &mut self,
         items: &[StepItem],
-        f: impl FnOnce(&mut Self, &[StepItem]) -> Vec<Result<Sample, BackendError>>,
-    ) -> Vec<Result<Sample, BackendError>> {
+        f: impl FnOnce(&mut Self, &[StepItem]) -> StepResults,
+    ) -> StepResults {
         match catch_unwind(AssertUnwindSafe(|| f(self, items))) {
             Ok(out) => out,
             Err(panic) => {
@@ -187,7 +155,7 @@ impl<'m> Engine<'m> {
     }
 
     /// One step: decode what the items need, then mask and sample each row.
-    fn step(&mut self, items: &[StepItem]) -> Vec<Result<Sample, BackendError>> {
+    fn sample(&mut self, items: &[StepItem]) -> StepResults {
         let requests = Self::requests(items);
         let plan = match self.run_plan(&requests) {
             Ok(plan) => plan,
@@ -218,14 +186,7 @@ impl<'m> Engine<'m> {
 
     /// Decodes the sampled tokens of a step ahead of the next one.
     fn speculate(&mut self, items: &[StepItem], ahead: &[(usize, u32)]) {
-        let histories: Vec<Vec<u32>> = ahead
-            .iter()
-            .map(|&(i, t)| {
-                let mut h = items[i].history.clone();
-                h.push(t);
-                h
-            })
-            .collect();
+        let histories: Vec<Vec<u32>> = ahead.iter().map(|&(i, t)| items[i].continued(t)).collect();
         let requests: Vec<Request<'_>> = ahead
             .iter()
             .zip(&histories)
@@ -328,7 +289,10 @@ impl<'m> Engine<'m> {
                         .map_err(|e| format!("llama batch: {e}"))?;
                 }
                 self.stats.decode_calls += 1;
-                match self.ctx.decode(&mut self.batch) {
+                let started = Instant::now();
+                let decoded = self.ctx.decode(&mut self.batch);
+                self.stats.decode_us += started.elapsed().as_micros() as u64;
+                match decoded {
                     Ok(()) => break,
                     Err(DecodeError::NoKvCacheSlot) => match self.book.evict_for_space(in_step) {
                         Some(op) => self.apply(&[op])?,

@@ -10,8 +10,8 @@
 //!   history of every step by longest common prefix; evaluated prompts kept in an LRU
 //!   and copied (`seq_cp`, no memory copy in the unified cache) into new generations.
 //!   [`Backend::release`] frees a generation's sequence.
-//! * **Steps** ([`engine`]): on a dedicated thread; every generation of a step in one
-//!   llama batch, each logits row masked in process ([`crate::backend::sample`]:
+//! * **Steps** ([`engine`]): on the model thread of a [`crate::backend::pipeline`];
+//!   every generation of a step in one llama batch, each logits row masked in process ([`crate::backend::sample`]:
 //!   disallowed ids −∞, EOS only through the gate), greedy at temperature 0 (ties to the
 //!   lowest id), otherwise a draw seeded from `(seed, position)`. With overlap on, the
 //!   sampled tokens are decoded right after the reply, while the client computes the
