@@ -37,6 +37,28 @@ pub struct Violation {
     pub role: String,
     /// The part of the statement at fault, as sqlparser prints it (shortened).
     pub fragment: String,
+    /// What the role's schema offers instead, for a column that does not bind: the
+    /// columns of the qualifier's relation, the relations in scope, and the relations
+    /// that have a column of that name. A model told only "does not exist" repeats the
+    /// mistake; told where the column is, it can join the right table. Drawn from the
+    /// snapshot, i.e. only what the role's prompt already shows.
+    pub hint: Option<String>,
+}
+
+/// Most names a hint lists before it elides the rest.
+const HINT_NAMES_MAX: usize = 16;
+
+/// `names` joined by commas, at most [`HINT_NAMES_MAX`] of them.
+fn name_list<S: AsRef<str>>(names: &[S]) -> String {
+    let mut out: Vec<&str> = names
+        .iter()
+        .take(HINT_NAMES_MAX)
+        .map(AsRef::as_ref)
+        .collect();
+    if names.len() > HINT_NAMES_MAX {
+        out.push("...");
+    }
+    out.join(", ")
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,6 +164,9 @@ impl fmt::Display for Violation {
         }
         if !self.fragment.is_empty() {
             write!(f, " (at `{}`)", self.fragment)?;
+        }
+        if let Some(h) = &self.hint {
+            write!(f, "; {h}")?;
         }
         Ok(())
     }
@@ -386,11 +411,64 @@ impl Visitor for Refs {
 
 impl<'a> Walk<'_, 'a> {
     fn flag(&mut self, kind: ViolationKind, at: &str) {
+        let hint = match &kind {
+            ViolationKind::UnknownColumn { qualifier, column } => {
+                self.column_hint(qualifier.as_deref(), column)
+            }
+            _ => None,
+        };
         self.out.push(Violation {
             kind,
             role: self.checker.snapshot.role.clone(),
             fragment: at.to_string(),
+            hint,
         });
+    }
+
+    /// The hint of a column that does not bind ([`Violation::hint`]).
+    fn column_hint(&self, qualifier: Option<&str>, column: &str) -> Option<String> {
+        let mut parts = Vec::new();
+        let in_scope: Vec<&Binding> = self
+            .frames
+            .iter()
+            .rev()
+            .flat_map(|f| f.bindings.iter())
+            .filter(|b| !b.name.is_empty())
+            .collect();
+        let shown = |b: &Binding| match b.relation {
+            Some(r) if self.checker.named(r) != b.name => {
+                format!("{} ({})", b.name, self.checker.named(r))
+            }
+            _ => b.name.clone(),
+        };
+        match qualifier {
+            Some(q) => {
+                if let Some(b) = in_scope.iter().find(|b| b.name == q) {
+                    let cols: Vec<&str> = b.columns.iter().map(|c| c.0.as_str()).collect();
+                    if !cols.is_empty() {
+                        parts.push(format!("{} has {}", shown(b), name_list(&cols)));
+                    }
+                }
+            }
+            None if !in_scope.is_empty() => {
+                let names: Vec<String> = in_scope.iter().map(|b| shown(b)).collect();
+                parts.push(format!("in scope: {}", name_list(&names)));
+            }
+            None => {}
+        }
+        let owners: Vec<String> = self
+            .checker
+            .snapshot
+            .visible()
+            .0
+            .iter()
+            .filter(|o| o.relation.column(column).is_some())
+            .map(|o| self.checker.named(o.relation))
+            .collect();
+        if !owners.is_empty() {
+            parts.push(format!("{column} is a column of {}", name_list(&owners)));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     fn unsupported(&mut self, what: &str, at: &dyn fmt::Display) {

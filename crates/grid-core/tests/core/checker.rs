@@ -406,7 +406,8 @@ fn messages_quote_back_to_the_model() {
     let v = check("SELECT x FROM employees", &a);
     assert_eq!(
         v[0].to_string(),
-        "column x is not a column of any table in scope visible to role analyst (at `x`)"
+        "column x is not a column of any table in scope visible to role analyst (at `x`); \
+         in scope: employees"
     );
     let v = check("DELETE FROM orders", &a);
     assert_eq!(
@@ -418,6 +419,40 @@ fn messages_quote_back_to_the_model() {
         v[0].to_string(),
         "relation payroll does not exist or is not visible to role analyst (at `payroll`)"
     );
+}
+
+/// A column that does not bind is quoted back with where the role's schema has it, so a
+/// repair can join the right table; the hint lists only what the snapshot (the role's
+/// prompt) holds.
+#[test]
+fn unknown_columns_say_where_the_column_is() {
+    let c = clerk();
+    let msg = |sql: &str| {
+        let v = check(sql, &c);
+        assert_eq!(v.len(), 1, "{sql}: {v:?}");
+        v[0].to_string()
+    };
+    assert_eq!(
+        msg("SELECT e.total FROM employees AS e JOIN orders o ON o.employee_id = e.id"),
+        "column e.total does not exist or is not visible to role clerk (at `e.total`); \
+         e (employees) has id, name; total is a column of orders"
+    );
+    assert_eq!(
+        msg("SELECT total FROM employees"),
+        "column total is not a column of any table in scope visible to role clerk (at `total`); \
+         in scope: employees; total is a column of orders"
+    );
+    // A name no visible relation has: only what is in scope.
+    assert_eq!(
+        msg("SELECT salary FROM employees e"),
+        "column salary is not a column of any table in scope visible to role clerk (at `salary`); \
+         in scope: e (employees)"
+    );
+    // In a subquery, the enclosing scope counts too, innermost first.
+    let m = msg(
+        "SELECT name FROM employees WHERE id IN (SELECT employee_id FROM orders WHERE nom = 1)",
+    );
+    assert!(m.ends_with("in scope: orders, employees"), "{m}");
 }
 
 /// A column alias list renames by position; the snapshot lists only the columns a role
