@@ -198,6 +198,7 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
         policy,
         explain,
         settings,
+        examples: Vec::new(),
     });
     // Each statement the worker's pipeline accepts comes back here to be judged as the
     // caller, under the caller's path, before it is returned.
@@ -914,6 +915,7 @@ mod tests {
                 database: String::new(),
                 policy: Some(lexicons["base_policy"].clone()),
                 explain: false,
+                examples: Vec::new(),
                 settings: grid_ask::AskSettings {
                     endpoint: crate::guc::endpoint(),
                     model: None,
