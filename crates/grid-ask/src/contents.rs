@@ -436,15 +436,20 @@ mod tests {
         assert_ne!(bytes(Some(b""), None), bytes(None, None));
     }
 
-    #[test]
-    fn a_prompt_record_reads_back_and_lists_every_fingerprinted_kind() {
-        let arts: Vec<Artifact> = ArtifactKind::ALL
+    /// One artifact of each fingerprinted kind.
+    fn every_kind() -> Vec<Artifact> {
+        ArtifactKind::ALL
             .into_iter()
             .map(|kind| Artifact {
                 kind,
                 ..doc(serde_json::json!({ "k": kind.name() }))
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn a_prompt_record_reads_back_and_lists_every_fingerprinted_kind() {
+        let arts = every_kind();
         let prompt = Prompt {
             system: "s".into(),
             user: "u".into(),
@@ -482,13 +487,7 @@ mod tests {
             system: "s".into(),
             user: "u".into(),
         };
-        let arts: Vec<Artifact> = ArtifactKind::ALL
-            .into_iter()
-            .map(|kind| Artifact {
-                kind,
-                ..doc(serde_json::json!({ "k": kind.name() }))
-            })
-            .collect();
+        let arts = every_kind();
         let plain = PromptRecord::new(Some((&prompt, 100)), "flat", &arts, &[]);
         assert!(
             plain.to_json().get("examples").is_none(),
