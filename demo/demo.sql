@@ -42,6 +42,17 @@ SELECT grid.ask('Record a new order of 250 for employee 1') AS sql;
 \echo '   grid.run only runs read-only statements:'
 SELECT * FROM grid.run('Record a new order of 250 for employee 1');
 
+\echo '== curator: adds two examples to grid.examples (askers cannot read the store)'
+\c - curator
+INSERT INTO grid.examples (question, sql) VALUES
+    ('What is the total amount of all orders?', 'SELECT sum(amount) FROM orders'),
+    ('What is the highest salary?', 'SELECT max(salary) FROM salaries');
+
+\echo '== analyst: its next ask is shown the example over orders, never the one over salaries'
+\c - analyst
+SELECT grid.ask('What is the total amount of orders per employee?') AS sql;
+SELECT * FROM grid.run('What is the total amount of orders per employee?');
+
 \echo '== auditor: every ask, who asked, and what came out'
 \c - auditor
 SELECT generation, session_user_name AS session_user, current_user_name AS role,

@@ -1,4 +1,4 @@
--- The demo database: three tables, three roles, governed by ordinary GRANTs.
+-- The demo database: three tables, roles governed by ordinary GRANTs.
 CREATE EXTENSION IF NOT EXISTS grid_pg;
 
 CREATE TABLE employees (id int PRIMARY KEY, name text NOT NULL, dept text NOT NULL);
@@ -26,5 +26,9 @@ GRANT INSERT ON orders TO clerk;
 INSERT INTO grid.policy (role_name, policy, comment)
 VALUES ('clerk', '{"verbs": ["select", "insert"], "insert_tables": ["orders"]}',
         'the clerk records orders through grid.ask');
+-- curator: writes the curated examples (grid.examples) that grid.ask may show the model.
+-- It reads no table: the examples it writes reach an asker only when the asker's own
+-- grants admit their SQL.
+CREATE ROLE curator LOGIN IN ROLE grid_curator;
 -- The auditor reads the audit store.
 CREATE ROLE auditor LOGIN IN ROLE grid_auditor;

@@ -12,9 +12,10 @@
 #      15 cluster with the mask worker preloaded, and the endpoint serving the model on
 #      one thread;
 #   4. loads demo/schema.sql: employees, orders, salaries; roles analyst (no salaries),
-#      hr (all three), clerk (may INSERT orders), auditor;
-#   5. runs demo/demo.sql: each role asks, the analyst cannot reach salaries, the audit
-#      rows and grid.verify_audit() are shown;
+#      hr (all three), clerk (may INSERT orders), curator (writes grid.examples), auditor;
+#   5. runs demo/demo.sql: each role asks, the analyst cannot reach salaries, the curator
+#      adds examples and the analyst's next ask is shown the one over orders only, the
+#      audit rows and grid.verify_audit() are shown;
 #   6. prints the psql command to ask your own questions, and how to stop.
 #
 # --mock: the scripted mock instead of a model (demo/script.json: it "wants" to write
@@ -102,6 +103,8 @@ note "cluster in $dir (port $PORT), endpoint http://127.0.0.1:$ENDPOINT_PORT ($s
 psql_as() { cluster_psql "$dir" "$PORT" "$1" "$2" "${@:3}"; }
 psql_as postgres grid_demo -q -f - <demo/schema.sql
 psql_as postgres grid_demo -q -c "ALTER DATABASE grid_demo SET grid.endpoint = 'http://127.0.0.1:$ENDPOINT_PORT'"
+# Curated examples on (superuser-only): up to 2 per prompt, once the curator has written some.
+psql_as postgres grid_demo -q -c "ALTER DATABASE grid_demo SET grid.examples = 2"
 
 say "demo: the session (demo/demo.sql)"
 mock_var=false
@@ -138,6 +141,13 @@ if [ "$check" -eq 1 ]; then
         printf '!!! demo check failed: no NOTICE naming the target of the clerk'"'"'s INSERT\n' >&2
         failed=1
     fi
+    expect "the analyst's ask after the curator's INSERT was shown the example over orders, not the one over salaries" \
+        "SELECT bool_and(a.content_json -> 'examples' @> '[{\"sql\": \"SELECT sum(amount) FROM orders\"}]'
+                         AND position('salar' in a.content_json::text) = 0)
+           FROM grid.generations g JOIN grid.artifacts a ON a.kind = 'prompt' AND a.digest = g.prompt_digest
+          WHERE g.current_user_name = 'analyst' AND g.question ILIKE '%per employee%'" t
+    expect "the curator's examples are recorded as the curator's" \
+        "SELECT bool_and(added_by = 'curator') AND count(*) = 2 FROM grid.examples" t
     expect "grid.verify_audit() passes" "SELECT ok FROM grid.verify_audit()" t
     # The answers, on their rows: each statement the model returned, run as its role,
     # against a hand-written one (demo/check.sql).

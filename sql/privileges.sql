@@ -8,6 +8,8 @@ REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA grid FROM PUBLIC;
 -- grid.ask() reads as its caller (who may hold EXECUTE on grid.ask alone). It is a
 -- predicate over pg_roles and role membership, which every role may read anyway.
 GRANT EXECUTE ON FUNCTION grid.trusted_author(oid) TO PUBLIC;
+-- Curators write grid.examples, whose trigger checks each row with this function.
+GRANT EXECUTE ON FUNCTION grid.check_example(text, text) TO grid_curator;
 GRANT EXECUTE ON FUNCTION grid.verify_audit(text), grid.audit_head(), grid.replay(bigint) TO grid_auditor;
 
 -- The users' role (cluster-wide, like grid_auditor): what a role needs to ask.

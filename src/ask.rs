@@ -168,13 +168,21 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
     )
     .map(|j| j.0);
     let policy = match grid_core::Policy::for_asker(row.as_ref()) {
-        Ok(p) => serde_json::to_value(&p).ok(),
+        Ok(p) => p,
         Err(e) => raise(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("{what}: the grid.policy row of the calling role cannot be used: {e}"),
         ),
     };
     let text = |i: usize| who[i].as_str().unwrap_or_default().to_string();
+    let examples = crate::examples::choose(
+        what,
+        question,
+        &snapshot,
+        &policy,
+        (&text(0), &text(1)),
+        &caller_path,
+    );
     let settings = AskSettings {
         endpoint: guc::endpoint(),
         model: guc::model(),
@@ -195,9 +203,10 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
         session_user: text(0),
         current_user: text(1),
         database: text(2),
-        policy,
+        policy: serde_json::to_value(&policy).ok(),
         explain,
         settings,
+        examples,
     });
     // Each statement the worker's pipeline accepts comes back here to be judged as the
     // caller, under the caller's path, before it is returned.
@@ -914,6 +923,7 @@ mod tests {
                 database: String::new(),
                 policy: Some(lexicons["base_policy"].clone()),
                 explain: false,
+                examples: Vec::new(),
                 settings: grid_ask::AskSettings {
                     endpoint: crate::guc::endpoint(),
                     model: None,

@@ -70,6 +70,8 @@ static ABLATION: GucSetting<Ablation> = GucSetting::<Ablation>::new(Ablation::No
 static JUDGE: GucSetting<bool> = GucSetting::<bool>::new(true);
 static VALUE_HINTS: GucSetting<i32> = GucSetting::<i32>::new(0);
 static VALUE_HINTS_ROWS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
+static EXAMPLES: GucSetting<i32> = GucSetting::<i32>::new(0);
+static EXAMPLES_BYTES: GucSetting<i32> = GucSetting::<i32>::new(4096);
 static DEBUG_FAULT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static DATABASE: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"postgres"));
@@ -200,6 +202,26 @@ pub fn register() {
         GucFlags::default(),
     );
     GucRegistry::define_int_guc(
+        c"grid.examples",
+        c"Most curated examples (grid.examples) grid.ask shows the model before the question (0: none).",
+        c"An example is shown only when a trusted author wrote it, its SQL lies in the asker's language and PostgreSQL plans it as the asker; the closest to the question first. The examples shown are archived in the audit's prompt artifact, which the auditor reads: superuser-only, so that the DBA decides.",
+        &EXAMPLES,
+        0,
+        20,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"grid.examples_bytes",
+        c"Most bytes of question and SQL the examples grid.ask shows may take together.",
+        c"",
+        &EXAMPLES_BYTES,
+        0,
+        65_536,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
         c"grid.value_hints_rows",
         c"Rows of a table grid.ask reads per column for value hints.",
         c"A table with more rows shows the values of the rows read, said to be a part.",
@@ -305,6 +327,16 @@ pub fn judge() -> bool {
 /// `grid.value_hints` (0: off).
 pub fn value_hints() -> i32 {
     VALUE_HINTS.get()
+}
+
+/// `grid.examples` (0: off).
+pub fn examples() -> i32 {
+    EXAMPLES.get()
+}
+
+/// `grid.examples_bytes`.
+pub fn examples_bytes() -> i32 {
+    EXAMPLES_BYTES.get()
 }
 
 /// `grid.value_hints_rows`.

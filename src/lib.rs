@@ -9,6 +9,8 @@
 //! - `catalog`: `grid.catalog_snapshot()` (one SQL query, sql/catalog_snapshot.sql);
 //! - `audit`: the append-only audit store and its verifier (sql/audit.sql);
 //! - `policy`: per-role bans and write opt-in, `grid.policy` (sql/policy.sql);
+//! - `examples`: curated question/SQL pairs, `grid.examples` (sql/examples.sql), and
+//!   which of them an ask shows the model;
 //! - `provenance`: whose text may reach a prompt, `grid.trusted_author()` and
 //!   `grid_curator` (sql/provenance.sql);
 //! - `worker`: the mask worker (a background worker) and the backends' socket client;
@@ -32,6 +34,7 @@ mod audit;
 mod caller;
 mod catalog;
 mod endpoint_faults;
+mod examples;
 mod guc;
 mod judge;
 mod meaning;

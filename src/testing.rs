@@ -127,3 +127,25 @@ pub fn generations(question: &str, column: &str) -> Vec<Row> {
         .collect()
     })
 }
+
+/// The prompt artifact's document (`{"prompt": {"user": ...}, "examples": [...], ...}`)
+/// of the latest generation of `question`: what the model was shown.
+pub fn prompt_artifact(question: &str) -> serde_json::Value {
+    Spi::get_one_with_args::<pgrx::JsonB>(
+        "SELECT a.content_json FROM grid.generations g
+           JOIN grid.artifacts a ON a.kind = 'prompt' AND a.digest = g.prompt_digest
+          WHERE g.question = $1 ORDER BY g.generation DESC LIMIT 1",
+        &[question.into()],
+    )
+    .unwrap_or_else(|e| panic!("the prompt of {question:?}: {e}"))
+    .map(|j| j.0)
+    .unwrap_or_default()
+}
+
+/// The user part of the prompt the model was shown for the latest `question`.
+pub fn shown(question: &str) -> String {
+    prompt_artifact(question)["prompt"]["user"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}

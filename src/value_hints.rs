@@ -217,7 +217,7 @@ fn find_column<'a>(snapshot: &'a mut Value, c: &Column) -> Option<&'a mut Value>
 #[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]
 mod tests {
-    use crate::testing::{ask, run, scripted_mock, select_one};
+    use crate::testing::{ask, run, scripted_mock, shown};
     use pgrx::prelude::*;
 
     const SCRIPT: &str = r#"{"entries": [
@@ -254,16 +254,6 @@ mod tests {
                 "SET grid.value_hints = 3",
             ],
         );
-    }
-
-    /// The user part of the prompt the model was shown for the latest `question`.
-    fn shown(question: &str) -> String {
-        select_one::<String>(&format!(
-            "SELECT a.content_json -> 'prompt' ->> 'user' FROM grid.generations g
-               JOIN grid.artifacts a ON a.kind = 'prompt' AND a.digest = g.prompt_digest
-              WHERE g.question = '{question}' ORDER BY g.generation DESC LIMIT 1"
-        ))
-        .unwrap_or_default()
     }
 
     fn ask_as_analyst(question: &str) -> String {

@@ -9,7 +9,8 @@ generation of the arm must hold in it: a value, or a set of the values allowed (
 the table does not have reads as NULL), checked on the rows each ask wrote.
 
 The levers are the extension's superuser-only settings `grid.ablation` (none, no_repair,
-unconstrained), `grid.judge` (on, off) and `grid.value_hints` (0 to 100). The seal tells the unconstrained arm apart by its decode mode
+unconstrained), `grid.judge` (on, off), `grid.value_hints` (0 to 100) and `grid.examples`
+(0 to 20; an arm that sets it above 0 asks with leave-one-out examples: uses_examples). The seal tells the unconstrained arm apart by its decode mode
 ('unconstrained' instead of 'mode1'/'mode2'); an arm without repair shows no generation
 that repairs another (repair_of is NULL). An arm whose setting the extension does not know
 is reported unavailable before any question is asked.
@@ -31,6 +32,12 @@ ARMS = {
     # Value hints (issue 22): up to 10 values of each text column the role reads and
     # trusts, beside the column in the prompt (grid.value_hints, superuser-only).
     "grid+values":     ({"grid.value_hints": "10"},               {"decode_mode": MASKED}),
+    # Curated examples (issue 22): up to 3 question/SQL pairs in the prompt (grid.examples,
+    # superuser-only). Spider has none: before each ask of this arm the harness stores, as
+    # the superuser, the pairs of the OTHER questions of the question's database
+    # (leave-one-out; run.py's load_examples), and checks that the prompt showed none of
+    # the question under test (examples_shown in the record).
+    "grid+examples":   ({"grid.examples": "3"},                   {"decode_mode": MASKED}),
 }
 
 DEFAULT = ["grid", "grid-no-repair", "unconstrained"]
@@ -45,6 +52,11 @@ def settings(arm):
 
 def audit(arm):
     return ARMS[arm][1]
+
+
+def uses_examples(arm):
+    """Whether `arm` shows curated examples, so that the harness stores them first."""
+    return int(settings(arm).get("grid.examples", "0")) > 0
 
 
 def all_settings(arms):

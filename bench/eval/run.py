@@ -10,7 +10,11 @@ starts the cluster and the endpoint, then runs this.
 Loads each database of --schemas into its own schema of DB, with one role per database
 (USAGE and SELECT on its schema, and grid_user), runs every gold statement once, then asks
 each question through grid.ask as its database's role, arm by arm, runs the prediction as
-that role and compares it with the gold (compare.py). One JSON record per question and
+that role and compares it with the gold (compare.py). An arm that shows curated examples
+(grid+examples) stores, before each of its asks, the pairs of the other questions of the
+question's database as the only rows of grid.examples (leave-one-out, reloaded per question:
+a DELETE and some dozens of INSERTs, milliseconds; never the question under test, nor
+another item with the same text), and records how many were stored and shown. One JSON record per question and
 arm is appended to --out as soon as it is known; --resume skips the ones already there.
 Prints the markdown summary, then one JSON object as its last line.
 """
@@ -241,8 +245,36 @@ class Asker:
         c.execute("RESET ROLE")
         c.execute("SELECT set_config('grid.max_tokens', %s, false)", (str(self.max_tokens or 512),))
 
-    def ask(self, arm, database, text):
+    def load_examples(self, pairs):
+        """Stores `pairs` ((question, sql), the other questions of the database under test)
+        as the only rows of grid.examples, written by this superuser session (an author
+        every role trusts). A pair the store refuses (SQL the engine cannot parse) is left
+        out. Returns how many were stored."""
         c = self.conn
+        c.execute("RESET ROLE")
+        c.execute("DELETE FROM grid.examples")
+        stored = 0
+        for question, statement in pairs:
+            try:
+                c.execute("INSERT INTO grid.examples (question, sql) VALUES (%s, %s)", (question, statement))
+                stored += 1
+            except psycopg.Error:
+                pass
+        return stored
+
+    def shown_examples(self, generation):
+        """The questions of the examples the prompt of `generation` showed."""
+        row = self.conn.execute(
+            "SELECT a.content_json -> 'examples' FROM grid.generations g "
+            "JOIN grid.artifacts a ON a.kind = 'prompt' AND a.digest = g.prompt_digest "
+            "WHERE g.generation = %s", (generation,)).fetchone()
+        return [e.get("question") for e in (row[0] if row and row[0] else [])]
+
+    def ask(self, arm, database, text, examples=None):
+        """Asks `text` in `arm` as the role of `database`; `examples`, for an arm that
+        shows them, are the pairs to store first (leave-one-out: never `text`'s own)."""
+        c = self.conn
+        stored = None if examples is None else self.load_examples(examples)
         self.apply(arm)
         last = c.execute("SELECT coalesce(max(seal_index), -1) FROM grid.generations").fetchone()[0]
         c.execute(pgsql.SQL("SET ROLE {}").format(pgsql.Identifier(database.role)))
@@ -271,6 +303,12 @@ class Asker:
             out["refused_sql"] = c.execute("SELECT final_sql FROM grid.generations WHERE generation = %s",
                                            (gens[-1]["generation"],)).fetchone()[0]
         out["mismatches"] = armlib.mismatches(arm, gens)
+        if stored is not None:
+            out["examples_stored"] = stored
+            shown = self.shown_examples(gens[0]["generation"]) if gens else []
+            out["examples_shown"] = len(shown)
+            if text in shown:
+                out["mismatches"].append("the prompt showed the question under test as an example")
         if not gens and (out["sql"] is not None or out["ask_sqlstate"] == "42501"):
             out["mismatches"].append("the ask wrote no generation to grid.generations")
         out["tokens"] = sum(g.get("steps") or 0 for g in gens)
@@ -444,6 +482,18 @@ def main():
     print(f"languages of {len({q.db_id for q in evaluated})} roles built in {time.monotonic() - t_warm:.1f} s",
           file=sys.stderr)
 
+    # Leave-one-out examples: every question of a database with a gold statement (all of
+    # the file, not only the sample), of which an ask stores all but its own.
+    pairs = {}
+    for q in questions:
+        if q.gold:
+            pairs.setdefault(q.db_id, []).append(q)
+
+    def examples_for(arm, q):
+        if not armlib.uses_examples(arm):
+            return None
+        return [(o.ask, o.gold) for o in pairs.get(q.db_id, []) if o.i != q.i and o.ask != q.ask]
+
     t_run = time.monotonic()
     for n, q in enumerate(evaluated, 1):
         db = databases[q.db_id]
@@ -452,7 +502,7 @@ def main():
                 continue
             rec = {"kind": "answer", "i": q.i, "db_id": q.db_id, "arm": arm, "question": q.ask,
                    "gold": q.gold, "plan_only": not db.has_rows}
-            rec.update(asker.ask(arm, db, q.ask))
+            rec.update(asker.ask(arm, db, q.ask, examples_for(arm, q)))
             judge(rec, executor(db), gold[q.i])
             emit(rec)
             print(f"[{n}/{len(evaluated)}] {arm:>15} q{q.i} {db.db_id}: "

@@ -6,9 +6,10 @@
 #      (tests/ci_check.py says which and why); skipped without ../shared/data;
 #   3. bench/eval.sh on a BIRD-style question file (evidence as a hint) over a DDL-only
 #      schema: "executes" by EXPLAIN, EX null.
-# Every arm of arms.py runs whose settings the installed extension has; the others are
-# reported skipped. Uses the installed extension (--no-install: scripts/test.sh's pgrx
-# step installed it) and the debug grid-endpoint.
+# The Spider run asks in run.py's default arms and grid+examples (leave-one-out examples);
+# an arm whose setting the installed extension lacks is reported skipped. Uses the installed
+# extension (--no-install: scripts/test.sh's pgrx step installed it) and the debug
+# grid-endpoint.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
@@ -40,7 +41,8 @@ run() {
 }
 
 if [ -f "$GRID_DATA/spider/dev.json" ]; then
-    run spider --mock-script "$here/spider_script.json" --limit 8
+    run spider --mock-script "$here/spider_script.json" --limit 8 \
+        --arms grid,grid-no-repair,unconstrained,grid+examples
 else
     note "SKIPPED the Spider run: no Spider data at $GRID_DATA/spider (put ../shared/data beside the repo)"
 fi

@@ -10,7 +10,9 @@ is right for 0, 1, 2 (columns in another order than the gold's), 6, and wrong fo
   5  a column singer does not have (nationality)            -> any class; under grid, no
                                                                returned statement names it
   7  GROUP BY song_name with song_release_year selected     -> aggregation or grouping
-so every arm's EX is 4/8 = 50.0 %, and the rows of 0, 1, 2, 6 match the gold's.
+so every arm's EX is 4/8 = 50.0 %, and the rows of 0, 1, 2, 6 match the gold's. Each entry
+matches "-- Question:\n" and the whole question, so that the examples the grid+examples arm
+shows (other questions of the database) never select another question's entry.
 bird: tests/bird_questions.json on the DDL-only tests/ddl/shop.sql: 0 is answered only if
 its evidence reached the prompt (the script matches the hint, not the question); 2 compares
 a numeric column with 'ten', which PostgreSQL refuses to plan (22P02) -> type error; EX
@@ -65,6 +67,14 @@ def spider(results, output):
         expect(all(not r.get("mismatches") for r in got.values()), f"{arm}: every generation as the arm asks")
         if arm == "grid-no-repair":
             expect(all(len(r["generations"]) <= 1 for r in got.values()), f"{arm}: no repair generation")
+        if arm == "grid+examples":
+            # Leave-one-out: the other questions of concert_singer were stored before each
+            # ask, and the prompts showed some of them (never the question's own: a
+            # mismatch, checked above).
+            expect(all((r.get("examples_stored") or 0) > 0 for r in got.values()),
+                   f"{arm}: the other questions' pairs were stored before each ask")
+            expect(any((r.get("examples_shown") or 0) > 0 for r in got.values()),
+                   f"{arm}: examples reached the prompt")
     q5 = answers["grid"][5]
     expect("nationality" not in (q5.get("sql") or "").lower(),
            "grid q5: no returned statement names a column singer does not have")

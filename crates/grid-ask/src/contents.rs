@@ -22,6 +22,7 @@ use grid_core::audit::{artifact_digest, from_hex, to_hex, Digest32};
 use grid_core::prompt::Prompt;
 
 use crate::record::{Artifact, ArtifactKind};
+use crate::request::Example;
 
 /// `v` as canonical JSON text: object keys sorted by their bytes, no whitespace,
 /// strings escaped as serde_json escapes them, and a number that is a whole float
@@ -114,8 +115,14 @@ pub fn prompt_fingerprint(digest: &Digest32) -> [u8; 16] {
 /// ```text
 /// {"prompt": {"system": "...", "user": "...", "rendering": "flat", "schema_bytes": 12000}
 ///            (or null: the model was never asked),
-///  "artifacts": {"grammar": "<64 hex>", "lexicons": "…", "policy": "…", "vocabulary": "…"}}
+///  "artifacts": {"grammar": "<64 hex>", "lexicons": "…", "policy": "…", "vocabulary": "…"},
+///  "examples": [{"id": 7, "digest": "<64 hex>", "question": "…", "sql": "…"}, …]}
 /// ```
+///
+/// `examples` (absent when the prompt showed none, so that records from before keep their
+/// digests) are the curated examples the prompt showed, in order, each with its
+/// [`crate::request::Example::digest`]: the seal binds them through its prompt digest, and
+/// a replay renders the prompt again from them.
 ///
 /// `rendering` names how [`crate::models::Prompter::tokens`] turned the prompt into
 /// tokens (one of [`RENDERINGS`]); `schema_bytes` is
@@ -129,6 +136,8 @@ pub struct PromptRecord {
     pub rendering: &'static str,
     /// The content digest of each fingerprinted artifact, by kind.
     pub artifacts: BTreeMap<&'static str, Digest32>,
+    /// The curated examples the prompt showed, in order.
+    pub examples: Vec<Example>,
 }
 
 /// How [`crate::models::Prompter::tokens`] renders a prompt: `flat` ([`Prompt::flat`]
@@ -143,8 +152,10 @@ impl PromptRecord {
         prompt: Option<(&Prompt, usize)>,
         rendering: &'static str,
         artifacts: &[Artifact],
+        examples: &[Example],
     ) -> PromptRecord {
         PromptRecord {
+            examples: examples.to_vec(),
             prompt: prompt.map(|(p, n)| (p.clone(), n)),
             rendering,
             artifacts: artifacts
@@ -157,7 +168,7 @@ impl PromptRecord {
 
     /// The document the artifact stores.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
+        let mut doc = serde_json::json!({
             "prompt": self.prompt.as_ref().map(|(p, n)| serde_json::json!({
                 "system": p.system,
                 "user": p.user,
@@ -169,7 +180,22 @@ impl PromptRecord {
                 .iter()
                 .map(|(k, d)| ((*k).to_string(), serde_json::Value::from(to_hex(d))))
                 .collect::<serde_json::Map<_, _>>(),
-        })
+        });
+        if !self.examples.is_empty() {
+            doc["examples"] = self
+                .examples
+                .iter()
+                .map(|e| {
+                    serde_json::json!({
+                        "id": e.id,
+                        "digest": to_hex(&e.digest()),
+                        "question": e.question,
+                        "sql": e.sql,
+                    })
+                })
+                .collect();
+        }
+        doc
     }
 
     /// The artifact, and its content digest (the seal's prompt digest).
@@ -239,10 +265,30 @@ impl PromptRecord {
             })?;
             artifacts.insert(kind.name(), d);
         }
+        let mut examples = Vec::new();
+        for e in doc["examples"].as_array().into_iter().flatten() {
+            let (Some(id), Some(question), Some(sql)) =
+                (e["id"].as_i64(), e["question"].as_str(), e["sql"].as_str())
+            else {
+                return Err(format!("the prompt artifact's example {e} is incomplete"));
+            };
+            let example = Example {
+                id,
+                question: question.to_string(),
+                sql: sql.to_string(),
+            };
+            if e["digest"].as_str() != Some(to_hex(&example.digest()).as_str()) {
+                return Err(format!(
+                    "the prompt artifact's example {id} does not have the digest it lists"
+                ));
+            }
+            examples.push(example);
+        }
         Ok(PromptRecord {
             prompt,
             rendering,
             artifacts,
+            examples,
         })
     }
 }
@@ -390,20 +436,25 @@ mod tests {
         assert_ne!(bytes(Some(b""), None), bytes(None, None));
     }
 
-    #[test]
-    fn a_prompt_record_reads_back_and_lists_every_fingerprinted_kind() {
-        let arts: Vec<Artifact> = ArtifactKind::ALL
+    /// One artifact of each fingerprinted kind.
+    fn every_kind() -> Vec<Artifact> {
+        ArtifactKind::ALL
             .into_iter()
             .map(|kind| Artifact {
                 kind,
                 ..doc(serde_json::json!({ "k": kind.name() }))
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn a_prompt_record_reads_back_and_lists_every_fingerprinted_kind() {
+        let arts = every_kind();
         let prompt = Prompt {
             system: "s".into(),
             user: "u".into(),
         };
-        let record = PromptRecord::new(Some((&prompt, 100)), "flat", &arts);
+        let record = PromptRecord::new(Some((&prompt, 100)), "flat", &arts, &[]);
         let (a, digest) = record.artifact();
         assert_eq!(a.fingerprint, prompt_fingerprint(&digest));
         assert_eq!(PromptRecord::parse(&a), Ok(record.clone()));
@@ -428,5 +479,56 @@ mod tests {
             check_bound(&digest, &short, get).map_err(|e| e.kind),
             Err(ArtifactKind::Prompt)
         );
+    }
+
+    #[test]
+    fn a_prompt_record_lists_its_examples_by_id_and_digest_and_an_edit_is_found() {
+        let prompt = Prompt {
+            system: "s".into(),
+            user: "u".into(),
+        };
+        let arts = every_kind();
+        let plain = PromptRecord::new(Some((&prompt, 100)), "flat", &arts, &[]);
+        assert!(
+            plain.to_json().get("examples").is_none(),
+            "absent when none"
+        );
+        let examples = [
+            Example {
+                id: 7,
+                question: "how many".into(),
+                sql: "SELECT count(*) FROM t".into(),
+            },
+            Example {
+                id: 3,
+                question: "names".into(),
+                sql: "SELECT name FROM t".into(),
+            },
+        ];
+        let record = PromptRecord::new(Some((&prompt, 100)), "flat", &arts, &examples);
+        let doc = record.to_json();
+        assert_eq!(doc["examples"][0]["id"], 7);
+        assert_eq!(
+            doc["examples"][1]["digest"],
+            to_hex(&examples[1].digest()).as_str()
+        );
+        let (a, digest) = record.artifact();
+        assert_ne!(
+            digest,
+            plain.artifact().1,
+            "the seal's prompt digest binds them"
+        );
+        assert_eq!(PromptRecord::parse(&a), Ok(record.clone()));
+        // The digest is over the question and the SQL: another text, another digest.
+        let mut edited = doc.clone();
+        edited["examples"][0]["sql"] = "SELECT * FROM salaries".into();
+        let edited = Artifact {
+            content_json: Some(edited),
+            ..a.clone()
+        };
+        assert!(PromptRecord::parse(&edited)
+            .unwrap_err()
+            .contains("example 7 does not have the digest"));
+        assert_ne!(content_digest(&edited), digest);
     }
 }

@@ -63,10 +63,11 @@ impl Attempt {
     ) -> Result<Attempt, Failure> {
         let dialect = compiled.language.dialect.clone();
         let reserved = |w: &str| dialect.is_reserved(w);
-        let prompt = prompt::question_prompt(
+        let prompt = prompt::question_prompt_with(
             &compiled.snapshot,
             &job.ask.question,
             PROMPT_SCHEMA_BYTES,
+            &shown_examples(&job.ask.examples),
             &reserved,
         )
         .map_err(|e| {
@@ -238,10 +239,11 @@ impl Attempted {
         let sql = self.sql.as_deref()?;
         let dialect = self.compiled.language.dialect.clone();
         let reserved = |w: &str| dialect.is_reserved(w);
-        let prompt = prompt::repair_prompt(
+        let prompt = prompt::repair_prompt_with(
             &self.compiled.snapshot,
             &self.job.ask.question,
             PROMPT_SCHEMA_BYTES,
+            &shown_examples(&self.job.ask.examples),
             sql,
             reasons,
             &reserved,
@@ -270,6 +272,7 @@ impl Attempted {
             artifacts(&self.compiled, vocab),
             Some((&self.shown, PROMPT_SCHEMA_BYTES)),
             self.rendering,
+            &self.job.ask.examples,
         );
         seal.meta.prompt_digest = Some(prompt_digest);
         Some(SealToWrite {
@@ -556,4 +559,12 @@ impl Flow {
             generations,
         }
     }
+}
+
+/// The examples of an ask as the prompt renders them.
+pub fn shown_examples(examples: &[crate::request::Example]) -> Vec<prompt::Example> {
+    examples
+        .iter()
+        .map(crate::request::Example::shown)
+        .collect()
 }

@@ -132,13 +132,15 @@ pub fn seal_meta(job: &Job) -> SealMeta {
 
 /// `artifacts` (the fingerprinted ones) with the prompt artifact of `prompt` (rendered
 /// with a DDL budget of `schema_bytes`; `None` when the model was never asked) added, and
-/// the prompt digest the seal carries.
+/// the prompt digest the seal carries. `examples` are the curated examples the prompt
+/// showed (none when the model was never asked).
 pub fn with_prompt(
     mut artifacts: Vec<Artifact>,
     prompt: Option<(&Prompt, usize)>,
     rendering: &'static str,
+    examples: &[crate::request::Example],
 ) -> (Vec<Artifact>, Digest32) {
-    let (a, digest) = PromptRecord::new(prompt, rendering, &artifacts).artifact();
+    let (a, digest) = PromptRecord::new(prompt, rendering, &artifacts, examples).artifact();
     artifacts.push(a);
     (artifacts, digest)
 }
@@ -253,7 +255,8 @@ pub fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<Seal
         vocabulary: artifacts[3].fingerprint,
     };
     // No prompt was shown; the prompt artifact still binds the others' contents.
-    let (artifacts, prompt_digest) = with_prompt(artifacts, None, crate::contents::RENDERINGS[0]);
+    let (artifacts, prompt_digest) =
+        with_prompt(artifacts, None, crate::contents::RENDERINGS[0], &[]);
     let meta = SealMeta {
         prompt_digest: Some(prompt_digest),
         ..seal_meta(job)

@@ -14,7 +14,7 @@ use grid_core::audit::{
     from_hex, replay, to_hex, Entry, Fingerprints, ReplayError, ReplaySummary, Seal, VerifyOptions,
 };
 use grid_core::decode::Recomputer;
-use grid_core::prompt::question_prompt;
+use grid_core::prompt::question_prompt_with;
 
 use crate::contents::{check_bound, prompt_fingerprint, PromptRecord};
 use crate::record::{Artifact, ArtifactKind};
@@ -201,7 +201,8 @@ pub fn check_rendering(
         return Err("the prompt artifact holds no prompt, yet the model was asked".into());
     };
     let reserved = |w: &str| dialect.is_reserved(w);
-    let rendered = question_prompt(snapshot, question, *schema_bytes, &reserved)
+    let examples = crate::flow::shown_examples(&shown.examples);
+    let rendered = question_prompt_with(snapshot, question, *schema_bytes, &examples, &reserved)
         .map_err(|e| format!("the question does not render a prompt: {e}"))?;
     let same = if repair {
         prompt.user.starts_with(&rendered.user) && prompt.system.starts_with(&rendered.system)

@@ -24,6 +24,38 @@ pub struct Ask {
     #[serde(default)]
     pub explain: bool,
     pub settings: AskSettings,
+    /// The curated examples the host chose for this question, best first: each in the
+    /// asker's language and passed by its judge (the extension's `grid.examples`). The
+    /// prompt shows them before the question; the prompt artifact records them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Example>,
+}
+
+/// A curated example (a row of the extension's `grid.examples`) as an ask uses it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Example {
+    /// Its id in the host's store.
+    pub id: i64,
+    pub question: String,
+    pub sql: String,
+}
+
+impl Example {
+    /// The digest the audit names it by: over its question and SQL (not its id), so that
+    /// an auditor can tell whether the stored row still says what the model was shown.
+    pub fn digest(&self) -> grid_core::audit::Digest32 {
+        let pair = serde_json::json!([self.question, self.sql]).to_string();
+        grid_core::audit::text_digest(&pair)
+    }
+
+    /// What the prompt renders.
+    pub fn shown(&self) -> grid_core::prompt::Example {
+        grid_core::prompt::Example {
+            question: self.question.clone(),
+            sql: self.sql.clone(),
+        }
+    }
 }
 
 /// The settings that shape one generation.

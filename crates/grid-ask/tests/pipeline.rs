@@ -819,3 +819,57 @@ fn a_seal_without_a_prompt_digest_still_verifies_and_replays() {
     grid_ask::replay::replay_log(&log, &set, &VerifyOptions::default())
         .expect("its masks replay as before");
 }
+
+#[test]
+fn examples_the_host_chose_are_shown_recorded_by_id_and_digest_and_replay() {
+    let dialect = Dialect::postgres_without_comments().expect("dialect");
+    let reserved = |w: &str| dialect.is_reserved(w);
+    let snapshot: CatalogSnapshot = serde_json::from_str(SNAPSHOT).expect("snapshot");
+    let examples = vec![grid_ask::request::Example {
+        id: 42,
+        question: "how many employees are there".into(),
+        sql: "SELECT count(*) FROM employees".into(),
+    }];
+    let mut j = job(0, "list the names", settings());
+    j.ask.examples = examples.clone();
+    let (steps, done) = split(grid_ask::ask_all(
+        vec![j],
+        &mut NoJudge,
+        grid_ask::MockDefaults::default(),
+    ));
+    record_verifies_and_replays(&steps, &done);
+    let s = &done[0].seals[0];
+    let (record, set) = prompt_record(s);
+    assert_eq!(record.examples, examples);
+    let shown = grid_core::prompt::question_prompt_with(
+        &snapshot,
+        "list the names",
+        PROMPT_SCHEMA_BYTES,
+        &grid_ask::flow::shown_examples(&examples),
+        &reserved,
+    )
+    .expect("a prompt");
+    assert!(shown.user.contains("SELECT count(*) FROM employees"));
+    assert_eq!(record.prompt, Some((shown, PROMPT_SCHEMA_BYTES)));
+    check_rendering(
+        &record,
+        &lexicons_snapshot(&set, s),
+        &dialect,
+        "list the names",
+        false,
+    )
+    .expect("the prompt renders from the archived snapshot and examples");
+    // A record that drops the examples no longer renders the prompt it holds.
+    let dropped = PromptRecord {
+        examples: Vec::new(),
+        ..record
+    };
+    assert!(check_rendering(
+        &dropped,
+        &lexicons_snapshot(&set, s),
+        &dialect,
+        "list the names",
+        false
+    )
+    .is_err());
+}

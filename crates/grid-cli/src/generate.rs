@@ -285,6 +285,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
                 database: a.db.clone().unwrap_or_default(),
                 policy: policy_json.clone(),
                 explain: false,
+                examples: Vec::new(),
                 settings: settings.clone(),
             };
             Job {

@@ -309,6 +309,7 @@ fn generate_seals_what_the_pipeline_seals() {
             database: String::new(),
             policy: None,
             explain: false,
+            examples: Vec::new(),
             settings: grid_ask::AskSettings {
                 endpoint: Some(endpoint.clone()),
                 model: None,

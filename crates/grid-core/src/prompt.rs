@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::catalog::{CatalogSnapshot, Offered, Relation, RelationKind};
@@ -358,17 +359,47 @@ impl Prompt {
     }
 }
 
-/// The user part's schema and question.
+/// A worked example shown to the model before the question: a question and the statement
+/// that answers it. The host chooses them (in the extension: curated examples that lie in
+/// the asker's language and pass its judge); the prompt only renders them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Example {
+    pub question: String,
+    pub sql: String,
+}
+
+/// The examples as question/SQL pairs, each question on one line, each statement as
+/// written (its line breaks kept: they are part of the SQL).
+fn examples_text(examples: &[Example]) -> String {
+    let mut s = String::new();
+    if examples.is_empty() {
+        return s;
+    }
+    s.push_str("-- Examples of questions answered over these tables:\n");
+    for e in examples {
+        s.push_str(&format!(
+            "-- Example:\n{}\n-- SQL:\n{}\n",
+            one_line(&e.question),
+            e.sql.trim()
+        ));
+    }
+    s.push('\n');
+    s
+}
+
+/// The user part's schema, examples and question.
 fn schema_and_question(
     snapshot: &CatalogSnapshot,
     q: &str,
     budget: usize,
+    examples: &[Example],
     is_reserved: &dyn Fn(&str) -> bool,
 ) -> String {
     format!(
-        "-- PostgreSQL tables visible to role {role}\n{ddl}\n-- Question:\n{q}\n",
+        "-- PostgreSQL tables visible to role {role}\n{ddl}\n{examples}-- Question:\n{q}\n",
         role = snapshot.role,
         ddl = schema_ddl(snapshot, q, budget, is_reserved),
+        examples = examples_text(examples),
     )
 }
 
@@ -379,10 +410,21 @@ pub fn question_prompt(
     budget: usize,
     is_reserved: &dyn Fn(&str) -> bool,
 ) -> Result<Prompt, PromptError> {
+    question_prompt_with(snapshot, question, budget, &[], is_reserved)
+}
+
+/// The first prompt for `question`, with `examples` before it.
+pub fn question_prompt_with(
+    snapshot: &CatalogSnapshot,
+    question: &str,
+    budget: usize,
+    examples: &[Example],
+    is_reserved: &dyn Fn(&str) -> bool,
+) -> Result<Prompt, PromptError> {
     let q = clean_question(question)?;
     Ok(Prompt {
         system: ANSWER.to_string(),
-        user: schema_and_question(snapshot, q, budget, is_reserved),
+        user: schema_and_question(snapshot, q, budget, examples, is_reserved),
     })
 }
 
@@ -396,8 +438,29 @@ pub fn repair_prompt<R: std::fmt::Display>(
     reasons: &[R],
     is_reserved: &dyn Fn(&str) -> bool,
 ) -> Result<Prompt, PromptError> {
+    repair_prompt_with(
+        snapshot,
+        question,
+        budget,
+        &[],
+        rejected_sql,
+        reasons,
+        is_reserved,
+    )
+}
+
+/// The repair prompt of a question asked with `examples`.
+pub fn repair_prompt_with<R: std::fmt::Display>(
+    snapshot: &CatalogSnapshot,
+    question: &str,
+    budget: usize,
+    examples: &[Example],
+    rejected_sql: &str,
+    reasons: &[R],
+    is_reserved: &dyn Fn(&str) -> bool,
+) -> Result<Prompt, PromptError> {
     let q = clean_question(question)?;
-    let mut user = schema_and_question(snapshot, q, budget, is_reserved);
+    let mut user = schema_and_question(snapshot, q, budget, examples, is_reserved);
     user.push_str(&format!(
         "-- This statement was rejected:\n-- {}\n-- because:\n",
         one_line(rejected_sql)

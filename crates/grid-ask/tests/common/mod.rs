@@ -25,6 +25,7 @@ pub fn job(n: u64, question: &str, settings: AskSettings) -> Job {
             database: "db".into(),
             policy: None,
             explain: false,
+            examples: Vec::new(),
             settings,
         },
     )

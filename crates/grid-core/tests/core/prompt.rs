@@ -11,8 +11,9 @@ use grid_core::catalog::{
 use grid_core::checker::check;
 use grid_core::policy::Verb;
 use grid_core::prompt::{
-    clean_question, question_prompt, relation_ddl, repair_prompt, schema_ddl, terms,
-    trim_by_relevance, PromptError, Shown, MAX_QUESTION_BYTES,
+    clean_question, question_prompt, question_prompt_with, relation_ddl, repair_prompt,
+    repair_prompt_with, schema_ddl, terms, trim_by_relevance, Example, PromptError, Shown,
+    MAX_QUESTION_BYTES,
 };
 use sqlparser::ast::{Statement, TableConstraint};
 use sqlparser::dialect::PostgreSqlDialect;
@@ -384,4 +385,44 @@ fn spider_ddl_round_trips() {
         dbs += 1;
     }
     assert!(dbs >= 20);
+}
+
+#[test]
+fn examples_come_between_the_schema_and_the_question_in_order() {
+    let snap = CatalogSnapshot::from_json(DEMO).unwrap();
+    let q = "Who joined last?";
+    let plain = question_prompt(&snap, q, 1 << 20, &reserved).unwrap();
+    assert_eq!(
+        question_prompt_with(&snap, q, 1 << 20, &[], &reserved).unwrap(),
+        plain,
+        "no examples, the same prompt as before"
+    );
+    let examples = [
+        Example {
+            question: "How many\nemployees?".into(),
+            sql: "SELECT count(*)\nFROM employees;\n".into(),
+        },
+        Example {
+            question: "first names".into(),
+            sql: "SELECT name FROM employees".into(),
+        },
+    ];
+    let p = question_prompt_with(&snap, q, 1 << 20, &examples, &reserved).unwrap();
+    assert_eq!(p.system, plain.system);
+    let (schema, rest) = plain.user.split_once("-- Question:\n").unwrap();
+    assert_eq!(
+        p.user,
+        format!(
+            "{schema}-- Examples of questions answered over these tables:\n\
+             -- Example:\nHow many employees?\n-- SQL:\nSELECT count(*)\nFROM employees;\n\
+             -- Example:\nfirst names\n-- SQL:\nSELECT name FROM employees\n\n\
+             -- Question:\n{rest}"
+        )
+    );
+    // A repair keeps them: its prompt begins with the question prompt's user part.
+    let r =
+        repair_prompt_with(&snap, q, 1 << 20, &examples, "SELECT 1", &["no"], &reserved).unwrap();
+    assert!(r.user.starts_with(&p.user), "{}", r.user);
+    let plain_repair = repair_prompt(&snap, q, 1 << 20, "SELECT 1", &["no"], &reserved).unwrap();
+    assert!(!plain_repair.user.contains("Example"));
 }
