@@ -35,7 +35,9 @@ use smallvec::SmallVec;
 use crate::cache::key::scope_of;
 use crate::cache::walk::{self, WalkStart};
 use crate::cache::{CacheKey, CacheStats, CdCandidates, MaskCache, Namespace, Position, Scope};
-use crate::recognizer::{is_word_byte, Config, Dynamic, Scan, Scanned, Session};
+use crate::cd_class::{CdClass, CdKey};
+use crate::recognizer::{Config, Dynamic, Scanned, Session};
+use crate::scan::TrailKey;
 use crate::termset::TermSet;
 use crate::trie::TokenTrie;
 
@@ -153,84 +155,6 @@ impl Mask {
         }
         self.ids().next()
     }
-}
-
-/// What the verdict of a CD token depends on, besides the live stacks.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum CdKey {
-    /// Feeding a token `t` at `κ = (σ, r)` scans `r · bytes(t)` into lexemes handed to the
-    /// parser, with candidate sets `C1 … Ck` (ignored lexemes are not handed over), and a
-    /// trailing lexeme in progress. The scan itself reads no stack, so the verdict is
-    /// "the stacks take `C1`, then `C2`, … (contextual resolution shifts every candidate
-    /// some stack can take), and the trailing lexeme is still viable on the stacks reached".
-    /// The candidate sets already say everything the lexicons decide about the emitted
-    /// segments (the word trie is part of the scan), and the trailing viability reads the
-    /// trailing scan state only through [`TrailKey`]. So two allowed CD tokens with equal
-    /// keys, fed at the same remainder, have equal verdicts on every stack: one
-    /// stack-dependent verdict per class decides the whole class.
-    Scanned {
-        /// `C1 … Ck`, in scan order.
-        emitted: SmallVec<[TermSet; 2]>,
-        trail: TrailKey,
-    },
-    /// A token whose scan asks the stacks after a lexeme it hands over (the dot of a
-    /// `schema.table` word): its verdict is the full check of its spelling. By token node,
-    /// one per class.
-    Exact { node: u32 },
-    /// The tokens that only names the statement introduced allow (the dynamic lexicon,
-    /// [`crate::scope`]), each checked in full on the live configuration: never cached, one
-    /// class per step.
-    Dynamic,
-}
-
-impl CdKey {
-    /// The lexemes handed over before the trailing one (none for [`CdKey::Exact`], whose
-    /// verdict reads no emission list).
-    pub fn emitted(&self) -> &[TermSet] {
-        match self {
-            CdKey::Scanned { emitted, .. } => emitted,
-            CdKey::Exact { .. } | CdKey::Dynamic => &[],
-        }
-    }
-}
-
-/// The trailing lexeme in progress as the viability check reads it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct TrailKey {
-    /// No lexeme in progress (then the rest is irrelevant: the prefix is viable).
-    pub idle: bool,
-    /// Automaton state and word-trie node of the lexeme so far: they give the terminals it
-    /// can still become.
-    pub q: u32,
-    pub w: u32,
-    /// When the lexeme has an accepting prefix shorter than itself, the check may cut it back
-    /// there: the prefix's candidates, whether the prefix ends in a word character, and the
-    /// bytes after it (they are scanned again).
-    pub cutback: Option<(TermSet, bool, SmallVec<[u8; 8]>)>,
-}
-
-impl TrailKey {
-    pub(crate) fn of(s: &Scan) -> TrailKey {
-        let cutback = s.last.as_ref().and_then(|(len, c)| {
-            let len = *len as usize;
-            (len < s.rem.len() && len > 0)
-                .then(|| (*c, is_word_byte(s.rem[len - 1]), s.rem[len..].into()))
-        });
-        TrailKey {
-            idle: s.rem.is_empty(),
-            q: s.q,
-            w: s.w,
-            cutback,
-        }
-    }
-}
-
-/// A verdict-equivalence class of CD tokens allowed at one step.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CdClass {
-    pub key: CdKey,
-    /// Alias-expanded ids, ascending. Shared with the cache entry the class came from.
-    pub ids: Arc<[u32]>,
 }
 
 /// Computes masks over one token trie; owns the walk's scratch space so that repeated

@@ -10,7 +10,7 @@
 
 use std::cmp::Ordering;
 
-use crate::recognizer::is_word_byte;
+use crate::lexer::is_word_byte;
 use crate::trie::TokenTrie;
 
 /// One position where a lexeme may start inside a token.
