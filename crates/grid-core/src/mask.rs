@@ -27,7 +27,7 @@
 //!   full check of its spelling, one class per token node. The cache's walk files every token
 //!   below such a node this way, and so does the walk here, so that both give equal classes.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -158,8 +158,9 @@ impl Mask {
 }
 
 /// Computes masks over one token trie; owns the walk's scratch space so that repeated
-/// masks allocate little. Built [`Masker::with_cache`], it computes the same masks through
-/// the shared mask cache.
+/// masks allocate little, and its memo of cut-back verdicts, per session (one masker serves
+/// the sessions of many generations). Built [`Masker::with_cache`], it computes the same
+/// masks through the shared mask cache.
 pub struct Masker {
     trie: Arc<TokenTrie>,
     cache: Option<CacheState>,
@@ -180,6 +181,8 @@ pub struct Masker {
     run: Vec<u32>,
     /// Scratch of [`Masker::add_dynamic`]: the tokens to check in full.
     dynamic_nodes: Vec<u32>,
+    /// The verdicts of CD classes that only a cut back can save, per session.
+    cutback: CutbackMemo,
 }
 
 /// The first allowed id of a walk and the configuration after it, kept for forced runs.
@@ -201,6 +204,7 @@ impl Masker {
             run_mask: None,
             run: Vec::new(),
             dynamic_nodes: Vec::new(),
+            cutback: CutbackMemo::default(),
         }
     }
 
@@ -502,7 +506,7 @@ impl Masker {
                     let a = after[g as usize].get_or_insert_with(|| {
                         wanted_after(session, cfg, &entry.emissions[g as usize])
                     });
-                    cd_verdict(session, cfg, class, a)
+                    cd_verdict(session, cfg, class, a, &mut self.cutback)
                 }
             };
             if !pass {
@@ -662,6 +666,7 @@ fn cd_verdict(
     cfg: &Config,
     class: &CdCandidates,
     after: &Option<After>,
+    memo: &mut CutbackMemo,
 ) -> bool {
     let (Some((stacks, wanted)), CdKey::Scanned { trail: t, .. }) = (after, &class.key) else {
         return false;
@@ -674,15 +679,42 @@ fn cd_verdict(
     }
     // Only a cut back to an earlier accepting length can help: the full check, on the
     // class's first token, once per (stacks, trail) in a session.
-    let memo = (stacks.clone(), t.clone());
-    if let Some(&v) = session.cutback_verdicts.get(&memo) {
+    let key = (stacks.clone(), t.clone());
+    if let Some(&v) = memo.of(session.identity()).get(&key) {
         return v;
     }
     let mut c = cfg.clone();
     let v = session.feed_in(&mut c, &class.rep, Dynamic::Off).is_ok()
         && session.is_viable_in(&c, Dynamic::Off);
-    session.cutback_verdicts.insert(memo, v);
+    memo.of(session.identity()).insert(key, v);
     v
+}
+
+/// The verdicts of CD classes that only a cut back can save ([`cd_verdict`]): by the stacks
+/// after the class's emissions and its [`TrailKey`] (all the check reads), once per session.
+/// Stack ids are a session's own, so each session has its map, found by the address of its
+/// [`Session::identity`]; the `Weak` kept beside it holds that address for the session, and
+/// says when the session is gone. Maps of sessions gone are dropped when a new one comes.
+#[derive(Default)]
+struct CutbackMemo {
+    by_session: FxHashMap<usize, (Weak<()>, Verdicts)>,
+}
+
+type Verdicts = FxHashMap<(SmallVec<[u32; 4]>, TrailKey), bool>;
+
+impl CutbackMemo {
+    /// The map of the session whose [`Session::identity`] is `identity`.
+    fn of(&mut self, identity: &Arc<()>) -> &mut Verdicts {
+        let at = Arc::as_ptr(identity) as usize;
+        if !self.by_session.contains_key(&at) {
+            self.by_session.retain(|_, (w, _)| w.strong_count() > 0);
+        }
+        &mut self
+            .by_session
+            .entry(at)
+            .or_insert_with(|| (Arc::downgrade(identity), Verdicts::default()))
+            .1
+    }
 }
 
 /// The verdict of a [`CdKey::Exact`] token spelled `bytes` at `cfg`: the full check.
@@ -774,5 +806,32 @@ mod tests {
         assert_eq!(b.singleton(), Some(31));
         b.eos = true;
         assert_eq!(b.singleton(), None, "EOS is a second choice");
+    }
+
+    #[test]
+    fn cutback_memo_is_per_session() {
+        let mut memo = CutbackMemo::default();
+        let trail = TrailKey {
+            idle: false,
+            q: 1,
+            w: 2,
+            cutback: None,
+        };
+        let key = (SmallVec::from_slice(&[7]), trail);
+        let (a, b) = (Arc::new(()), Arc::new(()));
+        memo.of(&a).insert(key.clone(), true);
+        assert_eq!(memo.of(&b).get(&key), None, "another session's verdict");
+        memo.of(&b).insert(key.clone(), false);
+        assert_eq!(memo.of(&a).get(&key), Some(&true));
+        drop(a);
+        assert_eq!(memo.by_session.len(), 2, "kept until a new session comes");
+        let c = Arc::new(());
+        assert!(memo.of(&c).is_empty());
+        assert_eq!(
+            memo.by_session.len(),
+            2,
+            "the gone session's map is dropped"
+        );
+        assert_eq!(memo.of(&b).get(&key), Some(&false));
     }
 }

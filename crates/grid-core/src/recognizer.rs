@@ -37,7 +37,7 @@ use crate::language::Language;
 use crate::lexer::dfa::DEAD;
 use crate::lexer::words::OFF;
 use crate::parser::Stacks;
-use crate::scan::{scan_byte, splits, Scan, ScanHost, ScanStop, StopKind, TrailKey};
+use crate::scan::{scan_byte, splits, Scan, ScanHost, ScanStop, StopKind};
 use crate::scope::{spells, spells_prefix, stored_of, Name};
 use crate::termset::TermSet;
 
@@ -161,10 +161,9 @@ fn replace_stacks(stacks: &mut SmallVec<[u32; 4]>, mut next: SmallVec<[u32; 4]>)
 pub struct Session<'l> {
     pub lang: &'l Language,
     pub stacks: Stacks,
-    /// Viability of a trailing lexeme that only a cut back can save, by the stacks it is
-    /// on and its [`TrailKey`] (all the check reads): the cached mask's per-node memo for
-    /// the one CD verdict that needs a search.
-    pub(crate) cutback_verdicts: FxHashMap<(SmallVec<[u32; 4]>, TrailKey), bool>,
+    /// This session's identity for memos kept outside it, whose entries read its stack ids
+    /// (the masker's, [`crate::mask`]): one allocation per session, held as long as it lives.
+    identity: Arc<()>,
     /// The stacks one stack becomes when a lexeme with these candidates is handed over
     /// (the per-node memo of contextual resolution).
     shifted: FxHashMap<(u32, TermSet), SmallVec<[u32; 4]>>,
@@ -183,12 +182,19 @@ impl<'l> Session<'l> {
         Session {
             lang,
             stacks: Stacks::default(),
-            cutback_verdicts: FxHashMap::default(),
+            identity: Arc::new(()),
             shifted: FxHashMap::default(),
             words: FxHashMap::default(),
             spellings: FxHashMap::default(),
             every_byte: false,
         }
+    }
+
+    /// See the field `identity`: a memo outside the session keys its entries by this
+    /// allocation and keeps a `Weak` of it, so that no later session can take its address
+    /// while the memo holds entries for this one.
+    pub(crate) fn identity(&self) -> &Arc<()> {
+        &self.identity
     }
 
     fn fresh_scan(&self, start: usize) -> Scan {
