@@ -26,7 +26,6 @@ pub mod schema;
 pub mod scope;
 pub mod statement;
 pub mod termset;
-pub mod token_starts;
 pub mod trie;
 
 pub use error::{GridError, Result};

@@ -343,7 +343,7 @@ impl Masker {
     ///   reads the token from there; so those tokens are exactly the ones of the mask there
     ///   (computed the same way, through the cache) whose first byte ends the lexeme;
     /// * a token in which a lexeme spelling a name (or its prefix, to the token's end) may
-    ///   begin, or go on from the lexeme in progress: found by [`crate::token_starts::TokenStarts`] for every name
+    ///   begin, or go on from the lexeme in progress: found by [`crate::trie::starts::TokenStarts`] for every name
     ///   the stacks hold, plus every token in which two names may begin (one could introduce
     ///   what the other uses), and each checked in full.
     fn add_dynamic(&mut self, session: &mut Session<'_>, cfg: &Config, m: &mut Mask) -> FirstNode {
@@ -374,7 +374,7 @@ impl Masker {
         }
         let rem = &cfg.scan.rem;
         for a in 0..rem.len() {
-            if !crate::token_starts::starts_at(rem, a) {
+            if !crate::trie::starts::starts_at(rem, a) {
                 continue;
             }
             let part = &rem[a..];

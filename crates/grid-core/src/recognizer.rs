@@ -353,7 +353,7 @@ impl<'l> Session<'l> {
     /// [`Session::emit_text`]). A name the token itself introduces, or the lexeme in
     /// progress does, is usable only after a keyword (`ORDER BY`, `WHERE`, `ON`, `AS (SELECT`,
     /// ...), so a token using it holds two names
-    /// ([`crate::token_starts::TokenStarts::multi`]).
+    /// ([`crate::trie::starts::TokenStarts::multi`]).
     pub(crate) fn dynamic_spellings(&mut self, cfg: &Config) -> SmallVec<[Arc<[Vec<u8>]>; 4]> {
         let mut out = SmallVec::new();
         for &s in &cfg.stacks {
@@ -454,7 +454,7 @@ impl<'l> Session<'l> {
         let (text, tail) = cfg.scan.rem.split_at(len);
         let tail_name = (0..tail.len()).any(|i| {
             let part = &tail[i..];
-            crate::token_starts::starts_at(tail, i)
+            crate::trie::starts::starts_at(tail, i)
                 && names
                     .iter()
                     .flat_map(|n| n.iter())

@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use grid_vocab::Vocabulary;
 use thiserror::Error;
 
-use crate::token_starts::TokenStarts;
+pub mod starts;
+
+use starts::TokenStarts;
 
 #[derive(Debug, Error)]
 pub enum TrieError {
