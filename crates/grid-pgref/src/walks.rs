@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use grid_core::audit::{AuditLog, SealMeta, StopReason};
 use grid_core::cache::MaskCache;
+use grid_core::cd_class::CdKey;
 use grid_core::decode::{
     Choice, DecodeOptions, Decoder, GenerationSpec, Model, ModelError, ModelStep,
 };
-use grid_core::mask::{CdKey, Masker};
+use grid_core::mask::Masker;
 use grid_core::reserve::{ReserveTable, Speller};
 use grid_core::trie::TokenTrie;
 use grid_core::Language;
