@@ -409,23 +409,17 @@ fn a_name_that_binds_to_a_hidden_column_is_the_checkers_to_refuse() {
 /// Writes its script's token at each position when allowed, then ends as soon as EOS is.
 struct Script(Vec<u32>);
 
-impl grid_core::decode::Model for Script {
-    fn step(
+impl grid_core::decode::StepModel for Script {
+    fn choose(
         &mut self,
-        batch: &[grid_core::decode::ModelStep<'_>],
-    ) -> Result<
-        Vec<Result<grid_core::decode::Choice, grid_core::decode::ModelError>>,
-        grid_core::decode::ModelError,
-    > {
+        s: &grid_core::decode::ModelStep<'_>,
+    ) -> Result<grid_core::decode::Choice, grid_core::decode::ModelError> {
         use grid_core::decode::Choice;
-        Ok(batch
-            .iter()
-            .map(|s| match self.0.get(s.generated.len()) {
-                Some(&t) if s.mask.contains(t) => Ok(Choice::Token(t)),
-                _ if s.mask.eos => Ok(Choice::Eos),
-                _ => Ok(Choice::Token(s.mask.ids().find(|&i| i != 0).unwrap_or(0))),
-            })
-            .collect())
+        match self.0.get(s.generated.len()) {
+            Some(&t) if s.mask.contains(t) => Ok(Choice::Token(t)),
+            _ if s.mask.eos => Ok(Choice::Eos),
+            _ => Ok(Choice::Token(s.mask.ids().find(|&i| i != 0).unwrap_or(0))),
+        }
     }
 }
 
