@@ -20,7 +20,7 @@ pub enum CdKey {
     /// some stack can take), and the trailing lexeme is still viable on the stacks reached".
     /// The candidate sets already say everything the lexicons decide about the emitted
     /// segments (the word trie is part of the scan), and the trailing viability reads the
-    /// trailing scan state only through [`TrailKey`]. So two allowed CD tokens with equal
+    /// trailing scan state only through its `TrailKey`. So two allowed CD tokens with equal
     /// keys, fed at the same remainder, have equal verdicts on every stack: one
     /// stack-dependent verdict per class decides the whole class.
     Scanned {

@@ -4,14 +4,15 @@
 //! The modules, in four groups; each uses only modules listed before it, so nothing
 //! points back (`tests/core/modules.rs` fails on an import cycle). A lower module that
 //! needs something of a higher one defines a trait for it ([`scope::StackView`],
-//! [`scan::ScanHost`]) and the higher one implements it.
+//! `scan::ScanHost`) and the higher one implements it. Modules named without a link are
+//! internal (`pub(crate)`).
 //!
 //! **Build**: from a dialect, a role and a schema to a compiled language.
-//! - [`error`]: errors of the build steps.
-//! - [`termset`]: fixed-width sets of terminal ids.
+//! - `error`: errors of the build steps.
+//! - `termset`: fixed-width sets of terminal ids.
 //! - [`schema`]: relations and columns, by the names PostgreSQL stores.
 //! - [`policy`]: what a role may write and which clauses it may not use.
-//! - [`lexer`]: the scanner's automata and PostgreSQL's word bytes.
+//! - `lexer`: the scanner's automata and PostgreSQL's word bytes.
 //! - [`grammar`]: L1 and L2, the dialect grammar and its role projections.
 //! - [`lexicon`]: L3, the names each identifier category allows and their spellings.
 //! - [`scope`]: the dynamic lexicon's rules: names the statement itself introduces.
@@ -21,7 +22,7 @@
 //! - [`registry`]: single-flight sharing of compiled languages and tries by fingerprint.
 //!
 //! **Recognize**: one byte at a time, whether the output can still become a sentence.
-//! - [`scan`]: the byte scanner (maximal munch), hosted by whoever takes its lexemes.
+//! - `scan`: the byte scanner (maximal munch), hosted by whoever takes its lexemes.
 //! - [`parser`]: interned parser stacks and the terminals each allows next.
 //! - [`recognizer`]: [`Session`], the scanner and the parser stepped together.
 //!
@@ -48,7 +49,7 @@ pub mod checker;
 pub mod decode;
 pub(crate) mod error;
 pub mod grammar;
-pub(crate) mod language;
+pub mod language;
 pub(crate) mod lexer;
 pub mod lexicon;
 pub mod mask;
@@ -57,12 +58,12 @@ pub mod oracle;
 pub mod parser;
 pub mod policy;
 pub mod prompt;
-pub(crate) mod recognizer;
+pub mod recognizer;
 pub mod registry;
 pub mod reserve;
 pub(crate) mod scan;
 pub mod schema;
-pub(crate) mod scope;
+pub mod scope;
 pub mod statement;
 pub(crate) mod termset;
 pub mod trie;
