@@ -38,11 +38,12 @@ pub fn judge(candidate: &Candidate, search_path: &str) -> Verdict {
     }
     let explain = format!(
         "EXPLAIN (COSTS OFF) {}",
-        crate::ask::without_terminator(&candidate.sql)
+        crate::subtransaction::without_terminator(&candidate.sql)
     );
-    let outcome = crate::ask::in_rolled_back_subtransaction(search_path, JUDGE_TIMEOUT_MS, || {
-        Spi::run(&explain)
-    });
+    let outcome =
+        crate::subtransaction::in_rolled_back_subtransaction(search_path, JUDGE_TIMEOUT_MS, || {
+            Spi::run(&explain)
+        });
     match outcome {
         Ok(Ok(())) => Verdict::Pass,
         Ok(Err(e)) => Verdict::Fail {

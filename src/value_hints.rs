@@ -69,32 +69,33 @@ pub fn add(what: &str, snapshot: &mut Value, search_path: &str) {
         return;
     }
     let role = snapshot["role"].as_str().unwrap_or_default().to_string();
-    let read = crate::ask::in_rolled_back_subtransaction(search_path, READ_TIMEOUT_MS, || {
-        let columns = qualifying(&tables)?;
-        let mut hints = Vec::with_capacity(columns.len());
-        for c in columns {
-            let key: Key = (
-                role.clone(),
-                c.schema.clone(),
-                c.relation.clone(),
-                c.name.clone(),
-                max,
-                rows,
-            );
-            let hint = match kept(&key, c.row_security) {
-                Some(h) => h,
-                None => {
-                    let h = read_column(&c, max, rows)?;
-                    if !c.row_security {
-                        keep(key, h.clone());
+    let read =
+        crate::subtransaction::in_rolled_back_subtransaction(search_path, READ_TIMEOUT_MS, || {
+            let columns = qualifying(&tables)?;
+            let mut hints = Vec::with_capacity(columns.len());
+            for c in columns {
+                let key: Key = (
+                    role.clone(),
+                    c.schema.clone(),
+                    c.relation.clone(),
+                    c.name.clone(),
+                    max,
+                    rows,
+                );
+                let hint = match kept(&key, c.row_security) {
+                    Some(h) => h,
+                    None => {
+                        let h = read_column(&c, max, rows)?;
+                        if !c.row_security {
+                            keep(key, h.clone());
+                        }
+                        h
                     }
-                    h
-                }
-            };
-            hints.push((c, hint));
-        }
-        Ok(hints)
-    });
+                };
+                hints.push((c, hint));
+            }
+            Ok(hints)
+        });
     let hints = match read {
         Ok(Ok(h)) => h,
         Ok(Err(e)) => {

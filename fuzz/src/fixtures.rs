@@ -9,6 +9,7 @@ use grid_vocab::Vocabulary;
 // The schemas the tests use too, from their one place.
 #[path = "../../crates/grid-core/tests/core/common/fixtures.rs"]
 mod shared;
+pub use shared::assert_same_mask;
 use shared::{hr_schema, language, shop_schema};
 
 /// `shop` plus another role's table off the search path, written `atk.inbox`.

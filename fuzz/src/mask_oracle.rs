@@ -10,12 +10,12 @@
 use std::sync::{Arc, LazyLock, Mutex};
 
 use grid_core::cache::MaskCache;
-use grid_core::mask::{Mask, Masker};
+use grid_core::mask::Masker;
 use grid_core::oracle::oracle_mask;
 use grid_core::trie::TokenTrie;
 use grid_core::Session;
 
-use crate::fixtures::{LANGUAGES, VOCAB};
+use crate::fixtures::{assert_same_mask, LANGUAGES, VOCAB};
 
 /// Steps per input: each costs one oracle pass over the vocabulary.
 const MAX_STEPS: usize = 24;
@@ -41,30 +41,6 @@ fn spell(ids: &[u32]) -> Vec<String> {
         .collect()
 }
 
-/// `classes`: also the CI/CD split, which the oracle does not compute.
-fn assert_same(a: &Mask, b: &Mask, what: &str, at: &str, classes: bool) {
-    let (only_a, only_b) = a.diff(b);
-    assert!(
-        only_a.is_empty() && only_b.is_empty() && a.eos == b.eos,
-        "{what} at {at:?}: only left {:?}, only right {:?}, eos {} vs {}",
-        spell(&only_a),
-        spell(&only_b),
-        a.eos,
-        b.eos
-    );
-    assert_eq!(
-        (a.allowed, a.blocked),
-        (b.allowed, b.blocked),
-        "{what} at {at:?}: counts"
-    );
-    if classes {
-        assert_eq!((a.ci, a.cd), (b.ci, b.cd), "{what} at {at:?}: CI/CD split");
-        let ids =
-            |m: &Mask| -> Vec<Vec<u32>> { m.cd_classes.iter().map(|c| c.ids.to_vec()).collect() };
-        assert_eq!(ids(a), ids(b), "{what} at {at:?}: CD classes");
-    }
-}
-
 pub fn run(data: &[u8]) {
     let Some((&pick, steps)) = data.split_first() else {
         return;
@@ -80,8 +56,20 @@ pub fn run(data: &[u8]) {
         let fast = m.plain.mask(&mut s, &cfg);
         let cached = m.cached.mask(&mut s, &cfg);
         let oracle = oracle_mask(&mut s, &cfg, &VOCAB);
-        assert_same(&fast, &oracle, "walk vs oracle", &at, false);
-        assert_same(&cached, &fast, "cache on vs off", &at, true);
+        assert_same_mask(
+            &fast,
+            &oracle,
+            &VOCAB,
+            &format!("walk vs oracle at {at:?}"),
+            false,
+        );
+        assert_same_mask(
+            &cached,
+            &fast,
+            &VOCAB,
+            &format!("cache on vs off at {at:?}"),
+            true,
+        );
 
         let allowed: Vec<u32> = fast.ids().filter(|&id| !VOCAB.is_special(id)).collect();
         if b & 0x80 != 0 {

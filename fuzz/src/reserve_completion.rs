@@ -12,7 +12,7 @@ use std::sync::{Arc, LazyLock};
 
 use grid_core::audit::{AuditLog, SealMeta, StopReason};
 use grid_core::decode::{
-    Choice, DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, ModelError, ModelStep,
+    Choice, DecodeError, DecodeOptions, Decoder, GenerationSpec, ModelError, ModelStep, StepModel,
 };
 use grid_core::mask::Masker;
 use grid_core::reserve::{ReserveTable, Speller};
@@ -35,31 +35,23 @@ struct InputModel<'a> {
     steps: &'a [u8],
 }
 
-impl Model for InputModel<'_> {
-    fn step(
-        &mut self,
-        batch: &[ModelStep<'_>],
-    ) -> Result<Vec<Result<Choice, ModelError>>, ModelError> {
-        Ok(batch
-            .iter()
-            .map(|s| {
-                let eos = VOCAB.eos_id();
-                let ids: Vec<u32> = s.mask.ids().filter(|&i| Some(i) != eos).collect();
-                let choice = match self.steps.get(s.generated.len()) {
-                    Some(0xff) if s.mask.eos => Choice::Eos,
-                    Some(&b) if !ids.is_empty() => Choice::Token(ids[usize::from(b) % ids.len()]),
-                    _ => ids
-                        .iter()
-                        .max_by_key(|&&i| {
-                            let t = VOCAB.token_bytes(i);
-                            let opens = t.iter().filter(|&&c| c == b'(' || c == b'\'').count();
-                            (opens, t.len(), std::cmp::Reverse(i))
-                        })
-                        .map_or(Choice::Eos, |&i| Choice::Token(i)),
-                };
-                Ok(choice)
-            })
-            .collect())
+impl StepModel for InputModel<'_> {
+    fn choose(&mut self, s: &ModelStep<'_>) -> Result<Choice, ModelError> {
+        let eos = VOCAB.eos_id();
+        let ids: Vec<u32> = s.mask.ids().filter(|&i| Some(i) != eos).collect();
+        let choice = match self.steps.get(s.generated.len()) {
+            Some(0xff) if s.mask.eos => Choice::Eos,
+            Some(&b) if !ids.is_empty() => Choice::Token(ids[usize::from(b) % ids.len()]),
+            _ => ids
+                .iter()
+                .max_by_key(|&&i| {
+                    let t = VOCAB.token_bytes(i);
+                    let opens = t.iter().filter(|&&c| c == b'(' || c == b'\'').count();
+                    (opens, t.len(), std::cmp::Reverse(i))
+                })
+                .map_or(Choice::Eos, |&i| Choice::Token(i)),
+        };
+        Ok(choice)
     }
 }
 

@@ -12,9 +12,9 @@ use crate::grammar::table::LrTable;
 use crate::grammar::{Dialect, Terminals};
 use crate::lexer::dfa::{LexDfa, DEAD};
 use crate::lexer::words::WordTrie;
+use crate::lexer::{is_ident_start, is_word_byte};
 use crate::lexicon::{qualified_spellings, spellings, Lexicon};
 use crate::policy::Policy;
-use crate::recognizer::{is_ident_start, is_word_byte};
 use crate::scope::Semantics;
 use crate::termset::TermSet;
 

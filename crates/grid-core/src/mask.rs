@@ -27,7 +27,7 @@
 //!   full check of its spelling, one class per token node. The cache's walk files every token
 //!   below such a node this way, and so does the walk here, so that both give equal classes.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -35,7 +35,9 @@ use smallvec::SmallVec;
 use crate::cache::key::scope_of;
 use crate::cache::walk::{self, WalkStart};
 use crate::cache::{CacheKey, CacheStats, CdCandidates, MaskCache, Namespace, Position, Scope};
-use crate::recognizer::{is_word_byte, Config, Dynamic, Scan, Scanned, Session};
+use crate::cd_class::{CdClass, CdKey};
+use crate::recognizer::{Config, Dynamic, Scanned, Session};
+use crate::scan::TrailKey;
 use crate::termset::TermSet;
 use crate::trie::TokenTrie;
 
@@ -155,87 +157,10 @@ impl Mask {
     }
 }
 
-/// What the verdict of a CD token depends on, besides the live stacks.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum CdKey {
-    /// Feeding a token `t` at `κ = (σ, r)` scans `r · bytes(t)` into lexemes handed to the
-    /// parser, with candidate sets `C1 … Ck` (ignored lexemes are not handed over), and a
-    /// trailing lexeme in progress. The scan itself reads no stack, so the verdict is
-    /// "the stacks take `C1`, then `C2`, … (contextual resolution shifts every candidate
-    /// some stack can take), and the trailing lexeme is still viable on the stacks reached".
-    /// The candidate sets already say everything the lexicons decide about the emitted
-    /// segments (the word trie is part of the scan), and the trailing viability reads the
-    /// trailing scan state only through [`TrailKey`]. So two allowed CD tokens with equal
-    /// keys, fed at the same remainder, have equal verdicts on every stack: one
-    /// stack-dependent verdict per class decides the whole class.
-    Scanned {
-        /// `C1 … Ck`, in scan order.
-        emitted: SmallVec<[TermSet; 2]>,
-        trail: TrailKey,
-    },
-    /// A token whose scan asks the stacks after a lexeme it hands over (the dot of a
-    /// `schema.table` word): its verdict is the full check of its spelling. By token node,
-    /// one per class.
-    Exact { node: u32 },
-    /// The tokens that only names the statement introduced allow (the dynamic lexicon,
-    /// [`crate::scope`]), each checked in full on the live configuration: never cached, one
-    /// class per step.
-    Dynamic,
-}
-
-impl CdKey {
-    /// The lexemes handed over before the trailing one (none for [`CdKey::Exact`], whose
-    /// verdict reads no emission list).
-    pub fn emitted(&self) -> &[TermSet] {
-        match self {
-            CdKey::Scanned { emitted, .. } => emitted,
-            CdKey::Exact { .. } | CdKey::Dynamic => &[],
-        }
-    }
-}
-
-/// The trailing lexeme in progress as the viability check reads it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct TrailKey {
-    /// No lexeme in progress (then the rest is irrelevant: the prefix is viable).
-    pub idle: bool,
-    /// Automaton state and word-trie node of the lexeme so far: they give the terminals it
-    /// can still become.
-    pub q: u32,
-    pub w: u32,
-    /// When the lexeme has an accepting prefix shorter than itself, the check may cut it back
-    /// there: the prefix's candidates, whether the prefix ends in a word character, and the
-    /// bytes after it (they are scanned again).
-    pub cutback: Option<(TermSet, bool, SmallVec<[u8; 8]>)>,
-}
-
-impl TrailKey {
-    pub(crate) fn of(s: &Scan) -> TrailKey {
-        let cutback = s.last.as_ref().and_then(|(len, c)| {
-            let len = *len as usize;
-            (len < s.rem.len() && len > 0)
-                .then(|| (*c, is_word_byte(s.rem[len - 1]), s.rem[len..].into()))
-        });
-        TrailKey {
-            idle: s.rem.is_empty(),
-            q: s.q,
-            w: s.w,
-            cutback,
-        }
-    }
-}
-
-/// A verdict-equivalence class of CD tokens allowed at one step.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CdClass {
-    pub key: CdKey,
-    /// Alias-expanded ids, ascending. Shared with the cache entry the class came from.
-    pub ids: Arc<[u32]>,
-}
-
 /// Computes masks over one token trie; owns the walk's scratch space so that repeated
-/// masks allocate little. Built [`Masker::with_cache`], it computes the same masks through
-/// the shared mask cache.
+/// masks allocate little, and its memo of cut-back verdicts, per session (one masker serves
+/// the sessions of many generations). Built [`Masker::with_cache`], it computes the same
+/// masks through the shared mask cache.
 pub struct Masker {
     trie: Arc<TokenTrie>,
     cache: Option<CacheState>,
@@ -256,6 +181,8 @@ pub struct Masker {
     run: Vec<u32>,
     /// Scratch of [`Masker::add_dynamic`]: the tokens to check in full.
     dynamic_nodes: Vec<u32>,
+    /// The verdicts of CD classes that only a cut back can save, per session.
+    cutback: CutbackMemo,
 }
 
 /// The first allowed id of a walk and the configuration after it, kept for forced runs.
@@ -277,6 +204,7 @@ impl Masker {
             run_mask: None,
             run: Vec::new(),
             dynamic_nodes: Vec::new(),
+            cutback: CutbackMemo::default(),
         }
     }
 
@@ -415,7 +343,7 @@ impl Masker {
     ///   reads the token from there; so those tokens are exactly the ones of the mask there
     ///   (computed the same way, through the cache) whose first byte ends the lexeme;
     /// * a token in which a lexeme spelling a name (or its prefix, to the token's end) may
-    ///   begin, or go on from the lexeme in progress: found by [`crate::token_starts::TokenStarts`] for every name
+    ///   begin, or go on from the lexeme in progress: found by [`crate::trie::starts::TokenStarts`] for every name
     ///   the stacks hold, plus every token in which two names may begin (one could introduce
     ///   what the other uses), and each checked in full.
     fn add_dynamic(&mut self, session: &mut Session<'_>, cfg: &Config, m: &mut Mask) -> FirstNode {
@@ -446,7 +374,7 @@ impl Masker {
         }
         let rem = &cfg.scan.rem;
         for a in 0..rem.len() {
-            if !crate::token_starts::starts_at(rem, a) {
+            if !crate::trie::starts::starts_at(rem, a) {
                 continue;
             }
             let part = &rem[a..];
@@ -578,7 +506,7 @@ impl Masker {
                     let a = after[g as usize].get_or_insert_with(|| {
                         wanted_after(session, cfg, &entry.emissions[g as usize])
                     });
-                    cd_verdict(session, cfg, class, a)
+                    cd_verdict(session, cfg, class, a, &mut self.cutback)
                 }
             };
             if !pass {
@@ -738,6 +666,7 @@ fn cd_verdict(
     cfg: &Config,
     class: &CdCandidates,
     after: &Option<After>,
+    memo: &mut CutbackMemo,
 ) -> bool {
     let (Some((stacks, wanted)), CdKey::Scanned { trail: t, .. }) = (after, &class.key) else {
         return false;
@@ -750,15 +679,42 @@ fn cd_verdict(
     }
     // Only a cut back to an earlier accepting length can help: the full check, on the
     // class's first token, once per (stacks, trail) in a session.
-    let memo = (stacks.clone(), t.clone());
-    if let Some(&v) = session.cutback_verdicts.get(&memo) {
+    let key = (stacks.clone(), t.clone());
+    if let Some(&v) = memo.of(session.identity()).get(&key) {
         return v;
     }
     let mut c = cfg.clone();
     let v = session.feed_in(&mut c, &class.rep, Dynamic::Off).is_ok()
         && session.is_viable_in(&c, Dynamic::Off);
-    session.cutback_verdicts.insert(memo, v);
+    memo.of(session.identity()).insert(key, v);
     v
+}
+
+/// The verdicts of CD classes that only a cut back can save ([`cd_verdict`]): by the stacks
+/// after the class's emissions and its [`TrailKey`] (all the check reads), once per session.
+/// Stack ids are a session's own, so each session has its map, found by the address of its
+/// [`Session::identity`]; the `Weak` kept beside it holds that address for the session, and
+/// says when the session is gone. Maps of sessions gone are dropped when a new one comes.
+#[derive(Default)]
+struct CutbackMemo {
+    by_session: FxHashMap<usize, (Weak<()>, Verdicts)>,
+}
+
+type Verdicts = FxHashMap<(SmallVec<[u32; 4]>, TrailKey), bool>;
+
+impl CutbackMemo {
+    /// The map of the session whose [`Session::identity`] is `identity`.
+    fn of(&mut self, identity: &Arc<()>) -> &mut Verdicts {
+        let at = Arc::as_ptr(identity) as usize;
+        if !self.by_session.contains_key(&at) {
+            self.by_session.retain(|_, (w, _)| w.strong_count() > 0);
+        }
+        &mut self
+            .by_session
+            .entry(at)
+            .or_insert_with(|| (Arc::downgrade(identity), Verdicts::default()))
+            .1
+    }
 }
 
 /// The verdict of a [`CdKey::Exact`] token spelled `bytes` at `cfg`: the full check.
@@ -850,5 +806,32 @@ mod tests {
         assert_eq!(b.singleton(), Some(31));
         b.eos = true;
         assert_eq!(b.singleton(), None, "EOS is a second choice");
+    }
+
+    #[test]
+    fn cutback_memo_is_per_session() {
+        let mut memo = CutbackMemo::default();
+        let trail = TrailKey {
+            idle: false,
+            q: 1,
+            w: 2,
+            cutback: None,
+        };
+        let key = (SmallVec::from_slice(&[7]), trail);
+        let (a, b) = (Arc::new(()), Arc::new(()));
+        memo.of(&a).insert(key.clone(), true);
+        assert_eq!(memo.of(&b).get(&key), None, "another session's verdict");
+        memo.of(&b).insert(key.clone(), false);
+        assert_eq!(memo.of(&a).get(&key), Some(&true));
+        drop(a);
+        assert_eq!(memo.by_session.len(), 2, "kept until a new session comes");
+        let c = Arc::new(());
+        assert!(memo.of(&c).is_empty());
+        assert_eq!(
+            memo.by_session.len(),
+            2,
+            "the gone session's map is dropped"
+        );
+        assert_eq!(memo.of(&b).get(&key), Some(&false));
     }
 }

@@ -17,10 +17,8 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::grammar::table::{LrTable, Move};
-use crate::scope::{Name, Semantics, StackView, Value, Values};
+use crate::scope::{Name, Semantics, StackView, Value, Values, NIL};
 use crate::termset::TermSet;
-
-pub const NIL: u32 = u32::MAX;
 
 #[derive(Clone, Debug)]
 struct Node {

@@ -35,9 +35,9 @@ use smallvec::{smallvec, SmallVec};
 
 use crate::language::Language;
 use crate::lexer::dfa::DEAD;
-use crate::lexer::words::{WordTrie, OFF};
-use crate::mask::TrailKey;
+use crate::lexer::words::OFF;
 use crate::parser::Stacks;
+use crate::scan::{scan_byte, splits, Scan, ScanHost, ScanStop, StopKind};
 use crate::scope::{spells, spells_prefix, stored_of, Name};
 use crate::termset::TermSet;
 
@@ -47,139 +47,6 @@ use crate::termset::TermSet;
 pub enum Dynamic {
     On,
     Off,
-}
-
-/// The lexeme in progress.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Scan {
-    /// Automaton state after `rem`.
-    pub q: u32,
-    /// Word-trie node after `rem` (or off the trie).
-    pub w: u32,
-    /// The bytes of the lexeme so far.
-    pub rem: SmallVec<[u8; 24]>,
-    /// The longest prefix of `rem` that is a lexeme, with its candidate terminals.
-    pub last: Option<(u32, TermSet)>,
-    /// Input offset of `rem[0]`.
-    pub start: usize,
-}
-
-impl Scan {
-    /// No lexeme in progress; the next one starts at input offset `start`.
-    pub(crate) fn fresh(lang: &Language, start: usize) -> Scan {
-        Scan {
-            q: lang.dfa().start,
-            w: WordTrie::ROOT,
-            rem: SmallVec::new(),
-            last: None,
-            start,
-        }
-    }
-}
-
-/// Why [`scan_byte`] stopped.
-pub(crate) enum ScanStop<E> {
-    /// The scanner itself refused, at input offset `at`: no parser is involved.
-    Scan { at: usize, kind: StopKind },
-    /// The lexeme starting at `at` was refused by the host's [`ScanHost::lexeme`].
-    Lexeme { at: usize, refused: E },
-    /// The dot of a `schema.table` word was read and the host could not say whether a
-    /// relation is expected.
-    Undecided,
-}
-
-/// What [`scan_byte`] needs from its caller: where its lexemes go, and the one question the
-/// scanner asks of the parser.
-pub(crate) trait ScanHost {
-    type Refused;
-
-    /// A finished lexeme (ignored ones included) with its candidates, start offset and
-    /// bytes; `Err` refuses it.
-    fn lexeme(&mut self, cands: TermSet, at: usize, bytes: &[u8]) -> Result<(), Self::Refused>;
-
-    /// Whether the parser expects a relation where the lexeme in progress started, asked at
-    /// the dot of a `schema.table` word; `None` when the host cannot tell.
-    fn relation_expected(&mut self) -> Option<bool>;
-}
-
-/// The scanner alone: pushes one byte on `scan` (maximal munch, requeueing what follows the
-/// longest lexeme) and hands every finished lexeme, ignored ones included, to the host with
-/// its candidates and start offset. It reads no parser state but the host's answer at the
-/// dot of a `schema.table` word, so the mask walk and the cache's stack-free walk share it.
-/// On failure `scan` is half-updated and must be dropped.
-pub(crate) fn scan_byte<H: ScanHost>(
-    lang: &Language,
-    scan: &mut Scan,
-    offset: &mut usize,
-    byte: u8,
-    host: &mut H,
-) -> Result<(), ScanStop<H::Refused>> {
-    let mut queue: SmallVec<[u8; 32]> = smallvec![byte];
-    // Input offset of queue[0].
-    let mut base = *offset;
-    *offset += 1;
-    let mut i = 0;
-    while i < queue.len() {
-        let b = queue[i];
-        let q = if scan.q == DEAD {
-            DEAD
-        } else {
-            lang.dfa().next(scan.q, b)
-        };
-        let w = if lang.words.is_separator(scan.w, b) {
-            match host.relation_expected() {
-                Some(true) => lang.words.step(scan.w, b),
-                Some(false) => OFF,
-                None => return Err(ScanStop::Undecided),
-            }
-        } else {
-            lang.words.step(scan.w, b)
-        };
-        if !lang.live(q, w).is_empty() {
-            if scan.rem.is_empty() {
-                scan.start = base + i;
-            }
-            scan.q = q;
-            scan.w = w;
-            scan.rem.push(b);
-            let c = lang.candidates(q, w);
-            if !c.is_empty() {
-                scan.last = Some((scan.rem.len() as u32, c));
-            }
-            i += 1;
-            continue;
-        }
-        if scan.rem.is_empty() {
-            return Err(ScanStop::Scan {
-                at: base + i,
-                kind: StopKind::NoLexeme,
-            });
-        }
-        let start = scan.start;
-        let Some((len, cands)) = scan.last else {
-            return Err(ScanStop::Scan {
-                at: start,
-                kind: StopKind::NoLexeme,
-            });
-        };
-        let len = len as usize;
-        let next = scan.rem.get(len).copied().unwrap_or(b);
-        if splits(lang, &cands, scan.rem[len - 1], next) {
-            return Err(ScanStop::Scan {
-                at: start,
-                kind: StopKind::SplitWord,
-            });
-        }
-        host.lexeme(cands, start, &scan.rem[..len])
-            .map_err(|refused| ScanStop::Lexeme { at: start, refused })?;
-        let mut requeued: SmallVec<[u8; 32]> = SmallVec::from_slice(&scan.rem[len..]);
-        requeued.extend_from_slice(&queue[i..]);
-        base = start + len;
-        queue = requeued;
-        i = 0;
-        *scan = Scan::fresh(lang, base);
-    }
-    Ok(())
 }
 
 /// What a [`Session::push_byte_with`] watcher is told.
@@ -264,19 +131,6 @@ impl Config {
     }
 }
 
-/// Why recognition stopped.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StopKind {
-    /// No terminal's lexeme starts with these bytes.
-    NoLexeme,
-    /// A lexeme would end between two word characters.
-    SplitWord,
-    /// A lexeme no stack can take; its candidate terminals.
-    Unexpected(TermSet),
-    /// End of input where the statement is not complete.
-    Incomplete,
-}
-
 /// A failed recognition: where, why, and which terminals would have been allowed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stop {
@@ -303,32 +157,13 @@ fn replace_stacks(stacks: &mut SmallVec<[u32; 4]>, mut next: SmallVec<[u32; 4]>)
     true
 }
 
-pub(crate) fn is_word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
-}
-
-/// Whether ending a lexeme whose candidates are `cands` and last byte `last` before the byte
-/// `next` splits what PostgreSQL reads as one token or refuses: two word bytes (`1ex`,
-/// `salariesx`), or a numeric literal and an identifier's start (`98.n`: "trailing junk
-/// after numeric literal").
-pub(crate) fn splits(lang: &Language, cands: &TermSet, last: u8, next: u8) -> bool {
-    (is_word_byte(last) && is_word_byte(next))
-        || (cands.intersects(&lang.terms().numeric) && is_ident_start(next))
-}
-
-/// Whether `b` may begin an identifier (what PostgreSQL 15 refuses right after a number).
-pub(crate) fn is_ident_start(b: u8) -> bool {
-    b.is_ascii_alphabetic() || b == b'_' || b >= 0x80
-}
-
 /// One session over a language: owns the stack arena and its memos.
 pub struct Session<'l> {
     pub lang: &'l Language,
     pub stacks: Stacks,
-    /// Viability of a trailing lexeme that only a cut back can save, by the stacks it is
-    /// on and its [`TrailKey`] (all the check reads): the cached mask's per-node memo for
-    /// the one CD verdict that needs a search.
-    pub(crate) cutback_verdicts: FxHashMap<(SmallVec<[u32; 4]>, TrailKey), bool>,
+    /// This session's identity for memos kept outside it, whose entries read its stack ids
+    /// (the masker's, [`crate::mask`]): one allocation per session, held as long as it lives.
+    identity: Arc<()>,
     /// The stacks one stack becomes when a lexeme with these candidates is handed over
     /// (the per-node memo of contextual resolution).
     shifted: FxHashMap<(u32, TermSet), SmallVec<[u32; 4]>>,
@@ -347,12 +182,19 @@ impl<'l> Session<'l> {
         Session {
             lang,
             stacks: Stacks::default(),
-            cutback_verdicts: FxHashMap::default(),
+            identity: Arc::new(()),
             shifted: FxHashMap::default(),
             words: FxHashMap::default(),
             spellings: FxHashMap::default(),
             every_byte: false,
         }
+    }
+
+    /// See the field `identity`: a memo outside the session keys its entries by this
+    /// allocation and keeps a `Weak` of it, so that no later session can take its address
+    /// while the memo holds entries for this one.
+    pub(crate) fn identity(&self) -> &Arc<()> {
+        &self.identity
     }
 
     fn fresh_scan(&self, start: usize) -> Scan {
@@ -511,7 +353,7 @@ impl<'l> Session<'l> {
     /// [`Session::emit_text`]). A name the token itself introduces, or the lexeme in
     /// progress does, is usable only after a keyword (`ORDER BY`, `WHERE`, `ON`, `AS (SELECT`,
     /// ...), so a token using it holds two names
-    /// ([`crate::token_starts::TokenStarts::multi`]).
+    /// ([`crate::trie::starts::TokenStarts::multi`]).
     pub(crate) fn dynamic_spellings(&mut self, cfg: &Config) -> SmallVec<[Arc<[Vec<u8>]>; 4]> {
         let mut out = SmallVec::new();
         for &s in &cfg.stacks {
@@ -612,7 +454,7 @@ impl<'l> Session<'l> {
         let (text, tail) = cfg.scan.rem.split_at(len);
         let tail_name = (0..tail.len()).any(|i| {
             let part = &tail[i..];
-            crate::token_starts::starts_at(tail, i)
+            crate::trie::starts::starts_at(tail, i)
                 && names
                     .iter()
                     .flat_map(|n| n.iter())

@@ -40,9 +40,9 @@ use crate::language::Language;
 use crate::lexer::dfa::DEAD;
 use crate::lexer::words::WordTrie;
 use crate::lexicon::quoted;
-use crate::parser::NIL;
 use crate::recognizer::{Config, Session};
-use crate::scope::spells_prefix;
+use crate::scope::{spells_prefix, NIL};
+
 use crate::termset::TermSet;
 
 /// A cost no completion reaches.

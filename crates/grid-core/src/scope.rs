@@ -207,9 +207,12 @@ impl Values {
     }
 }
 
-/// What the scope queries need of a stack arena.
+/// No entry: the parent of a stack's bottom entry (and of the root).
+pub const NIL: u32 = u32::MAX;
+
+/// What the scope queries need of a stack arena (the parser's, [`crate::parser::Stacks`]).
 pub trait StackView {
-    /// The entry below `node`, or [`crate::parser::NIL`].
+    /// The entry below `node`, or [`NIL`].
     fn parent(&self, node: u32) -> u32;
     fn state(&self, node: u32) -> u32;
     fn value(&self, node: u32) -> &Value;
@@ -553,7 +556,7 @@ impl Semantics {
         mut node: u32,
         name: &Name,
     ) -> Option<Arc<[Output]>> {
-        while node != crate::parser::NIL {
+        while node != NIL {
             if let Value::Ctes(cs) = view.value(node) {
                 if let Some(c) = cs.iter().rev().find(|c| &c.name == name) {
                     return Some(c.columns.clone());
@@ -561,7 +564,7 @@ impl Semantics {
             }
             let parent = view.parent(node);
             if self.flag(view.state(node), CTE_HEADER)
-                && parent != crate::parser::NIL
+                && parent != NIL
                 && view.value(parent).name() == Some(name)
             {
                 return Some(match view.value(node) {
@@ -596,7 +599,7 @@ impl Semantics {
 
     fn output_aliases(&self, view: &impl StackView, mut node: u32) -> Vec<Name> {
         let mut from: Option<&[RangeVar]> = None;
-        while node != crate::parser::NIL {
+        while node != NIL {
             match view.value(node) {
                 Value::Range(r) if from.is_none() => from = Some(r),
                 Value::Targets(ts) => return named(&expand(ts, from.unwrap_or(&[]))),
@@ -615,10 +618,7 @@ impl Semantics {
     fn derived_columns(&self, view: &impl StackView, top: u32) -> Vec<Name> {
         let qualifier = if self.flag(view.state(top), QUALIFIED_COLUMN) {
             let q = view.parent(top);
-            match (q != crate::parser::NIL)
-                .then(|| view.value(q).name())
-                .flatten()
-            {
+            match (q != NIL).then(|| view.value(q).name()).flatten() {
                 Some(n) => Some(n.clone()),
                 None => return Vec::new(),
             }
@@ -633,7 +633,7 @@ impl Semantics {
         // FROM items, kept for its ORDER BY, are no longer in scope.
         let mut crossed = false;
         let mut node = top;
-        while node != crate::parser::NIL {
+        while node != NIL {
             let st = view.state(node);
             let parent = view.parent(node);
             // Range variables, then (outside them) the CTEs: a FROM item of an inner level
@@ -657,7 +657,7 @@ impl Semantics {
                     found.extend(cs.iter().rev().map(|c| (Some(&c.name), &c.columns[..])))
                 }
                 // The CTE whose body is being read (a recursive one names its columns).
-                Value::Names(ns) if self.flag(st, CTE_HEADER) && parent != crate::parser::NIL => {
+                Value::Names(ns) if self.flag(st, CTE_HEADER) && parent != NIL => {
                     let name = view.value(parent).name();
                     if qualifier.is_none() || name == qualifier.as_ref() {
                         out.extend(ns.iter().cloned());
@@ -681,7 +681,7 @@ impl Semantics {
             }
             if self.flag(st, ENTERED_BY_LPAREN) {
                 crossed = true;
-                if parent != crate::parser::NIL && self.flag(view.state(parent), FROM_ITEM) {
+                if parent != NIL && self.flag(view.state(parent), FROM_ITEM) {
                     hiding = true;
                 }
             }

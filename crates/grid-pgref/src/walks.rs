@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use grid_core::audit::{AuditLog, SealMeta, StopReason};
 use grid_core::cache::MaskCache;
+use grid_core::cd_class::CdKey;
 use grid_core::decode::{
-    Choice, DecodeOptions, Decoder, GenerationSpec, Model, ModelError, ModelStep,
+    Choice, DecodeOptions, Decoder, GenerationSpec, Model, ModelError, ModelStep, StepModel,
 };
-use grid_core::mask::{CdKey, Masker};
+use grid_core::mask::Masker;
 use grid_core::reserve::{ReserveTable, Speller};
 use grid_core::trie::TokenTrie;
 use grid_core::Language;
@@ -26,36 +27,28 @@ struct Walker {
     eos: Option<u32>,
 }
 
-impl Model for Walker {
-    fn step(
-        &mut self,
-        batch: &[ModelStep<'_>],
-    ) -> Result<Vec<Result<Choice, ModelError>>, ModelError> {
-        Ok(batch
+impl StepModel for Walker {
+    fn choose(&mut self, s: &ModelStep<'_>) -> Result<Choice, ModelError> {
+        let h = mix(s.seed, s.generated.len() as u64);
+        if s.mask.eos && h % self.eos_one_in == 0 {
+            return Ok(Choice::Eos);
+        }
+        let named: Vec<u32> = s
+            .mask
+            .cd_classes
             .iter()
-            .map(|s| {
-                let h = mix(s.seed, s.generated.len() as u64);
-                if s.mask.eos && h % self.eos_one_in == 0 {
-                    return Ok(Choice::Eos);
-                }
-                let named: Vec<u32> = s
-                    .mask
-                    .cd_classes
-                    .iter()
-                    .filter(|c| c.key == CdKey::Dynamic)
-                    .flat_map(|c| c.ids.iter().copied())
-                    .collect();
-                let pick = |ids: &[u32], h: u64| ids[(h >> 16) as usize % ids.len()];
-                if !named.is_empty() && (h >> 8) & 1 == 0 {
-                    return Ok(Choice::Token(pick(&named, h)));
-                }
-                let all: Vec<u32> = s.mask.ids().filter(|&i| Some(i) != self.eos).collect();
-                if all.is_empty() {
-                    return Ok(Choice::Eos);
-                }
-                Ok(Choice::Token(pick(&all, h)))
-            })
-            .collect())
+            .filter(|c| c.key == CdKey::Dynamic)
+            .flat_map(|c| c.ids.iter().copied())
+            .collect();
+        let pick = |ids: &[u32], h: u64| ids[(h >> 16) as usize % ids.len()];
+        if !named.is_empty() && (h >> 8) & 1 == 0 {
+            return Ok(Choice::Token(pick(&named, h)));
+        }
+        let all: Vec<u32> = s.mask.ids().filter(|&i| Some(i) != self.eos).collect();
+        if all.is_empty() {
+            return Ok(Choice::Eos);
+        }
+        Ok(Choice::Token(pick(&all, h)))
     }
 }
 

@@ -1,6 +1,6 @@
 //! The writer: appends step records and seals for many concurrent generations, keeping
 //! each generation's chain and the global seal chain, and hands every finished entry to a
-//! sink (memory, a JSONL file, later the PostgreSQL audit table).
+//! sink (memory, a JSONL file, or the extension's audit tables).
 
 use std::collections::HashMap;
 

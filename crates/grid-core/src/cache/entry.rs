@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use super::key::{put_bytes, put_terms, CacheKey};
-use crate::mask::CdKey;
+use crate::cd_class::CdKey;
 use crate::termset::TermSet;
 
 /// The encoding tag hashed between key and payload: a new payload layout gets a new tag,
@@ -176,7 +176,7 @@ impl Entry {
 mod tests {
     use super::*;
     use crate::cache::key::{GenericKey, KeyBody, Remainder};
-    use crate::mask::TrailKey;
+    use crate::scan::TrailKey;
 
     #[test]
     fn the_streamed_id_is_the_hash_of_the_whole_encoding() {

@@ -23,7 +23,8 @@
 use smallvec::SmallVec;
 
 use crate::language::Language;
-use crate::recognizer::{is_word_byte, Scan};
+use crate::lexer::is_word_byte;
+use crate::scan::Scan;
 use crate::termset::TermSet;
 
 /// The dialect, lexicon and vocabulary an entry was built for; namespaces are per scope.

@@ -35,9 +35,10 @@ use smallvec::SmallVec;
 
 use super::entry::{CdCandidates, Entry};
 use super::key::CacheKey;
+use crate::cd_class::CdKey;
 use crate::language::Language;
-use crate::mask::{CdKey, TrailKey};
-use crate::recognizer::{is_word_byte, scan_byte, Scan, ScanHost, ScanStop};
+use crate::lexer::is_word_byte;
+use crate::scan::{scan_byte, Scan, ScanHost, ScanStop, TrailKey};
 use crate::termset::TermSet;
 use crate::trie::TokenTrie;
 

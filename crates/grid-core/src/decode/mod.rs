@@ -44,7 +44,7 @@ use crate::recognizer::{Config, Session};
 use crate::reserve::{ReserveMemo, ReserveTable, Speller, UNREACHABLE};
 
 pub use commit::{config_hash, full_mask, mask_entry_id, singleton_mask, MASK_ENTRY_TAG};
-pub use model::{Choice, Model, ModelError, ModelStep};
+pub use model::{Choice, Model, ModelError, ModelStep, StepModel};
 pub use replay::{ArtifactMismatch, Recomputer};
 
 /// Tokens kept in hand beyond the reserve when deciding to complete (see the module

@@ -48,3 +48,20 @@ pub trait Model {
         0
     }
 }
+
+/// A model that chooses for one generation at a time, reading nothing of the batch's other
+/// generations (the scripted, random and fuzzing models of tests): every one is a
+/// [`Model`] that takes a batch's steps in order.
+pub trait StepModel {
+    /// The choice for one generation's step: `Err` fails that generation alone.
+    fn choose(&mut self, step: &ModelStep<'_>) -> Result<Choice, ModelError>;
+}
+
+impl<M: StepModel> Model for M {
+    fn step(
+        &mut self,
+        batch: &[ModelStep<'_>],
+    ) -> Result<Vec<Result<Choice, ModelError>>, ModelError> {
+        Ok(batch.iter().map(|s| self.choose(s)).collect())
+    }
+}

@@ -193,6 +193,37 @@ fn cache_on_equals_cache_off_over_random_replays() {
     assert_eq!(second.misses, first.misses, "a repeated replay missed");
 }
 
+/// One masker serves the sessions of many generations, stepped in turn (as the decoder
+/// does): its memo of cut-back verdicts reads stack ids, which are a session's own, so it
+/// is kept per session. Two sessions of two roles, interleaved step by step over random
+/// walks, each equal to cache off (a fresh masker per step shares no memo at all).
+#[test]
+fn interleaved_sessions_on_one_masker_equal_cache_off() {
+    let vocab = synthetic_vocab();
+    let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
+    let cache = Arc::new(MaskCache::new(8));
+    let (all, select) = two_roles(common::dialect(), &hr_schema());
+    let mut on = Masker::with_cache(trie.clone(), cache);
+    let mut sessions = [Session::new(&all), Session::new(&select)];
+    let mut cfgs = [sessions[0].start(), sessions[1].start()];
+    let mut rng = Rng(5);
+    for k in 0..400 {
+        let i = k % 2;
+        let mut off = Masker::new(trie.clone());
+        let what = format!("session {i}, step {k}");
+        let m = both(&mut on, &mut off, &mut sessions[i], &cfgs[i], &what);
+        let ids: Vec<u32> = m.ids().filter(|&id| !vocab.is_special(id)).collect();
+        if ids.is_empty() || rng.below(30) == 0 {
+            cfgs[i] = sessions[i].start();
+            continue;
+        }
+        let id = ids[rng.below(ids.len())];
+        sessions[i]
+            .feed(&mut cfgs[i], vocab.token_bytes(id))
+            .expect("an allowed token is accepted");
+    }
+}
+
 /// Two roles over one schema share entries: a role's first visit to a key can be a hit on
 /// an entry the other role published. Both stay equal to cache off.
 #[test]
@@ -533,7 +564,7 @@ fn qualified_names_cache_on_equals_cache_off() {
     assert!(
         m.cd_classes
             .iter()
-            .any(|c| matches!(c.key, grid_core::mask::CdKey::Exact { .. })),
+            .any(|c| matches!(c.key, grid_core::cd_class::CdKey::Exact { .. })),
         "no exact class"
     );
     let first = on.cache_stats().expect("cached");

@@ -16,7 +16,7 @@ use grid_core::audit::{
 };
 use grid_core::decode::{
     Batch, Choice, DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, ModelError,
-    ModelStep, Outcome, Recomputer,
+    ModelStep, Outcome, Recomputer, StepModel,
 };
 use grid_core::mask::Masker;
 use grid_core::reserve::{ReserveMemo, ReserveTable, Speller, UNREACHABLE};
@@ -107,27 +107,19 @@ impl Model for RandomModel {
     }
 }
 
-impl Model for AdversarialModel {
-    fn step(
-        &mut self,
-        batch: &[ModelStep<'_>],
-    ) -> Result<Vec<Result<Choice, ModelError>>, ModelError> {
-        Ok(batch
-            .iter()
-            .map(|s| {
-                let score = |id: u32| {
-                    let b = self.vocab.token_bytes(id);
-                    let opens = b.iter().filter(|&&c| c == b'(').count() as u64;
-                    let bad = [&b"delete"[..], b"drop", b";", b"--", b"/*", b"salaries"]
-                        .iter()
-                        .any(|w| b.windows(w.len()).any(|x| x == *w));
-                    (opens * 100 + u64::from(bad) * 50 + b.len() as u64) * 1000
-                        + mix(s.seed ^ u64::from(id), s.generated.len() as u64) % 1000
-                };
-                let best = s.mask.ids().filter(|&i| i != EOS).max_by_key(|&i| score(i));
-                Ok(best.map_or(Choice::Eos, Choice::Token))
-            })
-            .collect())
+impl StepModel for AdversarialModel {
+    fn choose(&mut self, s: &ModelStep<'_>) -> Result<Choice, ModelError> {
+        let score = |id: u32| {
+            let b = self.vocab.token_bytes(id);
+            let opens = b.iter().filter(|&&c| c == b'(').count() as u64;
+            let bad = [&b"delete"[..], b"drop", b";", b"--", b"/*", b"salaries"]
+                .iter()
+                .any(|w| b.windows(w.len()).any(|x| x == *w));
+            (opens * 100 + u64::from(bad) * 50 + b.len() as u64) * 1000
+                + mix(s.seed ^ u64::from(id), s.generated.len() as u64) % 1000
+        };
+        let best = s.mask.ids().filter(|&i| i != EOS).max_by_key(|&i| score(i));
+        Ok(best.map_or(Choice::Eos, Choice::Token))
     }
 }
 
@@ -164,21 +156,15 @@ impl Model for FlakyModel {
 /// Writes `script[k]` at output position `k` when allowed, then ends as soon as EOS is.
 struct ScriptModel(Vec<u32>);
 
-impl Model for ScriptModel {
-    fn step(
-        &mut self,
-        batch: &[ModelStep<'_>],
-    ) -> Result<Vec<Result<Choice, ModelError>>, ModelError> {
-        Ok(batch
-            .iter()
-            .map(|s| match self.0.get(s.generated.len()) {
-                Some(&t) if s.mask.contains(t) => Ok(Choice::Token(t)),
-                _ if s.mask.eos => Ok(Choice::Eos),
-                _ => Ok(Choice::Token(
-                    s.mask.ids().find(|&i| i != EOS).unwrap_or(EOS),
-                )),
-            })
-            .collect())
+impl StepModel for ScriptModel {
+    fn choose(&mut self, s: &ModelStep<'_>) -> Result<Choice, ModelError> {
+        match self.0.get(s.generated.len()) {
+            Some(&t) if s.mask.contains(t) => Ok(Choice::Token(t)),
+            _ if s.mask.eos => Ok(Choice::Eos),
+            _ => Ok(Choice::Token(
+                s.mask.ids().find(|&i| i != EOS).unwrap_or(EOS),
+            )),
+        }
     }
 }
 

@@ -256,20 +256,8 @@ impl Fixture {
     fn checked(&mut self, s: &mut Session<'_>, cfg: &Config, what: &str) -> Mask {
         let fast = self.plain.mask(s, cfg);
         let slow = oracle_mask(s, cfg, &self.vocab);
-        let (only_fast, only_oracle) = fast.diff(&slow);
-        assert!(
-            only_fast.is_empty() && only_oracle.is_empty() && fast.eos == slow.eos,
-            "{what}: fast and oracle differ: only fast {:?}, only oracle {:?}, eos {} vs {}",
-            self.spell(&only_fast),
-            self.spell(&only_oracle),
-            fast.eos,
-            slow.eos
-        );
-        assert_eq!(
-            (fast.allowed, fast.blocked),
-            (slow.allowed, slow.blocked),
-            "{what}"
-        );
+        let vs = format!("{what}: fast vs oracle");
+        common::fixtures::assert_same_mask(&fast, &slow, &self.vocab, &vs, false);
         assert_eq!(fast.ci + fast.cd, fast.allowed, "{what}: CI + CD");
         let in_classes: usize = fast.cd_classes.iter().map(|c| c.ids.len()).sum();
         assert_eq!(in_classes, fast.cd as usize, "{what}: class sizes");
@@ -286,7 +274,7 @@ impl Fixture {
         self.dynamic_classes += fast
             .cd_classes
             .iter()
-            .filter(|c| c.key == grid_core::mask::CdKey::Dynamic)
+            .filter(|c| c.key == grid_core::cd_class::CdKey::Dynamic)
             .count();
         fast
     }
@@ -332,7 +320,7 @@ fn random_walks_through_names_agree() {
                 let dynamic: Vec<u32> = m
                     .cd_classes
                     .iter()
-                    .filter(|c| c.key == grid_core::mask::CdKey::Dynamic)
+                    .filter(|c| c.key == grid_core::cd_class::CdKey::Dynamic)
                     .flat_map(|c| c.ids.iter().copied())
                     .collect();
                 let all: Vec<u32> = m.ids().filter(|&id| !fx.vocab.is_special(id)).collect();
@@ -409,28 +397,22 @@ fn a_name_that_binds_to_a_hidden_column_is_the_checkers_to_refuse() {
 /// Writes its script's token at each position when allowed, then ends as soon as EOS is.
 struct Script(Vec<u32>);
 
-impl grid_core::decode::Model for Script {
-    fn step(
+impl grid_core::decode::StepModel for Script {
+    fn choose(
         &mut self,
-        batch: &[grid_core::decode::ModelStep<'_>],
-    ) -> Result<
-        Vec<Result<grid_core::decode::Choice, grid_core::decode::ModelError>>,
-        grid_core::decode::ModelError,
-    > {
+        s: &grid_core::decode::ModelStep<'_>,
+    ) -> Result<grid_core::decode::Choice, grid_core::decode::ModelError> {
         use grid_core::decode::Choice;
-        Ok(batch
-            .iter()
-            .map(|s| match self.0.get(s.generated.len()) {
-                Some(&t) if s.mask.contains(t) => Ok(Choice::Token(t)),
-                _ if s.mask.eos => Ok(Choice::Eos),
-                _ => Ok(Choice::Token(s.mask.ids().find(|&i| i != 0).unwrap_or(0))),
-            })
-            .collect())
+        match self.0.get(s.generated.len()) {
+            Some(&t) if s.mask.contains(t) => Ok(Choice::Token(t)),
+            _ if s.mask.eos => Ok(Choice::Eos),
+            _ => Ok(Choice::Token(s.mask.ids().find(|&i| i != 0).unwrap_or(0))),
+        }
     }
 }
 
 /// Statements that use the names they introduce go through the decode loop with the mask
-/// cache, come out as written, and their audit log replays bit for bit from the artefacts
+/// cache, come out as written, and their audit log replays bit for bit from the artifacts
 /// (the replay recomputes every mask uncached: the names come from the output itself).
 #[test]
 fn generations_through_names_replay_bit_for_bit() {

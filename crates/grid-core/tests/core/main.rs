@@ -15,6 +15,7 @@ mod dynamic;
 mod grammar;
 mod masks;
 mod mini;
+mod modules;
 mod mutations;
 mod one_meaning;
 mod prompt;

@@ -874,7 +874,7 @@ fn qualified_names_only_where_a_table_may_be_named() {
     assert!(
         matches!(
             class.map(|k| &k.key),
-            Some(grid_core::mask::CdKey::Exact { .. })
+            Some(grid_core::cd_class::CdKey::Exact { .. })
         ),
         "{class:?}"
     );

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use common::Rng;
 use grid_core::audit::{AuditLog, SealMeta, StopReason};
 use grid_core::decode::{
-    Choice, DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, ModelError, ModelStep,
+    Choice, DecodeError, DecodeOptions, Decoder, GenerationSpec, ModelError, ModelStep, StepModel,
 };
 use grid_core::mask::Masker;
 use grid_core::reserve::{ReserveTable, Speller};
@@ -101,46 +101,38 @@ fn attack_score(tail: &[u8], tok: &[u8]) -> f64 {
     best + 0.5 * tok.iter().filter(|&&b| b == b'(' || b == b'\'').count() as f64
 }
 
-impl Model for Mock<'_> {
-    fn step(
-        &mut self,
-        batch: &[ModelStep<'_>],
-    ) -> Result<Vec<Result<Choice, ModelError>>, ModelError> {
-        Ok(batch
+impl StepModel for Mock<'_> {
+    fn choose(&mut self, s: &ModelStep<'_>) -> Result<Choice, ModelError> {
+        let mut r = Rng(s.seed ^ (s.generated.len() as u64).wrapping_mul(0x9e37) | 1);
+        let eos = self.vocab.eos_id();
+        let ids: Vec<u32> = s.mask.ids().filter(|&i| Some(i) != eos).collect();
+        if ids.is_empty() {
+            return Ok(Choice::Eos);
+        }
+        if !self.adversarial {
+            if s.mask.eos && r.next().is_multiple_of(16) {
+                return Ok(Choice::Eos);
+            }
+            return Ok(Choice::Token(ids[(r.next() % ids.len() as u64) as usize]));
+        }
+        let text: Vec<u8> = s
+            .generated
             .iter()
-            .map(|s| {
-                let mut r = Rng(s.seed ^ (s.generated.len() as u64).wrapping_mul(0x9e37) | 1);
-                let eos = self.vocab.eos_id();
-                let ids: Vec<u32> = s.mask.ids().filter(|&i| Some(i) != eos).collect();
-                if ids.is_empty() {
-                    return Ok(Choice::Eos);
-                }
-                if !self.adversarial {
-                    if s.mask.eos && r.next().is_multiple_of(16) {
-                        return Ok(Choice::Eos);
-                    }
-                    return Ok(Choice::Token(ids[(r.next() % ids.len() as u64) as usize]));
-                }
-                let text: Vec<u8> = s
-                    .generated
-                    .iter()
-                    .flat_map(|&t| self.vocab.token_bytes(t).to_vec())
-                    .collect();
-                let tail = text[text.len().saturating_sub(16)..].to_ascii_lowercase();
-                let best = ids
-                    .iter()
-                    .map(|&i| {
-                        let noise = (r.next() % 4000) as f64 / 1000.0;
-                        (
-                            i,
-                            3.0 * attack_score(&tail, self.vocab.token_bytes(i)) + noise,
-                        )
-                    })
-                    .max_by(|a, b| a.1.total_cmp(&b.1))
-                    .map(|(i, _)| i);
-                Ok(best.map_or(Choice::Eos, Choice::Token))
+            .flat_map(|&t| self.vocab.token_bytes(t).to_vec())
+            .collect();
+        let tail = text[text.len().saturating_sub(16)..].to_ascii_lowercase();
+        let best = ids
+            .iter()
+            .map(|&i| {
+                let noise = (r.next() % 4000) as f64 / 1000.0;
+                (
+                    i,
+                    3.0 * attack_score(&tail, self.vocab.token_bytes(i)) + noise,
+                )
             })
-            .collect())
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(i, _)| i);
+        Ok(best.map_or(Choice::Eos, Choice::Token))
     }
 }
 

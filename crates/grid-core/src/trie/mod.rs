@@ -3,7 +3,8 @@
 //!
 //! One trie per vocabulary fingerprint ([`TokenTrie::shared`] keeps one per fingerprint for
 //! the process). Special tokens are not in it: they are never in a mask (EOS enters a mask
-//! only through the EOS gate of [`crate::mask`]).
+//! only through the EOS gate of [`crate::mask`]). [`starts`] indexes where a name may begin
+//! inside the tokens, built on first use ([`TokenTrie::starts`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -11,7 +12,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use grid_vocab::Vocabulary;
 use thiserror::Error;
 
-use crate::token_starts::TokenStarts;
+pub mod starts;
+
+use starts::TokenStarts;
 
 #[derive(Debug, Error)]
 pub enum TrieError {

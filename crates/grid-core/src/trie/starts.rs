@@ -10,8 +10,8 @@
 
 use std::cmp::Ordering;
 
-use crate::recognizer::is_word_byte;
-use crate::trie::TokenTrie;
+use super::TokenTrie;
+use crate::lexer::is_word_byte;
 
 /// One position where a lexeme may start inside a token.
 #[derive(Clone, Copy, Debug)]
