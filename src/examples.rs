@@ -217,8 +217,10 @@ fn ranked(question: &str, limit: i32) -> Result<Vec<Example>, String> {
     )
     .map_err(|e| format!("finding the store: {e}"))?
     .ok_or("the store has no owner")?;
-    let read =
-        crate::ask::in_rolled_back_subtransaction("pg_catalog, pg_temp", READ_TIMEOUT_MS, || {
+    let read = crate::subtransaction::in_rolled_back_subtransaction(
+        "pg_catalog, pg_temp",
+        READ_TIMEOUT_MS,
+        || {
             as_role(owner, || {
                 Spi::connect(|c| {
                     let rows = c.select(
@@ -241,7 +243,8 @@ fn ranked(question: &str, limit: i32) -> Result<Vec<Example>, String> {
                     Ok(out)
                 })
             })
-        });
+        },
+    );
     match read {
         Ok(Ok(rows)) => Ok(rows),
         Ok(Err(e)) => Err(e.to_string()),
@@ -288,7 +291,7 @@ mod grid {
     #[pg_extern(security_invoker, immutable, strict)]
     #[search_path(pg_catalog, pg_temp)]
     fn check_example(question: &str, sql: &str) {
-        if let Err(e) = crate::ask::check_question(question) {
+        if let Err(e) = crate::question::check_question(question) {
             ereport!(
                 ERROR,
                 e.sqlstate(),

@@ -40,6 +40,7 @@ mod judge;
 mod meaning;
 mod policy;
 mod provenance;
+mod question;
 mod subtransaction;
 mod value_hints;
 mod worker;
