@@ -13,7 +13,8 @@ mod common;
 mod fake_openai;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use common::ask_one;
 use fake_openai::{FakeOpenAi, FakeOptions};
@@ -50,12 +51,18 @@ fn fake(change: impl FnOnce(&mut FakeOptions)) -> Fake {
     Fake { server, _rt: rt }
 }
 
-/// The built-in vocabulary as a tokenizer file on disk (what `tokenizer=` names).
-fn tokenizer() -> PathBuf {
-    let path = std::env::temp_dir().join(format!("grid-ask-direct-{}.json", std::process::id()));
-    let v = builtin_vocabulary().expect("built-in vocabulary");
-    std::fs::write(&path, v.to_served_json()).expect("write the tokenizer");
-    path
+/// The built-in vocabulary as a tokenizer file on disk (what `tokenizer=` names), written
+/// once per test process: the tests run in parallel threads of one process, and a file
+/// rewritten under a reader reads as empty (a flaky "cannot tell the vocabulary format").
+fn tokenizer() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let path =
+            std::env::temp_dir().join(format!("grid-ask-direct-{}.json", std::process::id()));
+        let v = builtin_vocabulary().expect("built-in vocabulary");
+        std::fs::write(&path, v.to_served_json()).expect("write the tokenizer");
+        path
+    })
 }
 
 fn endpoint(url: &str, extra: &str) -> String {
