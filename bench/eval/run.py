@@ -14,7 +14,7 @@ that role and compares it with the gold (compare.py). An arm that shows curated 
 (grid+examples) stores, before each of its asks, the pairs of the other questions of the
 question's database as the only rows of grid.examples (leave-one-out, reloaded per question:
 a DELETE and some dozens of INSERTs, milliseconds; never the question under test, nor
-another item with the same text), and records how many were stored and shown. One JSON record per question and
+another item with the same text or the same gold statement, i.e. Spider's paraphrase of it), and records how many were stored and shown. One JSON record per question and
 arm is appended to --out as soon as it is known; --resume skips the ones already there.
 Prints the markdown summary, then one JSON object as its last line.
 """
@@ -489,10 +489,18 @@ def main():
         if q.gold:
             pairs.setdefault(q.db_id, []).append(q)
 
+    def same_statement(a, b):
+        norm = lambda s: " ".join(s.lower().rstrip().rstrip(";").split())
+        return norm(a) == norm(b)
+
     def examples_for(arm, q):
+        # Spider asks most questions twice, in other words, with one gold statement: a
+        # paraphrase's pair would hand the model the answer, so an example whose statement
+        # is the gold's is left out as the question itself is.
         if not armlib.uses_examples(arm):
             return None
-        return [(o.ask, o.gold) for o in pairs.get(q.db_id, []) if o.i != q.i and o.ask != q.ask]
+        return [(o.ask, o.gold) for o in pairs.get(q.db_id, [])
+                if o.i != q.i and o.ask != q.ask and not same_statement(o.gold, q.gold)]
 
     t_run = time.monotonic()
     for n, q in enumerate(evaluated, 1):
