@@ -51,17 +51,12 @@ fn fake(change: impl FnOnce(&mut FakeOptions)) -> Fake {
     Fake { server, _rt: rt }
 }
 
-/// The built-in vocabulary as a tokenizer file on disk (what `tokenizer=` names), written
-/// once per test process: the tests run in parallel threads of one process, and a file
-/// rewritten under a reader reads as empty (a flaky "cannot tell the vocabulary format").
+/// The built-in vocabulary as a tokenizer file on disk (what `tokenizer=` names).
 fn tokenizer() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let path =
-            std::env::temp_dir().join(format!("grid-ask-direct-{}.json", std::process::id()));
+    common::file_once(&PATH, "grid-ask-direct", || {
         let v = builtin_vocabulary().expect("built-in vocabulary");
-        std::fs::write(&path, v.to_served_json()).expect("write the tokenizer");
-        path
+        v.to_served_json().into_bytes()
     })
 }
 

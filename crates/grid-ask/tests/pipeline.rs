@@ -31,17 +31,12 @@ use grid_core::Dialect;
 /// What the "model" tries to write (first match in the prompt wins).
 const SCRIPT: &str = include_str!("fixtures/analyst_script.json");
 
-/// The script on disk, written once per test process: the tests run in parallel threads
-/// of one process, and a file rewritten under a reader reads as empty.
+/// The script on disk.
 fn script_file() -> String {
     static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    PATH.get_or_init(|| {
-        let path = std::env::temp_dir().join(format!("grid-ask-test-{}.json", std::process::id()));
-        std::fs::write(&path, SCRIPT).expect("write the script");
-        path
-    })
-    .display()
-    .to_string()
+    common::file_once(&PATH, "grid-ask-test", || SCRIPT.as_bytes().to_vec())
+        .display()
+        .to_string()
 }
 
 fn settings() -> AskSettings {

@@ -435,10 +435,8 @@ impl<'a> Walk<'_, 'a> {
             .flat_map(|f| f.bindings.iter())
             .filter(|b| !b.name.is_empty())
             .collect();
-        let shown = |b: &Binding| match b.relation {
-            Some(r) if self.checker.named(r) != b.name => {
-                format!("{} ({})", b.name, self.checker.named(r))
-            }
+        let shown = |b: &Binding| match b.relation.map(|r| self.checker.named(r)) {
+            Some(relation) if relation != b.name => format!("{} ({relation})", b.name),
             _ => b.name.clone(),
         };
         match qualifier {

@@ -5,6 +5,8 @@
 #![allow(dead_code)]
 
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use grid_ask::engine::Output;
 use grid_ask::{ask_all, Ask, AskSettings, Finished, Job, MockDefaults, NoJudge};
@@ -96,4 +98,19 @@ pub fn ask_one(question: &str, settings: AskSettings) -> (Vec<StepRecord>, Finis
     record_verifies_and_replays(&steps, &done);
     assert_eq!(done.len(), 1);
     (steps, done.remove(0))
+}
+
+/// `contents()` in a file of the temporary directory named after `name` and this process,
+/// written the first time `cell` is asked: the tests of a binary run in parallel threads
+/// of one process, and a file rewritten under a reader reads as empty.
+pub fn file_once(
+    cell: &'static OnceLock<PathBuf>,
+    name: &str,
+    contents: impl FnOnce() -> Vec<u8>,
+) -> &'static Path {
+    cell.get_or_init(|| {
+        let path = std::env::temp_dir().join(format!("{name}-{}.json", std::process::id()));
+        std::fs::write(&path, contents()).expect("write a test file");
+        path
+    })
 }
