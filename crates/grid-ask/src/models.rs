@@ -22,7 +22,7 @@ use grid_endpoint::chat::RenderedBy;
 use grid_endpoint::client::ApiKey;
 use grid_endpoint::client::{ConstraintStyle, DirectClient, DirectConfig};
 use grid_endpoint::model::{Abort, Direct, InProcess, Remote, SamplingPlan};
-use grid_endpoint::spec::{DirectSpec, ServerKind};
+use grid_endpoint::spec::{DirectSpec, PromptTemplate, ServerKind};
 use grid_endpoint::{
     Backend, ChatMessage, ClientConfig, ClientError, EndpointClient, EndpointSpec, HttpConfig,
     Role, SpecError,
@@ -77,7 +77,8 @@ enum Rendering {
     /// and when its model has a chat template the server renders them with it and its
     /// tokenizer (an instruct model answers the prompt it was trained on, with the special
     /// tokens its tokenizer writes). Its first answer tells whether it has one; without
-    /// one, prompts stay [`Rendering::Flat`].
+    /// one, prompts stay [`Rendering::Flat`]. Also a stock server in the direct mode with
+    /// `template=server`: its own chat template and tokenizer render the messages.
     Endpoint(Arc<ChatRenderer>),
 }
 
@@ -86,9 +87,17 @@ const UNKNOWN: u8 = 0;
 const TEMPLATE: u8 = 1;
 const NO_TEMPLATE: u8 = 2;
 
-/// An endpoint's client kept for `POST /v1/prompt`.
+/// Who renders a conversation for [`ChatRenderer`].
+enum RenderClient {
+    /// A `grid-endpoint/1` server, by `POST /v1/prompt`.
+    Protocol(EndpointClient),
+    /// A stock server, by its own chat template ([`DirectClient::render_chat`]).
+    Direct(DirectClient, ServerKind),
+}
+
+/// An endpoint's client kept for rendering prompts.
 struct ChatRenderer {
-    client: EndpointClient,
+    client: RenderClient,
     /// The endpoint, for messages.
     url: String,
     /// The client is async; a prompt is rendered between ticks, on any worker thread.
@@ -139,8 +148,19 @@ impl ChatRenderer {
         )
         .map_err(|e| Failure::endpoint(&e))?;
         Ok(ChatRenderer {
-            client,
+            client: RenderClient::Protocol(client),
             url: url.to_string(),
+            rt: Mutex::new(runtime()?),
+            template: AtomicU8::new(UNKNOWN),
+        })
+    }
+
+    /// The renderer of a stock server whose setting says `template=server`.
+    fn direct(d: &DirectSpec, vocab: &Arc<Vocabulary>, http: &HttpConfig) -> Result<Self, Failure> {
+        let client = direct_client(d, http.clone(), vocab)?;
+        Ok(ChatRenderer {
+            url: client.endpoint().to_string(),
+            client: RenderClient::Direct(client, d.server),
             rt: Mutex::new(runtime()?),
             template: AtomicU8::new(UNKNOWN),
         })
@@ -167,7 +187,15 @@ impl ChatRenderer {
             .lock()
             .map_err(|_| Failure::internal("the prompt renderer's runtime was poisoned"))?;
         let rendered = rt.block_on(async {
-            let render = self.client.render(&messages, vocab);
+            let render = async {
+                match &self.client {
+                    RenderClient::Protocol(c) => c.render(&messages, vocab).await,
+                    RenderClient::Direct(c, server) => c
+                        .render_chat(&messages, *server)
+                        .await
+                        .map(|r| (r, RenderedBy::Template)),
+                }
+            };
             tokio::pin!(render);
             loop {
                 tokio::select! {
@@ -354,9 +382,16 @@ impl Models {
             EndpointSpec::Direct(d) => (direct_vocabulary(d, http)?, d.model.clone()),
         };
         let mut state = VocabState::new(vocab, model)?;
-        if let EndpointSpec::Http(url) = spec {
-            let r = ChatRenderer::new(url, &state.vocab, http)?;
-            state.rendering = Rendering::Endpoint(Arc::new(r));
+        match spec {
+            EndpointSpec::Http(url) => {
+                let r = ChatRenderer::new(url, &state.vocab, http)?;
+                state.rendering = Rendering::Endpoint(Arc::new(r));
+            }
+            EndpointSpec::Direct(d) if d.template == PromptTemplate::Server => {
+                let r = ChatRenderer::direct(d, &state.vocab, http)?;
+                state.rendering = Rendering::Endpoint(Arc::new(r));
+            }
+            _ => {}
         }
         let state = Arc::new(state);
         self.vocabularies.insert(key, state.clone());

@@ -4,7 +4,7 @@
 //! - `mock:scripted` / `mock:scripted:<script file>`: the scripted mock, in process;
 //! - `mock:adversarial`: the adversarial mock, in process;
 //! - `http://…` / `https://…`: a `grid-endpoint/1` server;
-//! - `openai+http://host:port[/v1]?model=NAME&tokenizer=DIR[&server=vllm|llama.cpp][&chunk=N]`
+//! - `openai+http://host:port[/v1]?model=NAME&tokenizer=DIR[&server=vllm|llama.cpp][&chunk=N][&template=flat|server]`
 //!   (or `openai+https://…`): a stock OpenAI-compatible server (vLLM, llama.cpp's
 //!   `llama-server`) used directly ([`crate::DirectClient`]).
 //!
@@ -18,7 +18,12 @@
 //! `allowed_token_ids` (falling back to `logit_bias` if refused) and asks for token ids in
 //! replies; `llama.cpp` sends `logit_bias` (llama-server ignores `allowed_token_ids`
 //! silently) and maps the replies' token strings back through the vocabulary. `chunk=` is
-//! the tokens asked for per round (16). Values are percent-decoded (`%20` is a blank).
+//! the tokens asked for per round (16). `template=` picks how the prompt's messages become
+//! token ids: `flat` (the default) joins them and encodes the join with the local
+//! tokenizer, as for a completion model; `server` has the server render them with the
+//! served model's own chat template and tokenizer, as the llama backend does
+//! ([`crate::DirectClient::render_chat`]), which an instruct model answers best. Values are
+//! percent-decoded (`%20` is a blank).
 
 use std::path::PathBuf;
 
@@ -52,6 +57,17 @@ pub struct DirectSpec {
     pub server: ServerKind,
     /// Tokens asked for per round (`chunk=`, at least 1).
     pub chunk: usize,
+    /// How prompts are rendered (`template=`).
+    pub template: PromptTemplate,
+}
+
+/// How the direct mode renders a prompt's messages (`template=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PromptTemplate {
+    /// The messages joined ([`crate::chat::render_plain`]) and encoded locally.
+    Flat,
+    /// The server's chat template and tokenizer.
+    Server,
 }
 
 /// The dialect of a stock server (`server=`).
@@ -85,7 +101,7 @@ pub enum SpecError {
     #[error(
         "{setting:?} is not a usable stock-server URL: {why} (the form is \
          'openai+http://host:port/v1?model=NAME&tokenizer=/path/to/tokenizer_dir', with \
-         optional '&server=vllm|llama.cpp' and '&chunk=N')"
+         optional '&server=vllm|llama.cpp', '&chunk=N' and '&template=flat|server')"
     )]
     Direct { setting: String, why: String },
 }
@@ -146,7 +162,8 @@ impl DirectSpec {
         if host.is_empty() || host.starts_with('/') {
             return Err("the URL names no host".into());
         }
-        let (mut model, mut tokenizer, mut server, mut chunk) = (None, None, None, None);
+        let (mut model, mut tokenizer, mut server, mut chunk, mut template) =
+            (None, None, None, None, None);
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair
                 .split_once('=')
@@ -158,9 +175,11 @@ impl DirectSpec {
                 "tokenizer" => &mut tokenizer,
                 "server" => &mut server,
                 "chunk" => &mut chunk,
+                "template" => &mut template,
                 _ => {
                     return Err(format!(
-                        "unknown parameter {k:?} (known: model, tokenizer, server, chunk)"
+                        "unknown parameter {k:?} (known: model, tokenizer, server, chunk, \
+                         template)"
                     ))
                 }
             };
@@ -187,12 +206,18 @@ impl DirectSpec {
                 _ => return Err(format!("chunk={c} is not a number from 1 to 1024")),
             },
         };
+        let template = match template.as_deref() {
+            None | Some("flat") => PromptTemplate::Flat,
+            Some("server") => PromptTemplate::Server,
+            Some(other) => return Err(format!("template={other} is not flat or server")),
+        };
         Ok(DirectSpec {
             url: base.to_string(),
             model,
             tokenizer: PathBuf::from(tokenizer),
             server,
             chunk,
+            template,
         })
     }
 }
@@ -278,12 +303,16 @@ mod tests {
                 tokenizer: "/m/qwen".into(),
                 server: ServerKind::Vllm,
                 chunk: DEFAULT_CHUNK,
+                template: PromptTemplate::Flat,
             }
         );
         let b = d("openai+https://h?tokenizer=/a%20b&model=m&server=llama.cpp&chunk=4");
         assert_eq!(b.url, "https://h");
         assert_eq!(b.tokenizer, PathBuf::from("/a b"));
         assert_eq!((b.server, b.chunk), (ServerKind::LlamaCpp, 4));
+        assert_eq!(b.template, PromptTemplate::Flat);
+        let c = d("openai+http://h?model=m&tokenizer=/t&template=server");
+        assert_eq!(c.template, PromptTemplate::Server);
     }
 
     #[test]
@@ -309,6 +338,10 @@ mod tests {
                 "server=tgi",
             ),
             ("openai+http://h?model=m&tokenizer=/t&chunk=0", "chunk=0"),
+            (
+                "openai+http://h?model=m&tokenizer=/t&template=chatml",
+                "template=chatml is not flat or server",
+            ),
             ("openai+http://h?model=m&tokenizer=%zz", "percent-encoded"),
             ("openai+http://h?model", "not key=value"),
         ] {

@@ -23,14 +23,21 @@ use std::sync::Arc;
 
 use grid_vocab::Vocabulary;
 
+use crate::chat::RenderedPrompt;
 use crate::client::http::{Http, HttpConfig};
 use crate::client::openai::{
     parse_completion, Completion, CompletionRequest, TokenMap, COMPLETIONS_PATH,
 };
 use crate::error::ClientError;
+use crate::protocol::ChatMessage;
+use crate::spec::ServerKind;
 
 /// Path of the model list.
 pub const MODELS_PATH: &str = "/v1/models";
+/// llama-server's chat template rendering: `{"messages":[…]}` → `{"prompt":"…"}`.
+pub const APPLY_TEMPLATE_PATH: &str = "/apply-template";
+/// The tokenizer of llama-server (`{"content":…}`) and of vLLM (`{"messages":[…]}` too).
+pub const TOKENIZE_PATH: &str = "/tokenize";
 use crate::tokenset::TokenSet;
 
 /// How a constrained step restricts the server's choice.
@@ -192,6 +199,102 @@ impl DirectClient {
         let models: Models = serde_json::from_slice(&reply.body)
             .map_err(|e| ClientError::malformed(format!("{MODELS_PATH} reply: {e}")))?;
         Ok(Some(models.data.into_iter().map(|m| m.id).collect()))
+    }
+
+    /// `messages` as the served model expects them: rendered with its chat template by the
+    /// server (llama-server's `/apply-template`, then `/tokenize` with control tokens
+    /// parsed; vLLM's `/tokenize` with the messages), the assistant's turn opened. Nothing
+    /// is added to what the template writes (no BOS: the templates of chat models write
+    /// their own). A message holding the text of a special token of the vocabulary is
+    /// refused before anything is sent, so no message can open or close a turn (the llama
+    /// backend's rule). Every id must lie in the vocabulary.
+    pub async fn render_chat(
+        &self,
+        messages: &[ChatMessage],
+        server: ServerKind,
+    ) -> Result<RenderedPrompt, ClientError> {
+        for m in messages {
+            if let Some(t) = self
+                .control_texts()
+                .find(|t| m.content.contains(t.as_str()))
+            {
+                return Err(ClientError::invalid(format!(
+                    "a {} message contains {t:?}, a control token of the model",
+                    m.role.as_str()
+                )));
+            }
+        }
+        #[derive(serde::Deserialize)]
+        struct Applied {
+            prompt: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct Tokens {
+            tokens: Vec<u32>,
+        }
+        let (text, reply) = match server {
+            ServerKind::LlamaCpp => {
+                let reply = self
+                    .http
+                    .post_json(
+                        APPLY_TEMPLATE_PATH,
+                        &serde_json::json!({ "messages": messages }),
+                    )
+                    .await?;
+                let applied: Applied = serde_json::from_slice(&reply.body).map_err(|e| {
+                    ClientError::malformed(format!("{APPLY_TEMPLATE_PATH} reply: {e}"))
+                })?;
+                let body = serde_json::json!({
+                    "content": applied.prompt,
+                    "add_special": false,
+                    "parse_special": true,
+                });
+                (
+                    applied.prompt,
+                    self.http.post_json(TOKENIZE_PATH, &body).await?,
+                )
+            }
+            ServerKind::Vllm => {
+                let body = serde_json::json!({
+                    "model": self.model,
+                    "messages": messages,
+                    "add_generation_prompt": true,
+                    "add_special_tokens": false,
+                });
+                (
+                    String::new(),
+                    self.http.post_json(TOKENIZE_PATH, &body).await?,
+                )
+            }
+        };
+        let tokens: Tokens = serde_json::from_slice(&reply.body)
+            .map_err(|e| ClientError::malformed(format!("{TOKENIZE_PATH} reply: {e}")))?;
+        let n = self.vocab.len();
+        if let Some(bad) = tokens.tokens.iter().find(|&&t| t as usize >= n) {
+            return Err(ClientError::malformed(format!(
+                "{TOKENIZE_PATH} wrote id {bad}, outside the vocabulary of {n}: is tokenizer= \
+                 the served model's?"
+            )));
+        }
+        let text = if text.is_empty() {
+            String::from_utf8_lossy(&self.vocab.decode(&tokens.tokens)).into_owned()
+        } else {
+            text
+        };
+        Ok(RenderedPrompt {
+            tokens: tokens.tokens,
+            text,
+        })
+    }
+
+    /// The texts of the vocabulary's special tokens (those a tokenizer parsing control
+    /// tokens turns into one id).
+    fn control_texts(&self) -> impl Iterator<Item = String> + '_ {
+        self.vocab.special_ids().iter().filter_map(|&id| {
+            String::from_utf8(self.vocab.decode(&[id]))
+                .ok()
+                .filter(|t| !t.is_empty())
+        })
     }
 
     /// The model this client asks for.

@@ -3,7 +3,9 @@
 //! is a fixed scoring function of the token-id prefix ([`logits`]), so greedy decoding
 //! — plain, under `allowed_token_ids`, or under `logit_bias` — is well defined and can
 //! be recomputed by the tests. It records every request and answers at most
-//! `max_requests` of them (503 after).
+//! `max_requests` of them (503 after). Its chat template ([`chat_text`]) and tokenizer
+//! (one id per byte, modulo the vocabulary's size, plus `tokenize_offset`) serve `/apply-template` and `/tokenize` in
+//! llama-server's and vLLM's forms.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -41,6 +43,27 @@ pub struct FakeOptions {
     /// The one model served: listed by `GET /v1/models`, and a completion for another
     /// is answered 404 as vLLM does (`None`: any name, and no `/v1/models`).
     pub model: Option<String>,
+    /// Added to every id `/tokenize` writes (a tokenizer that is not the client's).
+    pub tokenize_offset: u32,
+}
+
+/// The fake's chat template: ChatML, the assistant's turn opened.
+pub fn chat_text(messages: &[(&str, &str)]) -> String {
+    let mut t: String = messages
+        .iter()
+        .map(|(role, content)| format!("<|im_start|>{role}\n{content}<|im_end|>\n"))
+        .collect();
+    t.push_str("<|im_start|>assistant\n");
+    t
+}
+
+fn chat_of(v: &Value) -> Option<String> {
+    let pairs: Option<Vec<(&str, &str)>> = v
+        .as_array()?
+        .iter()
+        .map(|m| Some((m["role"].as_str()?, m["content"].as_str()?)))
+        .collect();
+    Some(chat_text(&pairs?))
 }
 
 impl FakeOptions {
@@ -55,6 +78,7 @@ impl FakeOptions {
             include_eos: false,
             max_requests: 10_000,
             model: None,
+            tokenize_offset: 0,
         }
     }
 }
@@ -220,7 +244,39 @@ async fn handle(
             json!({"object": "list", "data": [{"id": m, "object": "model"}]}),
         );
     }
-    if req.uri().path() != "/v1/completions" {
+    let path = req.uri().path().to_string();
+    if path == "/apply-template" || path == "/tokenize" {
+        let Ok(body) = req.into_body().collect().await else {
+            return reply(
+                StatusCode::BAD_REQUEST,
+                json!({"error": {"message": "body"}}),
+            );
+        };
+        let v: Value = serde_json::from_slice(&body.to_bytes()).unwrap_or(Value::Null);
+        let text = match (
+            path.as_str(),
+            chat_of(&v["messages"]),
+            v["content"].as_str(),
+        ) {
+            ("/apply-template", Some(t), _) => {
+                return reply(StatusCode::OK, json!({ "prompt": t }))
+            }
+            ("/tokenize", Some(t), _) if v["add_generation_prompt"] == json!(true) => t,
+            ("/tokenize", None, Some(c)) if v["parse_special"] == json!(true) => c.to_string(),
+            _ => {
+                return reply(
+                    StatusCode::BAD_REQUEST,
+                    json!({"error": {"message": "form"}}),
+                )
+            }
+        };
+        let tokens: Vec<u32> = text
+            .bytes()
+            .map(|b| u32::from(b) % o.vocab_size as u32 + o.tokenize_offset)
+            .collect();
+        return reply(StatusCode::OK, json!({ "tokens": tokens }));
+    }
+    if path != "/v1/completions" {
         return reply(StatusCode::NOT_FOUND, json!({"error": {"message": "no"}}));
     }
     let Ok(body) = req.into_body().collect().await else {
