@@ -4,6 +4,7 @@
 # without (`--no-overlap`): issue 21's "Overlap".
 #
 #   bash bench/overlap.sh [--model NAME|FILE.gguf] [--db SPIDER_DB] [--questions N] [--port P]
+#                         [--concurrent C]
 #   bash bench/overlap.sh --mock [FORWARD_MS MASK_MS STEPS]
 #
 # --mock times the structure alone, without a model: the forward mock's pass sleeps
@@ -26,7 +27,12 @@
 #   wall      the `grid generate` process, start to end (ms): also its vocabulary fetch
 #             and language build, which the extension's worker keeps across asks
 #
-# then the sums over the asks, once pipelined and once not. The model is
+# then the sums over the asks, once pipelined and once not. With --concurrent C, each arm
+# then also asks C questions at once (the first C of SPIDER_DB's, reused in turn when it
+# has fewer) in one `grid generate --n C`, which runs them together the way the
+# extension's worker runs concurrent grid.ask calls: every tick's generations go to the
+# server as one step request, which the backend decodes as one llama batch. Its row gives
+# the same span, model and overhead over all the steps of the C asks. The model is
 # Qwen2.5-Coder-0.5B (scripts/model.sh) unless --model says otherwise. Timings need a
 # quiet machine: the load average is printed before and after.
 set -euo pipefail
@@ -47,11 +53,13 @@ model=qwen2.5-coder-0.5b
 db=concert_singer
 count=4
 port=55740
+concurrent=0
 while [ $# -gt 0 ]; do
     case $1 in
-    --model | --db | --questions | --port)
+    --model | --db | --questions | --port | --concurrent)
         [ $# -ge 2 ] || die "$1 needs a value"
         case $1 in
+        --concurrent) concurrent=$2 ;;
         --model) model=$2 ;;
         --db) db=$2 ;;
         --questions) count=$2 ;;
@@ -59,7 +67,7 @@ while [ $# -gt 0 ]; do
         esac
         shift 2
         ;;
-    *) die "usage: $0 [--model NAME|FILE.gguf] [--db SPIDER_DB] [--questions N] [--port P]" ;;
+    *) die "usage: $0 [--model NAME|FILE.gguf] [--db SPIDER_DB] [--questions N] [--port P] [--concurrent C]" ;;
     esac
 done
 
@@ -75,7 +83,7 @@ cargo build -q -p grid-endpoint --features llama --profile ci --bin grid-endpoin
 cargo build -q -p grid-cli --profile ci
 target="${CARGO_TARGET_DIR:-target}/ci"
 work=$(mktemp -d "${TMPDIR:-/tmp}/grid-overlap.XXXXXX")
-python3 - "$spider/dev.json" "$db" "$count" "$work" <<'PY'
+python3 - "$spider/dev.json" "$db" "$count" "$work" "$concurrent" <<'PY'
 import json, sys
 items = [it for it in json.load(open(sys.argv[1])) if it["db_id"] == sys.argv[2]]
 n = int(sys.argv[3])
@@ -83,6 +91,10 @@ if not items:
     sys.exit(f"no dev questions on {sys.argv[2]}")
 for i, it in enumerate(items[:n]):
     open(f"{sys.argv[4]}/q{i}.txt", "w").write(" ".join(it["question"].split()) + "\n")
+# The concurrent asks' questions (not q*.txt: the sequential loop reads those).
+with open(f"{sys.argv[4]}/together.questions", "w") as f:
+    for it in items[:max(int(sys.argv[5]), 1)]:
+        f.write(" ".join(it["question"].split()) + "\n")
 PY
 
 server_pid=
@@ -120,6 +132,16 @@ for arm in pipelined no-overlap; do
         after=$(grep -c grid_endpoint_step "$log" || true)
         echo "$(basename "$q")	$before	$after	$(((end - start) / 1000000))" >>"$work/asks.$arm.tsv"
     done
+    if [ "$concurrent" -gt 0 ]; then
+        before=$(grep -c grid_endpoint_step "$log" || true)
+        start=$(date +%s%N)
+        "$target/grid" generate -e "http://127.0.0.1:$port" --tables "$spider/tables.json" \
+            --db "$db" --questions "$work/together.questions" --n "$concurrent" --max-tokens 96 \
+            >"$work/together.$arm.out"
+        end=$(date +%s%N)
+        after=$(grep -c grid_endpoint_step "$log" || true)
+        echo "$concurrent at once	$before	$after	$(((end - start) / 1000000))" >>"$work/asks.$arm.tsv"
+    fi
     stop_server
     note "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
     python3 - "$log" "$work/asks.$arm.tsv" "$arm" <<'PY'
@@ -129,8 +151,10 @@ print(f"\n{sys.argv[3]}:\n")
 print("| question | steps | span (ms) | model (ms) | overhead | wall (ms) |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")
 tot = [0, 0.0, 0.0, 0]
-for row in open(sys.argv[2]):
-    q, a, b, wall = row.split("\t")
+rows = [row.split("\t") for row in open(sys.argv[2])]
+together = [r for r in rows if r[0].endswith(" at once")]
+rows = [r for r in rows if not r[0].endswith(" at once")]
+for q, a, b, wall in rows:
     mine = steps[int(a):int(b)]
     if not mine:
         print(f"| {q} | 0 | | | | {int(wall)} |")
@@ -142,6 +166,14 @@ for row in open(sys.argv[2]):
     tot = [tot[0] + len(mine), tot[1] + span, tot[2] + model, tot[3] + int(wall)]
 if tot[2] > 0:
     print(f"| all | {tot[0]} | {tot[1]:.0f} | {tot[2]:.0f} | {tot[1] / tot[2] - 1:+.1%} | {tot[3]} |")
+for q, a, b, wall in together:
+    # One row over every step of the concurrent asks: a step request carries every
+    # generation of its tick, so the span holds no idle time between asks.
+    mine = steps[int(a):int(b)]
+    if mine:
+        span = mine[-1]["replied_ms"] - mine[0]["queued_ms"]
+        model = sum(s["step_ms"] + s["ahead_ms"] for s in mine) - mine[-1]["ahead_ms"]
+        print(f"| {q} | {len(mine)} | {span:.0f} | {model:.0f} | {span / model - 1:+.1%} | {int(wall)} |")
 PY
 done
 note "outputs in $work"

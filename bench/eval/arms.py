@@ -38,6 +38,8 @@ ARMS = {
     # (leave-one-out; run.py's load_examples), and checks that the prompt showed none of
     # the question under test (examples_shown in the record).
     "grid+examples":   ({"grid.examples": "3"},                   {"decode_mode": MASKED}),
+    # Every anchor lever at once (issue 22's "grid+all"): the two arms above together.
+    "grid+all":        ({"grid.examples": "3", "grid.value_hints": "10"}, {"decode_mode": MASKED}),
 }
 
 DEFAULT = ["grid", "grid-no-repair", "unconstrained"]
