@@ -70,7 +70,9 @@ static ABLATION: GucSetting<Ablation> = GucSetting::<Ablation>::new(Ablation::No
 static JUDGE: GucSetting<bool> = GucSetting::<bool>::new(true);
 static VALUE_HINTS: GucSetting<i32> = GucSetting::<i32>::new(0);
 static VALUE_HINTS_ROWS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
-static EXAMPLES: GucSetting<i32> = GucSetting::<i32>::new(0);
+// On by default: the accuracy harness measured it helping both Qwen2.5-Coder models
+// (bench/RESULTS.md, "Anchors"); with an empty store (no curator wrote one) nothing is shown.
+static EXAMPLES: GucSetting<i32> = GucSetting::<i32>::new(3);
 static EXAMPLES_BYTES: GucSetting<i32> = GucSetting::<i32>::new(4096);
 static DEBUG_FAULT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static DATABASE: GucSetting<Option<CString>> =

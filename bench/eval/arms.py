@@ -10,7 +10,8 @@ the table does not have reads as NULL), checked on the rows each ask wrote.
 
 The levers are the extension's superuser-only settings `grid.ablation` (none, no_repair,
 unconstrained), `grid.judge` (on, off), `grid.value_hints` (0 to 100) and `grid.examples`
-(0 to 20; an arm that sets it above 0 asks with leave-one-out examples: uses_examples). The seal tells the unconstrained arm apart by its decode mode
+(0 to 20, 3 by default; an arm that sets it above 0 asks with leave-one-out examples:
+uses_examples; the others set it to 0, so "grid" is the plain configuration). The seal tells the unconstrained arm apart by its decode mode
 ('unconstrained' instead of 'mode1'/'mode2'); an arm without repair shows no generation
 that repairs another (repair_of is NULL). An arm whose setting the extension does not know
 is reported unavailable before any question is asked.
@@ -18,28 +19,32 @@ is reported unavailable before any question is asked.
 
 MASKED = {"mode1", "mode2"}
 
+# grid.examples is on by default (k = 3) and the harness's store holds the pairs of the
+# last examples arm's ask, so every arm that is not about examples turns it off.
+NO_EXAMPLES = {"grid.examples": "0"}
+
 ARMS = {
-    # name:            (settings,                                 audit)
-    "grid":            ({},                                       {"decode_mode": MASKED}),
-    "grid-no-repair":  ({"grid.ablation": "no_repair"},           {"decode_mode": MASKED, "repair_of": None}),
-    "unconstrained":   ({"grid.ablation": "unconstrained"},       {"decode_mode": "unconstrained", "repair_of": None}),
+    # name:            (settings,                                                  audit)
+    "grid":            ({**NO_EXAMPLES},                                           {"decode_mode": MASKED}),
+    "grid-no-repair":  ({**NO_EXAMPLES, "grid.ablation": "no_repair"},            {"decode_mode": MASKED, "repair_of": None}),
+    "unconstrained":   ({**NO_EXAMPLES, "grid.ablation": "unconstrained"},        {"decode_mode": "unconstrained", "repair_of": None}),
     # The judge off (grid.judge, superuser-only): statements are returned unplanned. Its
     # generations carry grid.generations.verdict '{"verdict":"off"}', or NULL for one the
     # checker refused or one that wrote no statement; the "grid" arm's carry "pass" or
     # "fail" (with PostgreSQL's SQLSTATE).
-    "grid-no-judge":   ({"grid.judge": "off"},                    {"decode_mode": MASKED,
-                                                                   "verdict": {'{"verdict":"off"}', None}}),
+    "grid-no-judge":   ({**NO_EXAMPLES, "grid.judge": "off"},                     {"decode_mode": MASKED,
+                                                                                    "verdict": {'{"verdict":"off"}', None}}),
     # Value hints (issue 22): up to 10 values of each text column the role reads and
     # trusts, beside the column in the prompt (grid.value_hints, superuser-only).
-    "grid+values":     ({"grid.value_hints": "10"},               {"decode_mode": MASKED}),
+    "grid+values":     ({**NO_EXAMPLES, "grid.value_hints": "10"},                {"decode_mode": MASKED}),
     # Curated examples (issue 22): up to 3 question/SQL pairs in the prompt (grid.examples,
     # superuser-only). Spider has none: before each ask of this arm the harness stores, as
     # the superuser, the pairs of the OTHER questions of the question's database
     # (leave-one-out; run.py's load_examples), and checks that the prompt showed none of
     # the question under test (examples_shown in the record).
-    "grid+examples":   ({"grid.examples": "3"},                   {"decode_mode": MASKED}),
+    "grid+examples":   ({"grid.examples": "3"},                                    {"decode_mode": MASKED}),
     # Every anchor lever at once (issue 22's "grid+all"): the two arms above together.
-    "grid+all":        ({"grid.examples": "3", "grid.value_hints": "10"}, {"decode_mode": MASKED}),
+    "grid+all":        ({"grid.examples": "3", "grid.value_hints": "10"},          {"decode_mode": MASKED}),
 }
 
 DEFAULT = ["grid", "grid-no-repair", "unconstrained"]

@@ -577,6 +577,32 @@ fn direct_vocabulary(d: &DirectSpec, http: &HttpConfig) -> Result<Arc<Vocabulary
             ),
         )
     })?;
+    let vocab = match &d.eos {
+        None => vocab,
+        Some(name) => {
+            let id = name
+                .parse::<u32>()
+                .ok()
+                .or_else(|| vocab.special_id(name))
+                .ok_or_else(|| {
+                    Failure::new(
+                        FailureKind::InvalidValue,
+                        format!(
+                            "grid.endpoint's eos={name:?} is no special token of the tokenizer \
+                             {}: give the text of the chat template's end of turn (e.g. \
+                             <|im_end|>) or its id",
+                            d.tokenizer.display()
+                        ),
+                    )
+                })?;
+            vocab.with_eos(id).map_err(|e| {
+                Failure::new(
+                    FailureKind::InvalidValue,
+                    format!("grid.endpoint's eos={name:?}: {e}"),
+                )
+            })?
+        }
+    };
     let vocab = Arc::new(vocab);
     let client = direct_client(d, http.clone(), &vocab)?;
     let listed = runtime()?

@@ -212,3 +212,57 @@ fn failures_of_a_stock_server_are_typed_and_say_what_to_do() {
     assert_eq!(failure(&f).kind, FailureKind::InvalidValue);
     assert!(failure(&f).message.contains("tokenizer= is missing"));
 }
+
+/// `template=server`: the prompt sent is the server's rendering of the system and user
+/// messages (ChatML in the fake, one id per byte), the assistant's turn opened; `eos=`
+/// names the token that ends the reply, and one the tokenizer lacks is refused.
+#[test]
+fn the_servers_chat_template_and_the_end_of_turn_are_settings() {
+    let q = QUESTIONS[0];
+    let server = fake(|_| {});
+    let templated = answer(
+        q,
+        settings(endpoint(&server.server.url(), "&template=server")),
+    );
+    assert!(templated.1 > 0, "the model chose no token");
+    let requests = server.server.requests();
+    let n = grid_endpoint::backend::builtin::builtin_vocabulary()
+        .unwrap()
+        .len() as u32;
+    let ids = |t: &str| -> Vec<u32> { t.bytes().map(|b| u32::from(b) % n).collect() };
+    let first = &requests[0].prompt;
+    assert!(first.starts_with(&ids("<|im_start|>system\n")), "{first:?}");
+    let tail = ids("<|im_start|>assistant\n");
+    assert!(
+        requests.iter().all(|r| r.prompt.len() >= first.len()),
+        "every request continues the rendered prompt"
+    );
+    assert!(
+        first.windows(tail.len()).any(|w| w == tail),
+        "the assistant's turn is opened"
+    );
+
+    let eos = grid_endpoint::backend::builtin::builtin_vocabulary()
+        .unwrap()
+        .eos_id()
+        .unwrap();
+    let by_id = answer(
+        q,
+        settings(endpoint(&fake(|_| {}).server.url(), &format!("&eos={eos}"))),
+    );
+    assert_eq!(
+        by_id,
+        answer(q, settings(endpoint(&fake(|_| {}).server.url(), "")))
+    );
+
+    let f = ask(
+        q,
+        settings(endpoint(&fake(|_| {}).server.url(), "&eos=%3Cnope%3E")),
+    );
+    let e = failure(&f);
+    assert_eq!(e.kind, FailureKind::InvalidValue, "{e:?}");
+    assert!(
+        e.message.contains("eos=\"<nope>\"") && e.message.contains("end of turn"),
+        "{e:?}"
+    );
+}

@@ -4,7 +4,7 @@
 //! - `mock:scripted` / `mock:scripted:<script file>`: the scripted mock, in process;
 //! - `mock:adversarial`: the adversarial mock, in process;
 //! - `http://…` / `https://…`: a `grid-endpoint/1` server;
-//! - `openai+http://host:port[/v1]?model=NAME&tokenizer=DIR[&server=vllm|llama.cpp][&chunk=N][&template=flat|server]`
+//! - `openai+http://host:port[/v1]?model=NAME&tokenizer=DIR[&server=vllm|llama.cpp][&chunk=N][&template=flat|server][&eos=TOKEN]`
 //!   (or `openai+https://…`): a stock OpenAI-compatible server (vLLM, llama.cpp's
 //!   `llama-server`) used directly ([`crate::DirectClient`]).
 //!
@@ -22,8 +22,12 @@
 //! token ids: `flat` (the default) joins them and encodes the join with the local
 //! tokenizer, as for a completion model; `server` has the server render them with the
 //! served model's own chat template and tokenizer, as the llama backend does
-//! ([`crate::DirectClient::render_chat`]), which an instruct model answers best. Values are
-//! percent-decoded (`%20` is a blank).
+//! ([`crate::DirectClient::render_chat`]), which an instruct model answers best. `eos=` names
+//! the token that ends the model's reply, by its text among the tokenizer's special tokens or
+//! by id (default: the tokenizer's own EOS): with `template=server` it must be the chat
+//! template's end of turn (`<|im_end|>` for Qwen2.5, `<|eot_id|>` for Llama 3), which is
+//! often not the tokenizer's EOS, or the model can never end its turn and the mask makes it
+//! write on. Values are percent-decoded (`%20` is a blank).
 
 use std::path::PathBuf;
 
@@ -59,6 +63,9 @@ pub struct DirectSpec {
     pub chunk: usize,
     /// How prompts are rendered (`template=`).
     pub template: PromptTemplate,
+    /// The token that ends the reply (`eos=`: a special token's text, or an id), when it is
+    /// not the tokenizer's EOS.
+    pub eos: Option<String>,
 }
 
 /// How the direct mode renders a prompt's messages (`template=`).
@@ -101,7 +108,7 @@ pub enum SpecError {
     #[error(
         "{setting:?} is not a usable stock-server URL: {why} (the form is \
          'openai+http://host:port/v1?model=NAME&tokenizer=/path/to/tokenizer_dir', with \
-         optional '&server=vllm|llama.cpp', '&chunk=N' and '&template=flat|server')"
+         optional '&server=vllm|llama.cpp', '&chunk=N', '&template=flat|server' and '&eos=TOKEN')"
     )]
     Direct { setting: String, why: String },
 }
@@ -162,8 +169,8 @@ impl DirectSpec {
         if host.is_empty() || host.starts_with('/') {
             return Err("the URL names no host".into());
         }
-        let (mut model, mut tokenizer, mut server, mut chunk, mut template) =
-            (None, None, None, None, None);
+        let (mut model, mut tokenizer, mut server, mut chunk, mut template, mut eos) =
+            (None, None, None, None, None, None);
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair
                 .split_once('=')
@@ -176,10 +183,11 @@ impl DirectSpec {
                 "server" => &mut server,
                 "chunk" => &mut chunk,
                 "template" => &mut template,
+                "eos" => &mut eos,
                 _ => {
                     return Err(format!(
                         "unknown parameter {k:?} (known: model, tokenizer, server, chunk, \
-                         template)"
+                         template, eos)"
                     ))
                 }
             };
@@ -218,6 +226,7 @@ impl DirectSpec {
             server,
             chunk,
             template,
+            eos: eos.filter(|e| !e.is_empty()),
         })
     }
 }
@@ -304,6 +313,7 @@ mod tests {
                 server: ServerKind::Vllm,
                 chunk: DEFAULT_CHUNK,
                 template: PromptTemplate::Flat,
+                eos: None,
             }
         );
         let b = d("openai+https://h?tokenizer=/a%20b&model=m&server=llama.cpp&chunk=4");
@@ -311,8 +321,9 @@ mod tests {
         assert_eq!(b.tokenizer, PathBuf::from("/a b"));
         assert_eq!((b.server, b.chunk), (ServerKind::LlamaCpp, 4));
         assert_eq!(b.template, PromptTemplate::Flat);
-        let c = d("openai+http://h?model=m&tokenizer=/t&template=server");
+        let c = d("openai+http://h?model=m&tokenizer=/t&template=server&eos=%3C%7Cim_end%7C%3E");
         assert_eq!(c.template, PromptTemplate::Server);
+        assert_eq!(c.eos.as_deref(), Some("<|im_end|>"));
     }
 
     #[test]
