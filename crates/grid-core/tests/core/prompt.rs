@@ -100,14 +100,25 @@ fn ddl_shows_types_keys_comments_and_grants() {
     ));
 }
 
+/// The demo snapshot's `employees`.
+fn employees(snap: &mut CatalogSnapshot) -> &mut Relation {
+    snap.relations
+        .iter_mut()
+        .find(|r| r.name == "employees")
+        .expect("employees")
+}
+
+/// The flat question prompt of `question` over `snap`, with the whole schema.
+fn flat(snap: &CatalogSnapshot, question: &str) -> String {
+    question_prompt(snap, question, 1 << 20, &reserved)
+        .unwrap()
+        .flat()
+}
+
 #[test]
 fn ddl_shows_value_hints_as_literals() {
     let mut snap = CatalogSnapshot::from_json(DEMO).unwrap();
-    let emp = snap
-        .relations
-        .iter_mut()
-        .find(|r| r.name == "employees")
-        .expect("employees");
+    let emp = employees(&mut snap);
     emp.columns[1].value_hint = Some(ValueHint {
         values: vec!["O'Neil".into(), "Smith".into()],
         complete: true,
@@ -116,9 +127,7 @@ fn ddl_shows_value_hints_as_literals() {
         values: vec!["2024-01-01".into()],
         complete: false,
     });
-    let p = question_prompt(&snap, "Who is Smith?", 1 << 20, &reserved)
-        .unwrap()
-        .flat();
+    let p = flat(&snap, "Who is Smith?");
     // Beside the comment, quoted as the model must write them.
     assert!(
         p.contains("  name text NOT NULL, -- Full name; values: 'O''Neil', 'Smith'\n"),
@@ -435,11 +444,7 @@ fn examples_come_between_the_schema_and_the_question_in_order() {
 #[test]
 fn descriptions_stand_where_comments_would() {
     let mut snap = CatalogSnapshot::from_json(DEMO).unwrap();
-    let emp = snap
-        .relations
-        .iter_mut()
-        .find(|r| r.name == "employees")
-        .expect("employees");
+    let emp = employees(&mut snap);
     emp.description = Some("Everyone paid,\n  contractors included".into());
     emp.columns[1].description = Some("Family name first".into());
     emp.columns[3].description = Some("First working day".into());
@@ -448,9 +453,7 @@ fn descriptions_stand_where_comments_would() {
         values: vec!["2024-01-01".into()],
         complete: true,
     });
-    let p = question_prompt(&snap, "Who was hired?", 1 << 20, &reserved)
-        .unwrap()
-        .flat();
+    let p = flat(&snap, "Who was hired?");
     assert!(
         p.contains("-- Everyone paid, contractors included\nCREATE TABLE employees (\n"),
         "{p}"
@@ -468,15 +471,8 @@ fn descriptions_stand_where_comments_would() {
     // Untouched: the comments of the others.
     assert!(p.contains("-- Organisational units\n"), "{p}");
     // A blank description is none: the comment shows.
-    let emp = snap
-        .relations
-        .iter_mut()
-        .find(|r| r.name == "employees")
-        .expect("employees");
-    emp.description = Some("  ".into());
-    let p = question_prompt(&snap, "Who was hired?", 1 << 20, &reserved)
-        .unwrap()
-        .flat();
+    employees(&mut snap).description = Some("  ".into());
+    let p = flat(&snap, "Who was hired?");
     assert!(
         p.contains("-- People on the payroll\nCREATE TABLE employees (\n"),
         "{p}"
