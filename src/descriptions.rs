@@ -165,6 +165,11 @@ fn target(oid: pg_sys::Oid) -> Option<Target> {
 
 /// `grid.describe`'s body: see [`grid::describe`].
 fn describe(relation: pg_sys::Oid, column: Option<&str>, text: Option<&str>) {
+    // Held to the end of the transaction (the argument's own lock is released when the
+    // function returns): a concurrent DROP waits until the row is committed, so that its
+    // event trigger sees, and deletes, it.
+    // SAFETY: a backend's main thread inside a transaction.
+    unsafe { pg_sys::LockRelationOid(relation, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
     let Some(t) = target(relation) else {
         raise(
             PgSqlErrorCode::ERRCODE_UNDEFINED_TABLE,
