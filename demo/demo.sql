@@ -47,8 +47,13 @@ SELECT * FROM grid.run('Record a new order of 250 for employee 1');
 INSERT INTO grid.examples (question, sql) VALUES
     ('What is the total amount of all orders?', 'SELECT sum(amount) FROM orders'),
     ('What is the highest salary?', 'SELECT max(salary) FROM salaries');
+\echo '   and describes two columns for the model (the catalog comments stay as they are);'
+\echo '   an asker is shown a description only of a column it may see:'
+SELECT grid.describe('orders', 'employee_id', 'The employee who took the order (the salesperson)');
+SELECT grid.describe('salaries', 'salary', 'Monthly gross pay in euros');
 
-\echo '== analyst: its next ask is shown the example over orders, never the one over salaries'
+\echo '== analyst: its next ask is shown the example over orders, never the one over salaries,'
+\echo '   and the description of orders.employee_id, never the one of salaries.salary'
 \c - analyst
 SELECT grid.ask('What is the total amount of orders per employee?') AS sql;
 SELECT * FROM grid.run('What is the total amount of orders per employee?');

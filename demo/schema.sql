@@ -26,9 +26,10 @@ GRANT INSERT ON orders TO clerk;
 INSERT INTO grid.policy (role_name, policy, comment)
 VALUES ('clerk', '{"verbs": ["select", "insert"], "insert_tables": ["orders"]}',
         'the clerk records orders through grid.ask');
--- curator: writes the curated examples (grid.examples) that grid.ask may show the model.
--- It reads no table: the examples it writes reach an asker only when the asker's own
--- grants admit their SQL.
+-- curator: writes the curated examples (grid.examples) that grid.ask may show the model,
+-- and descriptions of tables and columns for the model (grid.describe). It reads no
+-- table: the examples it writes reach an asker only when the asker's own grants admit
+-- their SQL, a description only when the asker may see the column it describes.
 CREATE ROLE curator LOGIN IN ROLE grid_curator;
 -- The auditor reads the audit store.
 CREATE ROLE auditor LOGIN IN ROLE grid_auditor;

@@ -14,7 +14,8 @@
 #   4. loads demo/schema.sql: employees, orders, salaries; roles analyst (no salaries),
 #      hr (all three), clerk (may INSERT orders), curator (writes grid.examples), auditor;
 #   5. runs demo/demo.sql: each role asks, the analyst cannot reach salaries, the curator
-#      adds examples and the analyst's next ask is shown the one over orders only, the
+#      adds examples and descriptions and the analyst's next ask is shown the example over
+#      orders and the description of orders.employee_id only, the
 #      audit rows and grid.verify_audit() are shown;
 #   6. prints the psql command to ask your own questions, and how to stop.
 #
@@ -148,6 +149,14 @@ if [ "$check" -eq 1 ]; then
           WHERE g.current_user_name = 'analyst' AND g.question ILIKE '%per employee%'" t
     expect "the curator's examples are recorded as the curator's" \
         "SELECT bool_and(added_by = 'curator') AND count(*) = 2 FROM grid.examples" t
+    expect "the analyst's ask after the curator's describe was shown the description of orders.employee_id, not the one of salaries.salary" \
+        "SELECT bool_and(position('-- The employee who took the order (the salesperson)' in a.content_json -> 'prompt' ->> 'user') > 0
+                         AND position('Monthly gross pay' in a.content_json::text) = 0)
+           FROM grid.generations g JOIN grid.artifacts a ON a.kind = 'prompt' AND a.digest = g.prompt_digest
+          WHERE g.current_user_name = 'analyst' AND g.question ILIKE '%per employee%'" t
+    expect "the curator's descriptions are stored as the curator's, the hidden one included" \
+        "SELECT string_agg(relation::text || '.' || column_name || ' by ' || added_by, ', ' ORDER BY relation::text)
+           FROM grid.descriptions" "orders.employee_id by curator, salaries.salary by curator"
     expect "grid.verify_audit() passes" "SELECT ok FROM grid.verify_audit()" t
     # The answers, on their rows: each statement the model returned, run as its role,
     # against a hand-written one (demo/check.sql).

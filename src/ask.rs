@@ -92,6 +92,7 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
         ),
     };
     crate::value_hints::add(what, &mut snapshot, &caller_path);
+    crate::descriptions::add(what, &mut snapshot);
     let denied = denied_functions(what);
     if !denied.is_empty() {
         if let Some(s) = snapshot.as_object_mut() {

@@ -26,7 +26,6 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use pgrx::pg_sys::panic::CaughtError;
 use pgrx::prelude::*;
 
 use grid_ask::request::Example;
@@ -65,10 +64,6 @@ SELECT e.id, e.question, e.sql
               OPERATOR(pg_catalog.*) GREATEST(pg_catalog.cardinality(q.l), 1)::pg_catalog.float8) DESC,
           e.id
  LIMIT $3";
-
-/// The roles whose examples the caller may be shown.
-const TRUSTED: &str = "SELECT coalesce(pg_catalog.array_agg(r.rolname::pg_catalog.text), '{}')
-                         FROM pg_catalog.pg_roles r WHERE grid.trusted_author(r.oid)";
 
 /// The language of the last role this backend checked examples for, by the snapshot's
 /// fingerprint and the policy (what the worker keys its compiled languages by).
@@ -205,78 +200,29 @@ fn language(snapshot: &serde_json::Value, policy: &Policy) -> Result<Arc<Languag
 /// The rows of the store by authors the caller trusts, closest to `question` first, at
 /// most `limit`, read as the store's owner. A cancel is raised.
 fn ranked(question: &str, limit: i32) -> Result<Vec<Example>, String> {
-    let trusted = Spi::get_one::<Vec<String>>(TRUSTED)
-        .map_err(|e| format!("reading the trusted authors: {e}"))?
-        .unwrap_or_default();
+    let trusted = crate::provenance::trusted_authors()
+        .map_err(|e| format!("reading the trusted authors: {e}"))?;
     if trusted.is_empty() {
         return Ok(Vec::new());
     }
-    let owner = Spi::get_one::<pg_sys::Oid>(
-        "SELECT c.relowner FROM pg_catalog.pg_class c
-          WHERE c.oid OPERATOR(pg_catalog.=) 'grid.examples'::pg_catalog.regclass",
-    )
-    .map_err(|e| format!("finding the store: {e}"))?
-    .ok_or("the store has no owner")?;
-    let read = crate::subtransaction::in_rolled_back_subtransaction(
-        "pg_catalog, pg_temp",
-        READ_TIMEOUT_MS,
-        || {
-            as_role(owner, || {
-                Spi::connect(|c| {
-                    let rows = c.select(
-                        RANKED,
-                        None,
-                        &[
-                            question.into(),
-                            trusted.clone().into(),
-                            i64::from(limit).into(),
-                        ],
-                    )?;
-                    let mut out = Vec::new();
-                    for r in rows {
-                        if let (Some(id), Some(question), Some(sql)) =
-                            (r.get::<i64>(1)?, r.get::<String>(2)?, r.get::<String>(3)?)
-                        {
-                            out.push(Example { id, question, sql });
-                        }
-                    }
-                    Ok(out)
-                })
-            })
-        },
-    );
-    match read {
-        Ok(Ok(rows)) => Ok(rows),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(e) => match *e {
-            CaughtError::PostgresError(r) | CaughtError::ErrorReport(r)
-                if r.sql_error_code() != PgSqlErrorCode::ERRCODE_QUERY_CANCELED =>
-            {
-                Err(r.message().to_string())
+    crate::store::read_as_owner("grid.examples", READ_TIMEOUT_MS, || {
+        Spi::connect(|c| {
+            let rows = c.select(
+                RANKED,
+                None,
+                &[question.into(), trusted.into(), i64::from(limit).into()],
+            )?;
+            let mut out = Vec::new();
+            for r in rows {
+                if let (Some(id), Some(question), Some(sql)) =
+                    (r.get::<i64>(1)?, r.get::<String>(2)?, r.get::<String>(3)?)
+                {
+                    out.push(Example { id, question, sql });
+                }
             }
-            e => e.rethrow(),
-        },
-    }
-}
-
-/// Runs `body` as `role`, in a restricted security context (as PostgreSQL runs
-/// maintenance as a table's owner), and returns to the caller's identity after it. An
-/// ERROR inside unwinds to the enclosing subtransaction, whose abort restores the
-/// caller's identity.
-fn as_role<T>(role: pg_sys::Oid, body: impl FnOnce() -> T) -> T {
-    let mut caller = pg_sys::Oid::INVALID;
-    let mut context: std::ffi::c_int = 0;
-    // SAFETY: a backend's main thread inside a transaction.
-    unsafe {
-        pg_sys::GetUserIdAndSecContext(&mut caller, &mut context);
-        let restricted = (pg_sys::SECURITY_LOCAL_USERID_CHANGE
-            | pg_sys::SECURITY_RESTRICTED_OPERATION) as std::ffi::c_int;
-        pg_sys::SetUserIdAndSecContext(role, context | restricted);
-    }
-    let out = body();
-    // SAFETY: as above; the identity saved before.
-    unsafe { pg_sys::SetUserIdAndSecContext(caller, context) };
-    out
+            Ok(out)
+        })
+    })
 }
 
 /// The SQL API in schema `grid`.

@@ -11,6 +11,10 @@
 //! - `policy`: per-role bans and write opt-in, `grid.policy` (sql/policy.sql);
 //! - `examples`: curated question/SQL pairs, `grid.examples` (sql/examples.sql), and
 //!   which of them an ask shows the model;
+//! - `descriptions`: notes on relations and columns written for the model,
+//!   `grid.describe()` and `grid.descriptions` (sql/descriptions.sql), and which of them
+//!   an ask shows;
+//! - `store`: the stores askers may not read, read and written as their owner;
 //! - `provenance`: whose text may reach a prompt, `grid.trusted_author()` and
 //!   `grid_curator` (sql/provenance.sql);
 //! - `worker`: the mask worker (a background worker) and the backends' socket client;
@@ -33,6 +37,7 @@ mod ask;
 mod audit;
 mod caller;
 mod catalog;
+mod descriptions;
 mod endpoint_faults;
 mod examples;
 mod guc;
@@ -41,6 +46,7 @@ mod meaning;
 mod policy;
 mod provenance;
 mod question;
+mod store;
 mod subtransaction;
 mod value_hints;
 mod worker;

@@ -101,6 +101,10 @@ pub struct Relation {
     pub on_search_path: bool,
     #[serde(default)]
     pub comment: Option<String>,
+    /// The description written for the model (`grid.describe`), when the host gives one
+    /// the role may be shown; the prompt shows it in place of [`Relation::comment`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// Table-level privileges the role holds.
     #[serde(default, deserialize_with = "privileges")]
     pub privileges: BTreeSet<Verb>,
@@ -125,6 +129,9 @@ pub struct CatalogColumn {
     pub not_null: bool,
     #[serde(default)]
     pub comment: Option<String>,
+    /// The description written for the model, as for [`Relation::description`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// Column privileges the role holds; they include what table-level grants give.
     #[serde(default, deserialize_with = "privileges")]
     pub privileges: BTreeSet<Verb>,
@@ -198,6 +205,50 @@ fn privileges<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeSet<Verb>, D::Erro
             _ => None,
         })
         .collect())
+}
+
+/// A description written for the model (`grid.describe` in the extension): of relation
+/// `schema.relation` itself when `column` is `None`, else of that column. Names are the
+/// stored (case-folded) names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Description {
+    pub schema: String,
+    pub relation: String,
+    pub column: Option<String>,
+    pub text: String,
+}
+
+/// Puts each of `descriptions` into `snapshot` (the JSON of `grid.catalog_snapshot()`, as
+/// the host will send and archive it) beside the relation or column it describes, and
+/// returns how many were put. One that names a relation or a column the snapshot does not
+/// list is dropped: the snapshot is what the role may see, so a description reaches a
+/// prompt exactly where a catalog comment could. It works on the JSON rather than on a
+/// [`CatalogSnapshot`] so that the rest of the document stays byte for byte what the
+/// catalog query returned.
+pub fn attach_descriptions(
+    snapshot: &mut serde_json::Value,
+    descriptions: &[Description],
+) -> usize {
+    let mut put = 0;
+    for d in descriptions {
+        let Some(relation) = snapshot["relations"].as_array_mut().and_then(|rs| {
+            rs.iter_mut()
+                .find(|r| r["schema"] == d.schema.as_str() && r["name"] == d.relation.as_str())
+        }) else {
+            continue;
+        };
+        let target = match &d.column {
+            None => Some(relation),
+            Some(column) => relation["columns"]
+                .as_array_mut()
+                .and_then(|cs| cs.iter_mut().find(|c| c["name"] == column.as_str())),
+        };
+        if let Some(object) = target.and_then(serde_json::Value::as_object_mut) {
+            object.insert("description".into(), d.text.clone().into());
+            put += 1;
+        }
+    }
+    put
 }
 
 /// A relation of the snapshot that the model is not offered, and why. Every relation of a
@@ -303,6 +354,7 @@ impl CatalogSnapshot {
                 kind: RelationKind::Table,
                 on_search_path: t.qualifier.is_none(),
                 comment: None,
+                description: None,
                 privileges: all.clone(),
                 columns: t
                     .columns
@@ -312,6 +364,7 @@ impl CatalogSnapshot {
                         ty: c.ty.clone(),
                         not_null: false,
                         comment: None,
+                        description: None,
                         privileges: all.clone(),
                         value_hint: None,
                     })
@@ -568,6 +621,12 @@ impl CatalogSnapshot {
             e.str(r.kind.name());
             e.num(r.on_search_path as u64);
             e.opt(r.comment.as_deref());
+            // Descriptions only where present, so that snapshots without them keep
+            // their fingerprints.
+            if let Some(d) = &r.description {
+                e.tag(b"description");
+                e.str(d);
+            }
             e.privileges(&r.privileges);
             e.num(r.columns.len() as u64);
             for c in &r.columns {
@@ -575,6 +634,10 @@ impl CatalogSnapshot {
                 e.str(&c.ty);
                 e.num(c.not_null as u64);
                 e.opt(c.comment.as_deref());
+                if let Some(d) = &c.description {
+                    e.tag(b"description");
+                    e.str(d);
+                }
                 e.privileges(&c.privileges);
                 // Only where present, so that snapshots without values keep their
                 // fingerprints.

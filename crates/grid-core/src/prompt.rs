@@ -1,5 +1,6 @@
 //! The prompt ([`Prompt`]: a system and a user part): compact DDL of what the role may see
-//! (column types, keys, COMMENT ON text, the verbs it holds), then the question; and the
+//! (column types, keys, COMMENT ON text or the description written for the model in its
+//! place, the verbs it holds), then the question; and the
 //! repair variant that quotes the rejected statement and the reasons back. A large schema is trimmed here, for the prompt only, by relevance to
 //! the question ([`trim_by_relevance`]); the mask always covers the whole role's schema.
 
@@ -15,6 +16,10 @@ use crate::policy::Verb;
 /// Longest question accepted, in bytes.
 pub const MAX_QUESTION_BYTES: usize = 8 * 1024;
 
+/// Longest description written for the model (`grid.describe`), in bytes: a note beside
+/// one relation or column, not a document.
+pub const MAX_DESCRIPTION_BYTES: usize = 1024;
+
 /// DDL bytes a prompt carries unless the caller says otherwise.
 pub const DEFAULT_SCHEMA_BUDGET: usize = 16 * 1024;
 
@@ -26,6 +31,14 @@ pub enum PromptError {
     TooLong { len: usize },
     #[error("the question contains control character U+{code:04X} at byte {at}")]
     ControlCharacter { code: u32, at: usize },
+}
+
+/// The first control character of `text` other than tab, line feed and carriage return,
+/// and its byte offset: text a prompt carries holds none (they could forge prompt
+/// structure or break the endpoint's transport).
+fn first_control(text: &str) -> Option<(usize, char)> {
+    text.char_indices()
+        .find(|&(_, c)| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
 }
 
 /// The question, trimmed, if it is one a prompt can carry: not empty, at most
@@ -40,16 +53,51 @@ pub fn clean_question(question: &str) -> Result<&str, PromptError> {
     if q.len() > MAX_QUESTION_BYTES {
         return Err(PromptError::TooLong { len: q.len() });
     }
-    if let Some((at, c)) = q
-        .char_indices()
-        .find(|&(_, c)| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
-    {
+    if let Some((at, c)) = first_control(q) {
         return Err(PromptError::ControlCharacter {
             code: c as u32,
             at: at + (question.len() - question.trim_start().len()),
         });
     }
     Ok(q)
+}
+
+/// Why a description cannot be stored.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum DescriptionError {
+    #[error("the description is {len} bytes long; the limit is {MAX_DESCRIPTION_BYTES}")]
+    TooLong { len: usize },
+    #[error("the description contains control character U+{code:04X} at byte {at}")]
+    ControlCharacter { code: u32, at: usize },
+}
+
+/// The description to store, trimmed: `None` when it is blank (the description is removed),
+/// an error when it is longer than [`MAX_DESCRIPTION_BYTES`] or holds a control character
+/// other than tab, line feed and carriage return (the prompt shows it on one line).
+pub fn clean_description(text: &str) -> Result<Option<&str>, DescriptionError> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    if t.len() > MAX_DESCRIPTION_BYTES {
+        return Err(DescriptionError::TooLong { len: t.len() });
+    }
+    if let Some((at, c)) = first_control(t) {
+        return Err(DescriptionError::ControlCharacter {
+            code: c as u32,
+            at: at + (text.len() - text.trim_start().len()),
+        });
+    }
+    Ok(Some(t))
+}
+
+/// The note a prompt shows for an object: its description written for the model when it
+/// has one, else its catalog comment (the description replaces the comment: whoever
+/// describes an object for the model says what of the comment still matters). Blank
+/// text counts as none.
+fn shown_note<'a>(comment: Option<&'a str>, description: Option<&'a str>) -> Option<&'a str> {
+    let said = |t: Option<&'a str>| t.filter(|t| !t.trim().is_empty());
+    said(description).or(said(comment))
 }
 
 /// How the model must write a stored name: bare when it folds back, quoted otherwise.
@@ -96,7 +144,7 @@ fn literals(values: &[String]) -> String {
 pub fn relation_ddl(r: &Relation, shown: &Shown<'_>, is_reserved: &dyn Fn(&str) -> bool) -> String {
     let name_of = |schema: &str, name: &str| shown.get(&(schema, name)).cloned();
     let mut s = String::new();
-    if let Some(c) = r.comment.as_deref().filter(|c| !c.trim().is_empty()) {
+    if let Some(c) = shown_note(r.comment.as_deref(), r.description.as_deref()) {
         s.push_str(&format!("-- {}\n", one_line(c)));
     }
     let verbs: Vec<&str> = Verb::ALL
@@ -138,7 +186,7 @@ pub fn relation_ddl(r: &Relation, shown: &Shown<'_>, is_reserved: &dyn Fn(&str) 
                 ));
             }
         }
-        let mut note = c.comment.as_deref().map(one_line).filter(|c| !c.is_empty());
+        let mut note = shown_note(c.comment.as_deref(), c.description.as_deref()).map(one_line);
         if !c.privileges.contains(&Verb::Select) {
             let n = "not readable".to_string();
             note = Some(note.map_or(n.clone(), |c| format!("{c} ({n})")));
@@ -236,16 +284,20 @@ pub fn terms(text: &str) -> BTreeSet<String> {
 }
 
 /// How well `r` matches the question's terms: name hits weigh most, then column names,
-/// then comments.
+/// then the notes shown (comments, or descriptions in their place).
 fn relevance(r: &Relation, question: &BTreeSet<String>) -> usize {
     let hits = |t: &BTreeSet<String>| t.intersection(question).count();
     let mut cols = BTreeSet::new();
     let mut comments = BTreeSet::new();
     for c in &r.columns {
         cols.extend(terms(&c.name));
-        comments.extend(terms(c.comment.as_deref().unwrap_or("")));
+        comments.extend(terms(
+            shown_note(c.comment.as_deref(), c.description.as_deref()).unwrap_or(""),
+        ));
     }
-    comments.extend(terms(r.comment.as_deref().unwrap_or("")));
+    comments.extend(terms(
+        shown_note(r.comment.as_deref(), r.description.as_deref()).unwrap_or(""),
+    ));
     4 * hits(&terms(&r.name)) + 2 * hits(&cols) + hits(&comments)
 }
 

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use grid_core::audit::to_hex;
 use grid_core::catalog::{
-    CatalogError, CatalogSnapshot, RelationKind, ValueHint, HINT_VALUE_BYTES,
+    attach_descriptions, CatalogError, CatalogSnapshot, Description, RelationKind, ValueHint,
+    HINT_VALUE_BYTES,
 };
 use grid_core::grammar::spec::LexiconKind;
 use grid_core::policy::Verb;
@@ -367,6 +368,12 @@ fn fingerprint_is_canonical() {
         changed(&|s| s.relations[1].columns[1].value_hint = Some(hint(false)))
     );
     assert_eq!(to_hex(&base), "9eb4c79c6e50c94d1863210e1472846f");
+    // So do descriptions, the relation's and a column's apart.
+    let rel = changed(&|s| s.relations[1].description = Some("staff".into()));
+    let col = changed(&|s| s.relations[1].columns[0].description = Some("staff".into()));
+    assert_ne!(base, rel);
+    assert_ne!(base, col);
+    assert_ne!(rel, col);
     // The order of the denied names does not matter.
     let mut x = demo();
     x.denied_functions = vec!["upper".into(), "lower".into()];
@@ -427,4 +434,66 @@ fn a_value_hint_is_for_a_category_only() {
     );
     assert!(ValueHint::of(vec!["x".repeat(HINT_VALUE_BYTES)], false, true, 2).is_some());
     assert_eq!(ValueHint::of(v(&["a\nb"]), false, true, 2), None);
+}
+
+/// A description lands beside the relation or column it names, and only where the snapshot
+/// lists it: one of a relation or a column the role may not see is dropped, so it cannot
+/// reach the prompt. The rest of the document is left as it was.
+#[test]
+fn descriptions_attach_only_to_what_the_snapshot_lists() {
+    let d = |relation: &str, column: Option<&str>, text: &str| Description {
+        schema: "public".into(),
+        relation: relation.into(),
+        column: column.map(str::to_string),
+        text: text.into(),
+    };
+    let mut v: serde_json::Value = serde_json::from_str(DEMO).unwrap();
+    let before = v.clone();
+    let put = attach_descriptions(
+        &mut v,
+        &[
+            d("employees", None, "everyone on the payroll"),
+            d("employees", Some("hired"), "the first working day"),
+            // A relation the analyst does not see, one in another schema, a column it
+            // does not see, a column of that name in another relation.
+            d("bonuses", None, "who gets a bonus"),
+            Description {
+                schema: "reporting".into(),
+                ..d("employees", None, "elsewhere")
+            },
+            d("employees", Some("salary"), "the pay"),
+            d("departments", Some("hired"), "not a column of departments"),
+        ],
+    );
+    assert_eq!(put, 2);
+    let s = CatalogSnapshot::from_json(&v.to_string()).unwrap();
+    let emp = &s.relations[1];
+    assert_eq!(emp.description.as_deref(), Some("everyone on the payroll"));
+    assert_eq!(
+        emp.columns[3].description.as_deref(),
+        Some("the first working day")
+    );
+    let described: usize = s
+        .relations
+        .iter()
+        .map(|r| {
+            usize::from(r.description.is_some())
+                + r.columns.iter().filter(|c| c.description.is_some()).count()
+        })
+        .sum();
+    assert_eq!(described, 2);
+    // The comments stay; nothing else moved.
+    assert_eq!(emp.comment.as_deref(), Some("People on the payroll"));
+    v["relations"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("description");
+    v["relations"][1]["columns"][3]
+        .as_object_mut()
+        .unwrap()
+        .remove("description");
+    assert_eq!(v, before);
+    // A snapshot without descriptions serializes without the key.
+    let plain = serde_json::to_value(demo()).unwrap();
+    assert!(plain["relations"][1].get("description").is_none());
 }

@@ -11,9 +11,9 @@ use grid_core::catalog::{
 use grid_core::checker::check;
 use grid_core::policy::Verb;
 use grid_core::prompt::{
-    clean_question, question_prompt, question_prompt_with, relation_ddl, repair_prompt,
-    repair_prompt_with, schema_ddl, terms, trim_by_relevance, Example, PromptError, Shown,
-    MAX_QUESTION_BYTES,
+    clean_description, clean_question, question_prompt, question_prompt_with, relation_ddl,
+    repair_prompt, repair_prompt_with, schema_ddl, terms, trim_by_relevance, DescriptionError,
+    Example, PromptError, Shown, MAX_DESCRIPTION_BYTES, MAX_QUESTION_BYTES,
 };
 use sqlparser::ast::{Statement, TableConstraint};
 use sqlparser::dialect::PostgreSqlDialect;
@@ -100,14 +100,25 @@ fn ddl_shows_types_keys_comments_and_grants() {
     ));
 }
 
+/// The demo snapshot's `employees`.
+fn employees(snap: &mut CatalogSnapshot) -> &mut Relation {
+    snap.relations
+        .iter_mut()
+        .find(|r| r.name == "employees")
+        .expect("employees")
+}
+
+/// The flat question prompt of `question` over `snap`, with the whole schema.
+fn flat(snap: &CatalogSnapshot, question: &str) -> String {
+    question_prompt(snap, question, 1 << 20, &reserved)
+        .unwrap()
+        .flat()
+}
+
 #[test]
 fn ddl_shows_value_hints_as_literals() {
     let mut snap = CatalogSnapshot::from_json(DEMO).unwrap();
-    let emp = snap
-        .relations
-        .iter_mut()
-        .find(|r| r.name == "employees")
-        .expect("employees");
+    let emp = employees(&mut snap);
     emp.columns[1].value_hint = Some(ValueHint {
         values: vec!["O'Neil".into(), "Smith".into()],
         complete: true,
@@ -116,9 +127,7 @@ fn ddl_shows_value_hints_as_literals() {
         values: vec!["2024-01-01".into()],
         complete: false,
     });
-    let p = question_prompt(&snap, "Who is Smith?", 1 << 20, &reserved)
-        .unwrap()
-        .flat();
+    let p = flat(&snap, "Who is Smith?");
     // Beside the comment, quoted as the model must write them.
     assert!(
         p.contains("  name text NOT NULL, -- Full name; values: 'O''Neil', 'Smith'\n"),
@@ -205,6 +214,7 @@ fn wide(n: usize) -> Vec<Relation> {
         ty: "integer".into(),
         not_null: false,
         comment: None,
+        description: None,
         privileges: [Verb::Select].into_iter().collect(),
         value_hint: None,
     };
@@ -214,6 +224,7 @@ fn wide(n: usize) -> Vec<Relation> {
         kind: RelationKind::Table,
         on_search_path: true,
         comment: comment.map(str::to_string),
+        description: None,
         privileges: [Verb::Select].into_iter().collect(),
         columns: cols.iter().map(|c| col(c)).collect(),
         primary_key: vec!["id".into()],
@@ -425,4 +436,78 @@ fn examples_come_between_the_schema_and_the_question_in_order() {
     assert!(r.user.starts_with(&p.user), "{}", r.user);
     let plain_repair = repair_prompt(&snap, q, 1 << 20, "SELECT 1", &["no"], &reserved).unwrap();
     assert!(!plain_repair.user.contains("Example"));
+}
+
+/// A description written for the model takes the place of the catalog comment, where the
+/// comment would be: above the relation, beside the column (before the column's other
+/// notes); an object without one keeps its comment; one line, whatever it holds.
+#[test]
+fn descriptions_stand_where_comments_would() {
+    let mut snap = CatalogSnapshot::from_json(DEMO).unwrap();
+    let emp = employees(&mut snap);
+    emp.description = Some("Everyone paid,\n  contractors included".into());
+    emp.columns[1].description = Some("Family name first".into());
+    emp.columns[3].description = Some("First working day".into());
+    emp.columns[3].privileges.remove(&Verb::Select);
+    emp.columns[3].value_hint = Some(ValueHint {
+        values: vec!["2024-01-01".into()],
+        complete: true,
+    });
+    let p = flat(&snap, "Who was hired?");
+    assert!(
+        p.contains("-- Everyone paid, contractors included\nCREATE TABLE employees (\n"),
+        "{p}"
+    );
+    assert!(!p.contains("People on the payroll"), "{p}");
+    assert!(
+        p.contains("  name text NOT NULL, -- Family name first\n"),
+        "{p}"
+    );
+    assert!(!p.contains("Full name"), "{p}");
+    assert!(
+        p.contains("  hired date -- First working day (not readable); values: '2024-01-01'\n"),
+        "{p}"
+    );
+    // Untouched: the comments of the others.
+    assert!(p.contains("-- Organisational units\n"), "{p}");
+    // A blank description is none: the comment shows.
+    employees(&mut snap).description = Some("  ".into());
+    let p = flat(&snap, "Who was hired?");
+    assert!(
+        p.contains("-- People on the payroll\nCREATE TABLE employees (\n"),
+        "{p}"
+    );
+}
+
+/// Trimming by relevance reads a description as it reads a comment.
+#[test]
+fn trimming_reads_descriptions() {
+    let mut rels = wide(40);
+    let i = rels.iter().position(|r| r.name == "t7").expect("t7");
+    rels[i].columns[1].description = Some("the refund owed to a customer".into());
+    let refs: Vec<&Relation> = rels.iter().collect();
+    let size = |_: &Relation| 100;
+    let kept = trim_by_relevance(&refs, "which refund is owed", 300, &size);
+    assert!(kept.iter().any(|r| r.name == "t7"), "{kept:?}");
+    rels[i].columns[1].description = None;
+    let refs: Vec<&Relation> = rels.iter().collect();
+    let kept = trim_by_relevance(&refs, "which refund is owed", 300, &size);
+    assert!(!kept.iter().any(|r| r.name == "t7"));
+}
+
+#[test]
+fn descriptions_are_checked() {
+    assert_eq!(clean_description("  "), Ok(None));
+    assert_eq!(clean_description(" in cents \n"), Ok(Some("in cents")));
+    assert_eq!(
+        clean_description(&"x".repeat(MAX_DESCRIPTION_BYTES + 1)),
+        Err(DescriptionError::TooLong {
+            len: MAX_DESCRIPTION_BYTES + 1
+        })
+    );
+    assert_eq!(
+        clean_description(" a\u{1b}b"),
+        Err(DescriptionError::ControlCharacter { code: 0x1b, at: 2 })
+    );
+    assert!(clean_description("two\tcolumns\nlines").is_ok());
 }
