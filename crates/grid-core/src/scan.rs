@@ -13,7 +13,7 @@ use crate::lexer::dfa::DEAD;
 use crate::lexer::words::{WordTrie, OFF};
 use crate::lexer::{is_ident_start, is_word_byte};
 use crate::termset::TermSet;
-use crate::trie::pure::{has_byte, ByteSet};
+use crate::trie::pure::{clear_byte, has_byte, ByteSet};
 
 /// The lexeme in progress.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -238,7 +238,7 @@ pub(crate) fn absorbing_run(
     // A dot after a word-trie node outside quotes may be a `schema.table` separator, which
     // asks the parser; the run's quotes could take an inside node outside.
     if scan.w != OFF && (!lang.words.in_quotes(scan.w) || has_byte(&bytes, b'"')) {
-        bytes[usize::from(b'.' / 64)] &= !(1 << (b'.' % 64));
+        clear_byte(&mut bytes, b'.');
     }
     Some(Absorbing { bytes, len })
 }

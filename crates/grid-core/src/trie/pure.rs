@@ -19,6 +19,12 @@ pub fn has_byte(set: &ByteSet, b: u8) -> bool {
     set[usize::from(b / 64)] & (1 << (b % 64)) != 0
 }
 
+/// Takes `b` out of `set`.
+#[inline]
+pub fn clear_byte(set: &mut ByteSet, b: u8) {
+    set[usize::from(b / 64)] &= !(1 << (b % 64));
+}
+
 /// The tokens of one trie whose every byte is in [`PureTokens::bytes`] ("pure" tokens).
 ///
 /// Invariants: `ids` holds the ids of every pure node but the root (aliases included), by
