@@ -13,6 +13,7 @@ use crate::lexer::dfa::DEAD;
 use crate::lexer::words::{WordTrie, OFF};
 use crate::lexer::{is_ident_start, is_word_byte};
 use crate::termset::TermSet;
+use crate::trie::pure::{clear_byte, has_byte, ByteSet};
 
 /// The lexeme in progress.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -145,6 +146,101 @@ pub(crate) fn scan_byte<H: ScanHost>(
         *scan = Scan::fresh(lang, base);
     }
     Ok(())
+}
+
+/// A run of bytes the lexeme in progress absorbs, found by [`absorbing_run`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Absorbing {
+    /// The bytes ([`crate::trie::pure::ByteSet`]).
+    pub bytes: ByteSet,
+    /// The longest run: every spelling of `1..=len` bytes of `bytes` qualifies.
+    pub len: usize,
+}
+
+/// The bytes that, fed in any order and number up to a length at `scan`, keep the lexeme
+/// in progress going and able to become a terminal of `allowed` or an ignored one whatever
+/// its bytes so far spell: inside a quoted name where a free name is viable, every byte but
+/// `"`, up to the name's 63 bytes; inside a string literal, every byte but the quote, the
+/// backslash and the control bytes, without end. `None` when there is no such run.
+///
+/// Exact by construction: for `k < len` every byte of the set moves the automaton from
+/// `q_k` to one state `q_(k+1)`, which is alive and can still become a terminal of
+/// `allowed ∪ skip` that no lexicon decides (so the word trie's node cannot take it away,
+/// [`Language::live`]); so no lexeme is handed over, and a dot is never the separator of a
+/// `schema.table` word (it is not in the set when the trie node could read it as one).
+/// So a token spelled with `1..=len` bytes of the set is allowed and context-independent
+/// (case (a) of [`crate::mask`]), at any stacks with this `allowed`.
+pub(crate) fn absorbing_run(
+    lang: &Language,
+    scan: &Scan,
+    allowed: &TermSet,
+    max_len: usize,
+) -> Option<Absorbing> {
+    if scan.rem.is_empty() || scan.q == DEAD || max_len == 0 {
+        return None;
+    }
+    let dfa = lang.dfa();
+    let t = lang.terms();
+    let wanted = allowed.union(&t.skip);
+    let decided = t.lexicon_all.union(&t.dynamic_all);
+    // The automaton's classes still in the run: (class, one byte of it).
+    let mut classes: SmallVec<[(u8, u8); 64]> = SmallVec::new();
+    let mut size = [0u16; 256];
+    for b in 0..=255u8 {
+        let c = dfa.class(b);
+        if size[usize::from(c)] == 0 {
+            classes.push((c, b));
+        }
+        size[usize::from(c)] += 1;
+    }
+    let mut q = scan.q;
+    let mut len = 0;
+    let mut tally: SmallVec<[(u32, u32); 16]> = SmallVec::new();
+    while len < max_len {
+        // The state most bytes of the run lead to.
+        tally.clear();
+        for &(c, b) in &classes {
+            let to = dfa.next(q, b);
+            let n = u32::from(size[usize::from(c)]);
+            match tally.iter_mut().find(|(s, _)| *s == to) {
+                Some((_, k)) => *k += n,
+                None => tally.push((to, n)),
+            }
+        }
+        let Some(&(to, _)) = tally
+            .iter()
+            .max_by_key(|&&(s, n)| (n, std::cmp::Reverse(s)))
+        else {
+            break;
+        };
+        if to == DEAD || !dfa.live(to).minus(&decided).intersects(&wanted) {
+            break;
+        }
+        let before = classes.len();
+        classes.retain(|&mut (_, b)| dfa.next(q, b) == to);
+        let fixed = to == q && classes.len() == before;
+        q = to;
+        len += 1;
+        if fixed {
+            // The same state on the same bytes: the run never ends.
+            len = max_len;
+        }
+    }
+    if len == 0 {
+        return None;
+    }
+    let mut bytes: ByteSet = [0; 4];
+    for b in 0..=255u8 {
+        if classes.iter().any(|&(c, _)| c == dfa.class(b)) {
+            bytes[usize::from(b / 64)] |= 1 << (b % 64);
+        }
+    }
+    // A dot after a word-trie node outside quotes may be a `schema.table` separator, which
+    // asks the parser; the run's quotes could take an inside node outside.
+    if scan.w != OFF && (!lang.words.in_quotes(scan.w) || has_byte(&bytes, b'"')) {
+        clear_byte(&mut bytes, b'.');
+    }
+    Some(Absorbing { bytes, len })
 }
 
 /// Why recognition stopped.

@@ -4,9 +4,9 @@
 //! stacks only through `A`. A subtree is pruned only when it is dead on *every* stack set
 //! with that `A`: the scanner refuses, the first lexeme handed over has no candidate in `A`,
 //! or, before any lexeme is handed over, the lexeme in progress can neither become a
-//! terminal of `A ∪ skip` nor be cut back to one. Every surviving token is CI (the same two
-//! cases as [`crate::mask`]) or a CD candidate, filed under its [`CdKey`]; the live stacks
-//! decide the candidates on each step, one verdict per class.
+//! terminal of `A ∪ skip` nor be cut back to one without splitting a word. Every surviving
+//! token is CI (the same two cases as [`crate::mask`]) or a CD candidate, filed under its
+//! [`CdKey`]; the live stacks decide the candidates on each step, one verdict per class.
 //!
 //! The root's subtrees are independent, so they may be walked in parallel (rayon); the parts
 //! are merged in trie order, which makes the entry bit-identical to a serial walk.
@@ -24,6 +24,13 @@
 //! It is most of a miss's work: after a pending word, a token starting with ` ` hands the
 //! word over at depth 1, and the space-led half of the vocabulary below it is the same walk
 //! for every key that ends in a word.
+//!
+//! Where the lexeme in progress absorbs a run of bytes whatever they are and whatever it
+//! spells so far ([`absorbing_run`]: inside a quoted name where a free name is viable, every
+//! byte but `"`), every token spelled with such bytes, up to the run's length, is CI: those
+//! come as a block from the trie's [`PureTokens`] of the run's bytes, and the walk visits
+//! only the subtrees that hold another token. Every prefix of a long quoted name is a new key
+//! (its remainder is the raw bytes), so without this each of them walked the whole trie.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -38,8 +45,9 @@ use super::key::CacheKey;
 use crate::cd_class::CdKey;
 use crate::language::Language;
 use crate::lexer::is_word_byte;
-use crate::scan::{scan_byte, Scan, ScanHost, ScanStop, TrailKey};
+use crate::scan::{absorbing_run, scan_byte, splits, Scan, ScanHost, ScanStop, TrailKey};
 use crate::termset::TermSet;
+use crate::trie::pure::PureTokens;
 use crate::trie::TokenTrie;
 
 /// Below this many descendants a node's tail is walked in place rather than memoised: the
@@ -49,6 +57,10 @@ const TAIL_MIN_NODES: usize = 64;
 /// The most token ids a namespace's tails hold together; past it, tails are still used but
 /// no more are kept.
 const TAIL_MEMO_MAX_IDS: usize = 1 << 22;
+
+/// An absorbing run is taken as a block only when at least this many byte values are in
+/// it: a small set spells few tokens, and each set costs a pass over the trie once.
+const RUN_MIN_BYTES: u32 = 128;
 
 /// What a walk needs besides the trie: the language, the start state and `A`.
 #[derive(Clone, Copy)]
@@ -329,7 +341,9 @@ impl TailMemo {
 
 /// Builds the entry of `key` at `start`; `parallel` walks the root's subtrees on rayon, and
 /// `tails` (the namespace's memo, if any) supplies and keeps the parts below hand-overs.
-/// Returns the entry and the number of trie nodes visited (tails reused count none).
+/// Where the lexeme in progress absorbs a run of bytes, the tokens spelled with them come
+/// as a block (see the module documentation). Returns the entry and the number of trie
+/// nodes visited (tails reused and tokens taken as a block count none).
 pub fn build(
     trie: &TokenTrie,
     key: &CacheKey,
@@ -337,11 +351,48 @@ pub fn build(
     parallel: bool,
     tails: Option<&TailMemo>,
 ) -> (Entry, u32) {
+    let run = absorbing_run(start.lang, start.scan, &start.allowed, trie.max_len())
+        .filter(|r| r.bytes.iter().map(|w| w.count_ones()).sum::<u32>() >= RUN_MIN_BYTES)
+        .and_then(|r| Some((trie.pure(&r.bytes)?, r.len)));
+    match run {
+        // What is left to walk is small: no threads.
+        Some((pure, len)) => build_with(trie, key, start, false, tails, Some((&pure, len))),
+        None => build_with(trie, key, start, parallel, tails, None),
+    }
+}
+
+/// [`build`] visiting every node it does not prune, absorbing runs or not: the reference
+/// the block is tested against.
+pub fn build_every_node(
+    trie: &TokenTrie,
+    key: &CacheKey,
+    start: WalkStart<'_>,
+    parallel: bool,
+    tails: Option<&TailMemo>,
+) -> (Entry, u32) {
+    build_with(trie, key, start, parallel, tails, None)
+}
+
+/// [`build`], taking the pure tokens of `run` spelled with at most its length as CI
+/// without visiting them.
+fn build_with(
+    trie: &TokenTrie,
+    key: &CacheKey,
+    start: WalkStart<'_>,
+    parallel: bool,
+    tails: Option<&TailMemo>,
+    run: Option<(&PureTokens, usize)>,
+) -> (Entry, u32) {
     let mut root = Part::default();
     // The empty spelling (if a token has it) keeps the output as it is: viable, CI.
     root.record(trie, 0, None, &[]);
     let subtrees: Vec<usize> = trie.children(0).collect();
-    let walker = Walker { trie, start, tails };
+    let walker = Walker {
+        trie,
+        start,
+        tails,
+        run,
+    };
     let range = |c: usize| c..c + trie.size(c);
     // One part per thread (in parallel) or for the whole walk: a class is hashed once per
     // part, not once per subtree.
@@ -367,6 +418,10 @@ pub fn build(
     let mut ci_bits = vec![0u32; trie.n_ids().div_ceil(32)];
     let mut ci_count = 0;
     let mut ci_first: Option<u32> = None;
+    if let Some((pure, len)) = run {
+        ci_count = pure.set_upto(len, &mut ci_bits) as u32;
+        ci_first = pure.first_upto(len);
+    }
     let mut classes: Vec<PartClass> = Vec::new();
     let mut index: FxHashMap<CdKey, usize> = FxHashMap::default();
     let mut visited = 0;
@@ -464,6 +519,9 @@ struct Walker<'a> {
     trie: &'a TokenTrie,
     start: WalkStart<'a>,
     tails: Option<&'a TailMemo>,
+    /// The pure tokens of the start's absorbing run and its length: those spelled with at
+    /// most that many bytes are CI, filed by the caller, and not visited.
+    run: Option<(&'a PureTokens, usize)>,
 }
 
 impl Walker<'_> {
@@ -546,6 +604,12 @@ impl Walker<'_> {
                 ends.pop();
             }
             let d = ends.len() + 1;
+            // From the key's start (the root), a subtree of tokens all in the run: filed.
+            let run = self.run.filter(|_| !handed_over);
+            if run.is_some_and(|(p, len)| p.covers(i, len)) {
+                i += trie.size(i);
+                continue;
+            }
             let (before, rest) = frames.split_at_mut(d);
             let (f, off) = &mut rest[0];
             f.clone_from(&before[d - 1].0);
@@ -575,12 +639,23 @@ impl Walker<'_> {
             }
             let first = !handed_over && log.is_empty();
             let direct = f.rem.is_empty() || lang.live(f.q, f.w).intersects(&allowed_or_skip);
-            if first && !direct && !f.last.is_some_and(|(_, c)| c.intersects(&allowed_or_skip)) {
+            // Not viable as it is, so only a cut back can save the subtree: to the longest
+            // accepted prefix so far (a longer one would have a terminal of `live`, which
+            // holds none of `A ∪ skip`), and only if that prefix is in `A ∪ skip` and the
+            // cut splits no word: at a statement's head, `SELECT` is never cut off the
+            // identifier `SELECTx`, whose subtree is half the vocabulary.
+            let cut_may_save = |&(len, c): &(u32, TermSet)| {
+                let len = len as usize;
+                c.intersects(&allowed_or_skip)
+                    && (len >= f.rem.len() || !splits(lang, &c, f.rem[len - 1], f.rem[len]))
+            };
+            if first && !direct && !f.last.as_ref().is_some_and(cut_may_save) {
                 i += trie.size(i);
                 continue;
             }
             log_len[d] = log.len();
-            if trie.token(i).is_some() {
+            let in_run = run.is_some_and(|(p, len)| d <= len && p.is_pure(i));
+            if trie.token(i).is_some() && !in_run {
                 let ci = !handed_over
                     && match log.len() {
                         0 => direct,

@@ -113,6 +113,12 @@ impl WordTrie {
                 .is_ok()
     }
 
+    /// Whether `node` is inside double quotes (`OFF` is not: it is on no spelling).
+    #[inline]
+    pub fn in_quotes(&self, node: u32) -> bool {
+        node != OFF && self.nodes[node as usize].in_quotes
+    }
+
     #[inline]
     pub fn accept(&self, node: u32) -> TermSet {
         if node == OFF {

@@ -4,7 +4,8 @@
 //! One trie per vocabulary fingerprint ([`TokenTrie::shared`] keeps one per fingerprint for
 //! the process). Special tokens are not in it: they are never in a mask (EOS enters a mask
 //! only through the EOS gate of [`crate::mask`]). [`starts`] indexes where a name may begin
-//! inside the tokens, built on first use ([`TokenTrie::starts`]).
+//! inside the tokens, built on first use ([`TokenTrie::starts`]); [`pure`] the tokens
+//! spelled with the bytes of one set, built on first use per set ([`TokenTrie::pure`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -12,8 +13,10 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use grid_vocab::Vocabulary;
 use thiserror::Error;
 
+pub mod pure;
 pub mod starts;
 
+use pure::{ByteSet, PureTokens};
 use starts::TokenStarts;
 
 #[derive(Debug, Error)]
@@ -71,11 +74,16 @@ pub struct TokenTrie {
     fingerprint: String,
     /// Where names may start in the tokens, for the dynamic lexicon; built on first use.
     starts: OnceLock<TokenStarts>,
+    /// The pure tokens of each byte set asked for so far, at most [`TokenTrie::PURE_SETS`].
+    pure: Mutex<Vec<Arc<PureTokens>>>,
 }
 
 impl TokenTrie {
     /// The largest vocabulary the packed node's 24-bit token field can hold.
     pub const MAX_IDS: usize = (TOKEN_MASK - 1) as usize;
+
+    /// The most byte sets whose pure tokens a trie keeps ([`TokenTrie::pure`]).
+    pub const PURE_SETS: usize = 16;
 
     /// Builds the trie of `vocab`'s non-special tokens.
     pub fn build(vocab: &Vocabulary) -> Result<TokenTrie, TrieError> {
@@ -144,6 +152,7 @@ impl TokenTrie {
             max_len,
             fingerprint: vocab.fingerprint().to_string(),
             starts: OnceLock::new(),
+            pure: Mutex::default(),
         };
         for (i, (b, ids, size)) in nodes.into_iter().enumerate() {
             let mut packed = u64::from(b) | u64::from(size) << SIZE_SHIFT;
@@ -184,6 +193,23 @@ impl TokenTrie {
     /// Where names may start inside the tokens ([`TokenStarts`]), built on first use.
     pub fn starts(&self) -> &TokenStarts {
         self.starts.get_or_init(|| TokenStarts::build(self))
+    }
+
+    /// The tokens spelled only with bytes of `bytes` ([`PureTokens`]), built on first use
+    /// and kept; `None` once [`TokenTrie::PURE_SETS`] sets are kept (a scanner has a few
+    /// lexeme bodies, so more sets means the callers ask for sets no body has).
+    pub fn pure(&self, bytes: &ByteSet) -> Option<Arc<PureTokens>> {
+        let mut kept = self.pure.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = kept.iter().find(|p| p.bytes == *bytes) {
+            return Some(p.clone());
+        }
+        if kept.len() >= Self::PURE_SETS {
+            return None;
+        }
+        // Built under the lock: two walkers that want one set build it once.
+        let p = Arc::new(PureTokens::build(self, *bytes));
+        kept.push(p.clone());
+        Some(p)
     }
 
     /// Number of nodes, the root included.

@@ -21,5 +21,6 @@ mod one_meaning;
 mod prompt;
 mod reduced;
 mod reserve_completion;
+mod runs;
 mod spider;
 mod viability;

@@ -1,0 +1,196 @@
+//! Absorbing runs: where the lexeme in progress takes any run of some bytes (inside a quoted
+//! name where a free name is viable, inside a string literal or a comment), a miss walk
+//! takes the tokens spelled with them as a block instead of visiting them. The block must
+//! be exactly what the walk would have found: checked against the walk that visits every
+//! node, against cache off, and against the brute-force oracle, at every byte offset of
+//! statements that stand inside quoted names and literals, with a vocabulary whose tokens
+//! hold the run's stop bytes (`"`, `'`, `\`, `.`, control bytes) at every position and are
+//! longer than a quoted name may still grow.
+
+use crate::common;
+
+use std::sync::Arc;
+
+use common::fixtures::{assert_same_mask, hr_schema, language};
+use grid_core::cache::key::scope_of;
+use grid_core::cache::walk::{self, WalkStart};
+use grid_core::cache::{CacheKey, MaskCache};
+use grid_core::mask::Masker;
+use grid_core::oracle::oracle_mask;
+use grid_core::trie::TokenTrie;
+use grid_core::Policy;
+use grid_vocab::Vocabulary;
+
+/// Every byte, tokens holding each stop byte first, inside and last, runs of plain bytes
+/// of many lengths around 63 (the longest quoted name), and SQL fragments.
+fn run_vocab() -> Vocabulary {
+    let mut toks: Vec<Vec<u8>> = vec![b"<eos>".to_vec(), b"<pad>".to_vec()];
+    toks.extend((0..=255u8).map(|b| vec![b]));
+    for stop in [
+        b"\"".as_slice(),
+        b"'",
+        b"\\",
+        b".",
+        b"\x01",
+        b"\n",
+        b"*/",
+        b"\xff",
+    ] {
+        for (pre, post) in [
+            ("", ""),
+            ("a", ""),
+            ("", "b"),
+            ("Zip ", " Code"),
+            ("x", "y"),
+            ("", " FROM"),
+            (" ", ","),
+            ("", ")"),
+        ] {
+            let mut t = pre.as_bytes().to_vec();
+            t.extend_from_slice(stop);
+            t.extend_from_slice(post.as_bytes());
+            toks.push(t.clone());
+            // The stop byte twice: `""` and `''` go on a name and a literal.
+            let mut twice = pre.as_bytes().to_vec();
+            twice.extend_from_slice(stop);
+            twice.extend_from_slice(stop);
+            twice.extend_from_slice(post.as_bytes());
+            toks.push(twice);
+        }
+    }
+    for n in [2, 5, 9, 17, 30, 40, 50, 55, 58, 60, 61, 62, 63, 64, 65, 70] {
+        toks.push(vec![b'a'; n]);
+        toks.push([vec![b' '], vec![b'Z'; n - 1]].concat());
+        let mut q = vec![b'q'; n];
+        q.push(b'"');
+        toks.push(q);
+    }
+    for f in [
+        "SELECT",
+        " FROM",
+        " WHERE",
+        " name",
+        " employees",
+        "employees",
+        " AS",
+        " =",
+        " AND",
+        " \"",
+        "\" FROM",
+        "\",",
+        "Rating",
+        "_(millions",
+        ")\"",
+        " 'it",
+        "s'",
+        " E'",
+        "E'",
+        "\\t",
+        "\\\\",
+        "/*",
+        " /*",
+        " --",
+        "--",
+        " Customer",
+        " Zip",
+        " Code",
+        "(in",
+        " thousands)",
+        "é",
+        "\u{00e9}t\u{00e9}",
+        " x.y",
+        "a.b",
+        "\t",
+        "\0",
+        "id",
+        " id",
+        ";",
+    ] {
+        toks.push(f.as_bytes().to_vec());
+    }
+    // Aliases: one spelling with three ids, inside and outside every run.
+    for t in ["Zip", "a\"", "'"] {
+        toks.push(t.as_bytes().to_vec());
+        toks.push(t.as_bytes().to_vec());
+    }
+    Vocabulary::from_served(toks, &[1], Some(0)).expect("vocabulary")
+}
+
+/// Statements that stand inside quoted names of free and lexicon positions (one of 63
+/// bytes, the longest), string literals and comments.
+const STATEMENTS: &[&str] = &[
+    "SELECT name AS \"Customer Zip Code (in thousands), \"\"net\"\" of tax.\" FROM employees",
+    "SELECT name AS \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\" FROM employees",
+    "SELECT \"Rating_(millions)\" FROM employees AS \"E e\"",
+    "SELECT \"x y\".id FROM (SELECT id FROM orders) AS \"x y\"",
+    "SELECT name FROM employees WHERE name = 'it''s a \"quoted\" name. e\tx' AND id = 1",
+    "SELECT E'tab\\t \\\\ ''q'' \"d\"', 'a' FROM employees",
+    "SELECT /* a \"comment\" with 'quotes'. */ name -- trailing \"x\" 'y'\nFROM employees",
+    "WITH \"my cte\" AS (SELECT id FROM orders) SELECT id FROM \"my cte\";",
+];
+
+#[test]
+fn runs_taken_as_a_block_equal_the_walk_cache_off_and_the_oracle() {
+    let vocab = run_vocab();
+    let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
+    let lang = language(&common::dialect(), &hr_schema(), &Policy::default());
+    let scope = scope_of(&lang, trie.fingerprint());
+    let cache = Arc::new(MaskCache::new(8));
+    let mut on = Masker::with_cache(trie.clone(), cache);
+    let mut off = Masker::new(trie.clone());
+    let byte_ids = common::byte_ids(&vocab);
+    // Keys whose walk took a block, and ids the blocks held.
+    let mut blocks = 0;
+    let mut in_blocks = 0;
+    let checked = common::over_offsets_by(&lang, &byte_ids, STATEMENTS, &mut |s, cfg, what| {
+        let allowed = s.allowed(cfg);
+        let key = CacheKey::of(&lang, scope, &cfg.scan, allowed);
+        let start = WalkStart {
+            lang: &lang,
+            scan: &cfg.scan,
+            offset: cfg.offset,
+            allowed,
+        };
+        let (fast, fast_visited) = walk::build(&trie, &key, start, true, None);
+        let (every, every_visited) = walk::build_every_node(&trie, &key, start, false, None);
+        if fast != every {
+            let bits = |e: &grid_core::cache::Entry| -> Vec<u32> {
+                (0..vocab.len() as u32)
+                    .filter(|&id| e.ci_bits[id as usize / 32] & (1 << (id % 32)) != 0)
+                    .collect()
+            };
+            let (a, b) = (bits(&fast), bits(&every));
+            let spell = |ids: Vec<&u32>| -> Vec<String> {
+                let t = |&&id: &&u32| String::from_utf8_lossy(vocab.token_bytes(id)).into_owned();
+                ids.iter().take(8).map(t).collect()
+            };
+            panic!(
+                "{what}: the block and the walk differ: CI only in the block {:?}, only in the \
+                 walk {:?}, ci_first {:?} vs {:?}, classes {} vs {}",
+                spell(a.iter().filter(|id| !b.contains(id)).collect()),
+                spell(b.iter().filter(|id| !a.contains(id)).collect()),
+                fast.ci_first,
+                every.ci_first,
+                fast.classes.len(),
+                every.classes.len()
+            );
+        }
+        if fast_visited < every_visited {
+            blocks += 1;
+            in_blocks += every_visited - fast_visited;
+        }
+        let m = on.mask(s, cfg);
+        let plain = off.mask(s, cfg);
+        assert_same_mask(&m, &plain, &vocab, &format!("{what}: cache on, off"), true);
+        assert_eq!(m.forced, plain.forced, "{what}: forced runs");
+        let oracle = oracle_mask(s, cfg, &vocab);
+        assert_same_mask(&m, &oracle, &vocab, &format!("{what}: oracle"), false);
+        plain
+    });
+    assert!(checked > 400, "{checked}");
+    // Inside every quoted name, literal and comment above, but not elsewhere.
+    assert!(
+        blocks > 200 && in_blocks > 50_000,
+        "{blocks} keys took a block of {in_blocks} nodes in all"
+    );
+}
