@@ -20,7 +20,8 @@
 # Data: --questions/--schemas default to Spider dev (../shared/data/spider: dev.json, the
 # postgres/ dumps), with dev_gold_pg.sql as the gold.
 # Every other option goes to bench/eval/run.py (--max-tokens, --ask-timeout,
-# --statement-timeout, --skip-unavailable-arms, --examples; see its --help). --keep keeps
+# --statement-timeout, --skip-unavailable-arms, --examples, --concurrent N: N asks at once
+# from N sessions, timed against the endpoint's step trace; see its --help). --keep keeps
 # the cluster's directory (logs) after the run.
 #
 # Builds and installs the extension (release) under /tmp/grid-pg-install.lock, held for the
@@ -104,7 +105,7 @@ elif [ -z "$endpoint" ]; then
     # build llama.cpp a second time).
     run_logged "cargo build --profile ci -p grid-endpoint --features llama" \
         cargo build --profile ci -p grid-endpoint --features llama
-    endpoint_cmd=(target/ci/grid-endpoint serve --backend llama --model "$model" --threads 1)
+    endpoint_cmd=(target/ci/grid-endpoint serve --backend llama --model "$model" --threads 1 --trace-steps)
     model_name=$(basename "$model")
 fi
 
@@ -159,6 +160,7 @@ if [ -n "$endpoint_pid" ]; then
 fi
 
 rc=0
+[ "${#endpoint_cmd[@]}" -eq 0 ] || run_args+=(--endpoint-trace "$dir/endpoint.log")
 "$venv/bin/python" bench/eval/run.py --host "$dir" --port "$PORT" --db eval --endpoint "$endpoint" \
     ${model_name:+--model-name "$model_name"} "${run_args[@]}" "${pass[@]}" || rc=$?
 exit "$rc"

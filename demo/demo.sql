@@ -58,6 +58,15 @@ SELECT grid.describe('salaries', 'salary', 'Monthly gross pay in euros');
 SELECT grid.ask('What is the total amount of orders per employee?') AS sql;
 SELECT * FROM grid.run('What is the total amount of orders per employee?');
 
+\echo '== value hints (superuser-only, off by default): the DBA turns them on for the analyst;'
+\echo '   its next prompt shows the few values of employees.dept beside the column, read as the'
+\echo '   analyst, so the model can write the value as it is stored (sales, not Sales)'
+\c - postgres
+ALTER ROLE analyst SET grid.value_hints = 10;
+\c - analyst
+SELECT grid.ask('How many employees work in Sales?') AS sql;
+SELECT * FROM grid.run('How many employees work in Sales?');
+
 \echo '== auditor: every ask, who asked, and what came out'
 \c - auditor
 SELECT generation, session_user_name AS session_user, current_user_name AS role,

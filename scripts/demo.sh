@@ -157,6 +157,13 @@ if [ "$check" -eq 1 ]; then
     expect "the curator's descriptions are stored as the curator's, the hidden one included" \
         "SELECT string_agg(relation::text || '.' || column_name || ' by ' || added_by, ', ' ORDER BY relation::text)
            FROM grid.descriptions" "orders.employee_id by curator, salaries.salary by curator"
+    expect "the analyst's ask after the DBA turned value hints on showed employees.dept's values, read as the analyst" \
+        "SELECT bool_and(position('values: ''research'', ''sales''' in a.content_json -> 'prompt' ->> 'user') > 0)
+           FROM grid.generations g JOIN grid.artifacts a ON a.kind = 'prompt' AND a.digest = g.prompt_digest
+          WHERE g.current_user_name = 'analyst' AND g.question ILIKE '%work in Sales%'" t
+    expect "no prompt before it showed values (value hints are off by default)" \
+        "SELECT count(*) FROM grid.generations g JOIN grid.artifacts a ON a.kind = 'prompt' AND a.digest = g.prompt_digest
+          WHERE g.question NOT ILIKE '%work in Sales%' AND position('values: ' in a.content_json -> 'prompt' ->> 'user') > 0" 0
     expect "grid.verify_audit() passes" "SELECT ok FROM grid.verify_audit()" t
     # The answers, on their rows: each statement the model returned, run as its role,
     # against a hand-written one (demo/check.sql).
@@ -173,6 +180,8 @@ if [ "$check" -eq 1 ]; then
     answer analyst 'Which employee took the most orders?' \
         'SELECT e.name FROM employees e WHERE e.id = 3'
     answer hr 'What is the average salary?' 'SELECT avg(salary) FROM salaries'
+    answer analyst 'How many employees work in Sales?' \
+        "SELECT count(*) FROM employees WHERE dept = ''sales''"
     read_only=$(grep -c 'ERROR:  grid.run runs read-only statements' "$dir/session.log" || true)
     if [ "$read_only" -eq 1 ]; then
         note "ok: grid.run refused the clerk's INSERT"

@@ -372,6 +372,12 @@ def main():
     ap.add_argument("--statement-timeout", type=float, default=10.0,
                     help="for the prediction and the gold, seconds")
     ap.add_argument("--examples", type=int, default=3, help="examples per failure class and arm")
+    ap.add_argument("--concurrent", type=int,
+                    help="instead of the evaluation: ask the first N sampled questions (reused in "
+                         "turn) all at once, each from its own session, in the first arm, and print "
+                         "their times and the endpoint's overhead (with --endpoint-trace)")
+    ap.add_argument("--endpoint-trace",
+                    help="the endpoint's log with its --trace-steps lines (bench/eval.sh passes it)")
     ap.add_argument("--gold-only", action="store_true",
                     help="run the gold statements only, list those PostgreSQL refuses, and stop")
     a = ap.parse_args()
@@ -482,6 +488,11 @@ def main():
     print(f"languages of {len({q.db_id for q in evaluated})} roles built in {time.monotonic() - t_warm:.1f} s",
           file=sys.stderr)
 
+    if a.concurrent:
+        items = [(databases[q.db_id], q.ask) for q in
+                 (evaluated[k % len(evaluated)] for k in range(a.concurrent))]
+        return ask_at_once(cl, arm_names[0], items, a.ask_timeout, a.max_tokens, a.endpoint_trace)
+
     # Leave-one-out examples: every question of a database with a gold statement (all of
     # the file, not only the sample), of which an ask stores all but its own.
     pairs = {}
@@ -529,6 +540,68 @@ def main():
         return 1
     return 0
 
+
+def trace_steps(path):
+    """The `--trace-steps` lines of the endpoint's log at `path` (none without one)."""
+    if not path or not os.path.exists(path):
+        return []
+    with open(path, errors="replace") as f:
+        return [json.loads(line) for line in f if line.startswith('{"grid_endpoint_step"')]
+
+
+def ask_at_once(cl, arm, items, ask_timeout_s, max_tokens, trace):
+    """Asks `items` ((Database, question) pairs) in `arm` at the same moment, each from its
+    own session as its database's role, the way concurrent psql sessions call grid.ask;
+    prints what each ask took and, from the endpoint's step trace, the span of their steps
+    against the model thread's time in it (bench/overlap.sh's measure). Returns 0."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    askers = [Asker(cl, ask_timeout_s, max_tokens) for _ in items]
+    for asker, (db, _) in zip(askers, items):
+        asker.use([arm])
+        asker.apply(arm)
+        asker.conn.execute(pgsql.SQL("SET ROLE {}").format(pgsql.Identifier(db.role)))
+        asker.conn.execute("SELECT set_config('search_path', quote_ident(%s), false)", (db.schema,))
+    before = len(trace_steps(trace))
+    start = threading.Barrier(len(items))
+
+    def one(k):
+        c, text = askers[k].conn, items[k][1]
+        start.wait()
+        t0 = time.monotonic()
+        try:
+            got = c.execute("SELECT grid.ask(%s)", (text,)).fetchone()[0]
+            state = "answered" if got is not None else "no statement"
+        except psycopg.Error as e:
+            state = e.sqlstate or "error"
+        return time.monotonic() - t0, state
+
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(len(items)) as pool:
+        done = list(pool.map(one, range(len(items))))
+    wall = time.monotonic() - t0
+    secs = sorted(s for s, _ in done)
+    states = {}
+    for _, st in done:
+        states[st] = states.get(st, 0) + 1
+    print(f"{len(items)} asks at once ({arm}): wall {wall:.1f} s; per ask p50 {secs[len(secs) // 2]:.1f} s, "
+          f"max {secs[-1]:.1f} s; " + ", ".join(f"{n} {st}" for st, n in sorted(states.items())))
+    steps = trace_steps(trace)[before:]
+    if steps:
+        span = steps[-1]["replied_ms"] - steps[0]["queued_ms"]
+        # The pass run ahead of the last reply is after the span.
+        model = sum(s["step_ms"] + s["ahead_ms"] for s in steps) - steps[-1]["ahead_ms"]
+        items_per_step = sum(s["items"] for s in steps) / len(steps)
+        print("| asks | steps | generations per step | span (ms) | model (ms) | overhead | wall (ms) |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print(f"| {len(items)} | {len(steps)} | {items_per_step:.1f} | {span:.0f} | {model:.0f} | "
+              f"{span / model - 1:+.1%} | {wall * 1000:.0f} |")
+    else:
+        print("(no step trace: the endpoint was not started by bench/eval.sh with --trace-steps)")
+    for asker in askers:
+        asker.conn.close()
+    return 0
 
 def judge(rec, ex, gold):
     """Runs the prediction of `rec` and fills executes, ex, class and detail."""
