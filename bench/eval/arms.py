@@ -43,6 +43,10 @@ ARMS = {
     # (leave-one-out; run.py's load_examples), and checks that the prompt showed none of
     # the question under test (examples_shown in the record).
     "grid+examples":   ({"grid.examples": "3"},                                    {"decode_mode": MASKED}),
+    # The unconstrained model shown the same examples: whether the mask still adds anything
+    # once the prompt holds curated pairs.
+    "unconstrained+examples": ({"grid.examples": "3", "grid.ablation": "unconstrained"},
+                               {"decode_mode": "unconstrained", "repair_of": None}),
     # Every anchor lever at once (issue 22's "grid+all"): the two arms above together.
     "grid+all":        ({"grid.examples": "3", "grid.value_hints": "10"},          {"decode_mode": MASKED}),
 }
