@@ -144,9 +144,10 @@ for arm in pipelined no-overlap; do
     fi
     stop_server
     note "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-    python3 - "$log" "$work/asks.$arm.tsv" "$arm" <<'PY'
-import json, sys
-steps = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{"grid_endpoint_step"')]
+    PYTHONPATH=bench/eval python3 - "$log" "$work/asks.$arm.tsv" "$arm" <<'PY'
+import sys
+from steptrace import span_and_model, steps as trace_steps
+steps = trace_steps(sys.argv[1])
 print(f"\n{sys.argv[3]}:\n")
 print("| question | steps | span (ms) | model (ms) | overhead | wall (ms) |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -159,9 +160,7 @@ for q, a, b, wall in rows:
     if not mine:
         print(f"| {q} | 0 | | | | {int(wall)} |")
         continue
-    span = mine[-1]["replied_ms"] - mine[0]["queued_ms"]
-    # The pass run ahead of the last reply is after the span.
-    model = sum(s["step_ms"] + s["ahead_ms"] for s in mine) - mine[-1]["ahead_ms"]
+    span, model = span_and_model(mine)
     print(f"| {q} | {len(mine)} | {span:.0f} | {model:.0f} | {span / model - 1:+.1%} | {int(wall)} |")
     tot = [tot[0] + len(mine), tot[1] + span, tot[2] + model, tot[3] + int(wall)]
 if tot[2] > 0:
@@ -171,8 +170,7 @@ for q, a, b, wall in together:
     # generation of its tick, so the span holds no idle time between asks.
     mine = steps[int(a):int(b)]
     if mine:
-        span = mine[-1]["replied_ms"] - mine[0]["queued_ms"]
-        model = sum(s["step_ms"] + s["ahead_ms"] for s in mine) - mine[-1]["ahead_ms"]
+        span, model = span_and_model(mine)
         print(f"| {q} | {len(mine)} | {span:.0f} | {model:.0f} | {span / model - 1:+.1%} | {int(wall)} |")
 PY
 done

@@ -25,9 +25,12 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 from psycopg import sql as pgsql
@@ -38,6 +41,7 @@ import compare
 import inputs
 import report
 import sqltext
+import steptrace
 
 # Rows fetched from one statement at most; a result past it matches nothing.
 MAX_ROWS = 100_000
@@ -541,29 +545,18 @@ def main():
     return 0
 
 
-def trace_steps(path):
-    """The `--trace-steps` lines of the endpoint's log at `path` (none without one)."""
-    if not path or not os.path.exists(path):
-        return []
-    with open(path, errors="replace") as f:
-        return [json.loads(line) for line in f if line.startswith('{"grid_endpoint_step"')]
-
-
-def ask_at_once(cl, arm, items, ask_timeout_s, max_tokens, trace):
+def ask_at_once(cl, arm, items, ask_timeout_s, max_tokens, trace_path):
     """Asks `items` ((Database, question) pairs) in `arm` at the same moment, each from its
     own session as its database's role, the way concurrent psql sessions call grid.ask;
     prints what each ask took and, from the endpoint's step trace, the span of their steps
     against the model thread's time in it (bench/overlap.sh's measure). Returns 0."""
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
     askers = [Asker(cl, ask_timeout_s, max_tokens) for _ in items]
     for asker, (db, _) in zip(askers, items):
         asker.use([arm])
         asker.apply(arm)
         asker.conn.execute(pgsql.SQL("SET ROLE {}").format(pgsql.Identifier(db.role)))
         asker.conn.execute("SELECT set_config('search_path', quote_ident(%s), false)", (db.schema,))
-    before = len(trace_steps(trace))
+    before = len(steptrace.steps(trace_path))
     start = threading.Barrier(len(items))
 
     def one(k):
@@ -582,16 +575,12 @@ def ask_at_once(cl, arm, items, ask_timeout_s, max_tokens, trace):
         done = list(pool.map(one, range(len(items))))
     wall = time.monotonic() - t0
     secs = sorted(s for s, _ in done)
-    states = {}
-    for _, st in done:
-        states[st] = states.get(st, 0) + 1
+    states = Counter(st for _, st in done)
     print(f"{len(items)} asks at once ({arm}): wall {wall:.1f} s; per ask p50 {secs[len(secs) // 2]:.1f} s, "
           f"max {secs[-1]:.1f} s; " + ", ".join(f"{n} {st}" for st, n in sorted(states.items())))
-    steps = trace_steps(trace)[before:]
+    steps = steptrace.steps(trace_path)[before:]
     if steps:
-        span = steps[-1]["replied_ms"] - steps[0]["queued_ms"]
-        # The pass run ahead of the last reply is after the span.
-        model = sum(s["step_ms"] + s["ahead_ms"] for s in steps) - steps[-1]["ahead_ms"]
+        span, model = steptrace.span_and_model(steps)
         items_per_step = sum(s["items"] for s in steps) / len(steps)
         print("| asks | steps | generations per step | span (ms) | model (ms) | overhead | wall (ms) |")
         print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -31,6 +31,7 @@ use crate::client::openai::{
 use crate::error::ClientError;
 use crate::protocol::ChatMessage;
 use crate::spec::ServerKind;
+use crate::tokenset::TokenSet;
 
 /// Path of the model list.
 pub const MODELS_PATH: &str = "/v1/models";
@@ -38,7 +39,6 @@ pub const MODELS_PATH: &str = "/v1/models";
 pub const APPLY_TEMPLATE_PATH: &str = "/apply-template";
 /// The tokenizer of llama-server (`{"content":…}`) and of vLLM (`{"messages":[…]}` too).
 pub const TOKENIZE_PATH: &str = "/tokenize";
-use crate::tokenset::TokenSet;
 
 /// How a constrained step restricts the server's choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,7 +250,7 @@ impl DirectClient {
                     "parse_special": true,
                 });
                 (
-                    applied.prompt,
+                    Some(applied.prompt),
                     self.http.post_json(TOKENIZE_PATH, &body).await?,
                 )
             }
@@ -261,10 +261,8 @@ impl DirectClient {
                     "add_generation_prompt": true,
                     "add_special_tokens": false,
                 });
-                (
-                    String::new(),
-                    self.http.post_json(TOKENIZE_PATH, &body).await?,
-                )
+                // vLLM answers with the ids only: the text is decoded from them.
+                (None, self.http.post_json(TOKENIZE_PATH, &body).await?)
             }
         };
         let tokens: Tokens = serde_json::from_slice(&reply.body)
@@ -276,11 +274,9 @@ impl DirectClient {
                  the served model's?"
             )));
         }
-        let text = if text.is_empty() {
+        let text = text.unwrap_or_else(|| {
             String::from_utf8_lossy(&self.vocab.decode(&tokens.tokens)).into_owned()
-        } else {
-            text
-        };
+        });
         Ok(RenderedPrompt {
             tokens: tokens.tokens,
             text,
