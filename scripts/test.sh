@@ -79,7 +79,13 @@ step() {
     shift
     say "test: $current"
     "$@"
-    timings+=("$(printf '%5ds  %s' $((SECONDS - start)) "$current")")
+    timings+=("$(printf '%5ds  %-16s %s free' $((SECONDS - start)) "$current" "$(disk_free)")")
+}
+
+# Space left on the disk that holds the build: printed with each step's time, so that a
+# run that fills the disk shows which step took it.
+disk_free() {
+    df -h --output=avail "$GRID_ROOT" 2>/dev/null | tail -n 1 | tr -d ' '
 }
 
 spider_parse() {
@@ -124,7 +130,14 @@ llama_backend() {
 }
 
 fuzz_checks() {
-    (cd fuzz && cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo test --lib)
+    # The fuzz crate's lint and unit tests build in the project's target directory: its
+    # dependencies (grid-core, sqlparser, ...) are already built there in the dev
+    # profile, so they are reused, not built and stored a second time (fuzz/Cargo.lock
+    # pins the project's versions: to refresh it, copy Cargo.lock over it and run
+    # `cargo metadata` in fuzz/). cargo fuzz's instrumented build keeps fuzz/target.
+    (cd fuzz && cargo fmt --check &&
+        CARGO_TARGET_DIR="$GRID_ROOT/target" cargo clippy --all-targets -- -D warnings &&
+        CARGO_TARGET_DIR="$GRID_ROOT/target" cargo test --lib)
     bash fuzz/run.sh --seconds 30
 }
 
