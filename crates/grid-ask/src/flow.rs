@@ -233,10 +233,17 @@ impl Attempted {
         done
     }
 
-    /// The repair of this attempt, the reasons it was rejected quoted back; `None` when
-    /// no repair prompt can be made.
-    fn repair<R: std::fmt::Display>(&self, reasons: &[R], prompter: &Prompter) -> Option<Attempt> {
-        let sql = self.sql.as_deref()?;
+    /// The repair of this attempt, the reasons it was rejected quoted back; or why no
+    /// repair prompt can be made (the answer says it, rather than claim a repair ran).
+    fn repair<R: std::fmt::Display>(
+        &self,
+        reasons: &[R],
+        prompter: &Prompter,
+    ) -> Result<Attempt, String> {
+        let sql = self
+            .sql
+            .as_deref()
+            .ok_or_else(|| "the attempt wrote no statement".to_string())?;
         let dialect = self.compiled.language.dialect.clone();
         let reserved = |w: &str| dialect.is_reserved(w);
         let prompt = prompt::repair_prompt_with(
@@ -248,12 +255,15 @@ impl Attempted {
             reasons,
             &reserved,
         )
-        .ok()?;
-        Some(Attempt {
+        .map_err(|e| e.to_string())?;
+        let ids = prompter
+            .tokens(&prompt, &self.job.render_deadline())
+            .map_err(|f| f.message)?;
+        Ok(Attempt {
             job: self.job.clone(),
             generation: self.job.ids[1],
             compiled: self.compiled.clone(),
-            prompt: prompter.tokens(&prompt, &self.job.render_deadline()).ok()?,
+            prompt: ids,
             shown: prompt,
             rendering: prompter.rendering(),
             repair_of: Some(self.generation),
@@ -360,6 +370,9 @@ pub struct Flow {
     first: Option<Box<Attempted>>,
     /// Why the first attempt was sent to repair, as displayed.
     reasons: Vec<String>,
+    /// Why the repair that was due could not be made (its prompt could not be rendered,
+    /// e.g. the endpoint failed), when it could not.
+    unrepaired: Option<String>,
 }
 
 /// An ask waiting for the judge: its flow and the attempt judged.
@@ -462,30 +475,49 @@ impl Flow {
     }
 
     fn repair_or_finish<R: std::fmt::Display>(
-        self,
+        mut self,
         done: Attempted,
         why: &[R],
         prompter: &Prompter,
         vocab: &Vocabulary,
     ) -> Next {
         if self.may_repair(&done) {
-            if let Some(repair) = done.repair(why, prompter) {
-                let reasons = why.iter().map(ToString::to_string).collect();
-                return Next::Run(
-                    repair,
-                    Flow {
-                        first: Some(Box::new(done)),
-                        reasons,
-                    },
-                );
+            match done.repair(why, prompter) {
+                Ok(repair) => {
+                    let reasons = why.iter().map(ToString::to_string).collect();
+                    return Next::Run(
+                        repair,
+                        Flow {
+                            first: Some(Box::new(done)),
+                            reasons,
+                            unrepaired: None,
+                        },
+                    );
+                }
+                Err(e) => self.unrepaired = Some(e),
             }
         }
         Next::Done(Box::new(self.finish(done, vocab)))
     }
 
+    /// How the refusal of `last` ended: after its repair, with repair switched off, or
+    /// with a repair that could not be made. As a clause after the refusal.
+    fn repair_outcome(&self, last: &Attempted) -> String {
+        if self.first.is_some() {
+            " after one repair".to_string()
+        } else if last.job.ask.settings.ablation.no_repair {
+            " (repair is switched off)".to_string()
+        } else if let Some(why) = &self.unrepaired {
+            format!(" (its repair could not be made: {why})")
+        } else {
+            String::new()
+        }
+    }
+
     /// The ask's seals and answer, `last` its last attempt.
     pub fn finish(self, last: Attempted, vocab: &Vocabulary) -> Finished {
         let job = last.job.clone();
+        let outcome = self.repair_outcome(&last);
         let first = self.first;
         let mut seals: Vec<SealToWrite> = Vec::new();
         let mut generations = Vec::new();
@@ -513,8 +545,8 @@ impl Flow {
                 // Neither the statement nor its tokens leave the pipeline: only the audit
                 // keeps them, for the auditor.
                 let why = format!(
-                    "the model's statement is not allowed for role {role:?} and was not returned \
-                     (after one repair): {}",
+                    "the model's statement is not allowed for role {role:?} and was not \
+                     returned{outcome}: {}",
                     refusal(&last.violations).unwrap_or_default()
                 );
                 if job.ask.explain {
@@ -528,11 +560,11 @@ impl Flow {
                     "PostgreSQL refuses the model's statement (SQLSTATE {code}){}, so it was \
                      not returned: {message}",
                     if repaired_from.is_some() {
-                        ", and its repair too"
-                    } else if job.ask.settings.ablation.no_repair {
-                        ""
+                        ", and its repair too".to_string()
+                    } else if self.unrepaired.is_some() {
+                        outcome
                     } else {
-                        ", and it could not be repaired"
+                        String::new()
                     }
                 );
                 if job.ask.explain {

@@ -117,7 +117,8 @@ fn a_refused_statement_is_repaired_once_and_a_second_refusal_is_final() {
     let e = failed(&f);
     assert_eq!(e.kind, FailureKind::Refused);
     assert!(
-        e.message.contains("not allowed for role \"analyst\""),
+        e.message.contains("not allowed for role \"analyst\"")
+            && e.message.contains("after one repair"),
         "{e}"
     );
     assert!(
@@ -144,7 +145,13 @@ fn without_repair_the_first_refusal_ends_the_ask() {
     let mut s = settings();
     s.ablation = Ablation::named("no_repair").expect("an arm");
     let (_, f) = ask_one("who earns what", s);
-    assert_eq!(failed(&f).kind, FailureKind::Refused);
+    let e = failed(&f);
+    assert_eq!(e.kind, FailureKind::Refused);
+    // The refusal says what happened: no repair ran.
+    assert!(
+        !e.message.contains("after one repair") && e.message.contains("repair is switched off"),
+        "{e}"
+    );
     assert_eq!(f.seals.len(), 1);
     assert_eq!(f.generations.len(), 1);
 }

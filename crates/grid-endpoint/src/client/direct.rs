@@ -236,7 +236,7 @@ impl DirectClient {
             ServerKind::LlamaCpp => {
                 let reply = self
                     .http
-                    .post_json(
+                    .post_json_read_only(
                         APPLY_TEMPLATE_PATH,
                         &serde_json::json!({ "messages": messages }),
                     )
@@ -251,7 +251,7 @@ impl DirectClient {
                 });
                 (
                     Some(applied.prompt),
-                    self.http.post_json(TOKENIZE_PATH, &body).await?,
+                    self.http.post_json_read_only(TOKENIZE_PATH, &body).await?,
                 )
             }
             ServerKind::Vllm => {
@@ -262,7 +262,10 @@ impl DirectClient {
                     "add_special_tokens": false,
                 });
                 // vLLM answers with the ids only: the text is decoded from them.
-                (None, self.http.post_json(TOKENIZE_PATH, &body).await?)
+                (
+                    None,
+                    self.http.post_json_read_only(TOKENIZE_PATH, &body).await?,
+                )
             }
         };
         let tokens: Tokens = serde_json::from_slice(&reply.body)

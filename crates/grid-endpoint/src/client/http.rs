@@ -1,6 +1,7 @@
 //! The HTTP layer shared by the protocol client, the direct OpenAI-compatible client and
-//! the vLLM backend: timeouts, bounded retries on connection errors only, a reply-size
-//! cap, and the mapping of every transport failure to a distinct [`ClientError`].
+//! the vLLM backend: timeouts, bounded retries on connection errors (and one resend of a
+//! read whose kept-alive connection the server had closed), a reply-size cap, and the
+//! mapping of every transport failure to a distinct [`ClientError`].
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -56,8 +57,11 @@ pub struct HttpConfig {
     /// Limit on a whole request: connect, send, wait, read the reply.
     pub request_timeout: Duration,
     /// How many times a request that could not *connect* is tried again (so at most
-    /// `retries + 1` attempts). Nothing else is retried: not timeouts, not HTTP errors,
-    /// not bad replies, since the server may have acted on the request.
+    /// `retries + 1` attempts). Besides, a request that only reads (a GET, rendering or
+    /// tokenizing a prompt) is sent once more when its connection closed before any
+    /// reply, the sign of a kept-alive connection the server closed while it idled.
+    /// Nothing else is retried: not timeouts, not HTTP errors, not bad replies, and no
+    /// step or completion, since the server may have acted on the request.
     pub retries: u32,
     /// Wait before the first retry; doubled before each further one.
     pub retry_backoff: Duration,
@@ -151,7 +155,7 @@ impl Http {
 
     /// `GET path`.
     pub async fn get(&self, path: &str) -> Result<Reply, ClientError> {
-        self.send(Method::GET, path, None).await
+        self.send(Method::GET, path, None, Effect::ReadOnly).await
     }
 
     /// `POST path` with a JSON body.
@@ -160,9 +164,18 @@ impl Http {
         path: &str,
         body: &T,
     ) -> Result<Reply, ClientError> {
-        let bytes = serde_json::to_vec(body)
-            .map_err(|e| ClientError::invalid(format!("cannot serialize the request: {e}")))?;
-        self.send(Method::POST, path, Some(Bytes::from(bytes)))
+        self.send(Method::POST, path, Some(json_body(body)?), Effect::Acts)
+            .await
+    }
+
+    /// `POST path` with a JSON body, for a request that only reads (rendering or
+    /// tokenizing a prompt): see [`HttpConfig::retries`].
+    pub async fn post_json_read_only<T: Serialize + ?Sized>(
+        &self,
+        path: &str,
+        body: &T,
+    ) -> Result<Reply, ClientError> {
+        self.send(Method::POST, path, Some(json_body(body)?), Effect::ReadOnly)
             .await
     }
 
@@ -171,6 +184,7 @@ impl Http {
         method: Method,
         path: &str,
         body: Option<Bytes>,
+        effect: Effect,
     ) -> Result<Reply, ClientError> {
         let url = format!("{}{}", self.base, path);
         let mut attempts = 0u32;
@@ -199,6 +213,15 @@ impl Http {
                     if retryable && attempts <= self.config.retries {
                         tokio::time::sleep(backoff).await;
                         backoff = backoff.saturating_mul(2);
+                        continue;
+                    }
+                    // A pooled connection the server closed (llama.cpp's server and
+                    // uvicorn close idle ones after 5 s) fails the next request sent on
+                    // it; a fresh connection does not. Once, and only for reads.
+                    if effect == Effect::ReadOnly
+                        && attempts == 1
+                        && matches!(err, ClientError::Disconnected { .. })
+                    {
                         continue;
                     }
                     return Err(err);
@@ -300,6 +323,21 @@ impl Http {
             detail: describe(e),
         }
     }
+}
+
+/// Whether a request may be sent twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Effect {
+    /// It only reads: sending it again changes nothing on the server.
+    ReadOnly,
+    /// The server may act on it (a step, a completion).
+    Acts,
+}
+
+fn json_body<T: Serialize + ?Sized>(body: &T) -> Result<Bytes, ClientError> {
+    serde_json::to_vec(body)
+        .map(Bytes::from)
+        .map_err(|e| ClientError::invalid(format!("cannot serialize the request: {e}")))
 }
 
 /// The error of a non-2xx reply.

@@ -1,5 +1,6 @@
 //! Every transport failure is a distinct `ClientError` variant, never a panic; only
-//! connection failures are retried, and boundedly; the API key never shows.
+//! connection failures are retried, and boundedly (and a read, once, whose connection
+//! closed before any reply); the API key never shows.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,8 +9,10 @@ use crate::common::raw::{self, Act};
 use crate::common::{bounded, dead_port, spawn_server, sql_vocab};
 use grid_endpoint::backend::mock::ScriptedMock;
 use grid_endpoint::backend::script::Script;
+use grid_endpoint::chat::RenderedBy;
 use grid_endpoint::client::{ApiKey, ClientConfig, EndpointClient, HttpConfig, Mask, StepInput};
-use grid_endpoint::{ClientError, Sampling, ServerConfig};
+
+use grid_endpoint::{ChatMessage, ClientError, Role, Sampling, ServerConfig};
 use grid_vocab::Vocabulary;
 
 fn config(timeout_ms: u64, retries: u32) -> ClientConfig {
@@ -174,6 +177,31 @@ async fn disconnect_mid_reply() {
         let err = one_step(&client, &vocab).await.unwrap_err();
         assert!(matches!(err, ClientError::Disconnected { .. }), "{err:?}");
         assert_eq!(err.kind(), "disconnected");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_read_is_sent_again_after_a_closed_connection_but_a_step_is_not() {
+    bounded(async {
+        let vocab = sql_vocab();
+        // A kept-alive connection the server closed while it idled looks like this: the
+        // request goes out and the connection closes before any reply.
+        let server = raw::spawn(vec![Act::Close, Act::json("404 Not Found", "{}")]).await;
+        let client =
+            EndpointClient::new(&server.url(), vocab.fingerprint(), config(2000, 0)).unwrap();
+        let messages = [ChatMessage::new(Role::User, "how many employees?")];
+        let (_, by) = client.render(&messages, &vocab).await.unwrap();
+        // The second connection answered: 404, a server without /v1/prompt.
+        assert_eq!(by, RenderedBy::LocalPlain);
+        assert_eq!(server.connections(), 2);
+
+        let server = raw::spawn(vec![Act::Close, Act::Close]).await;
+        let client =
+            EndpointClient::new(&server.url(), vocab.fingerprint(), config(2000, 0)).unwrap();
+        let err = one_step(&client, &vocab).await.unwrap_err();
+        assert!(matches!(err, ClientError::Disconnected { .. }), "{err:?}");
+        assert_eq!(server.connections(), 1, "a step is never sent twice");
     })
     .await;
 }
