@@ -349,3 +349,47 @@ async fn the_servers_chat_template_renders_the_prompt() {
     })
     .await;
 }
+
+/// A stock server closes a kept-alive connection that idles (llama.cpp's server and
+/// uvicorn after 5 s). The client's runtime is not polled between an ask's requests (the
+/// pipeline drives it with `block_on`), so its pool still holds the closed connection
+/// when the next ask comes: the render and the completion sent on it must go out again
+/// on a fresh one, not fail the ask.
+#[test]
+fn a_connection_the_server_closed_while_idle_does_not_fail_the_next_ask() {
+    use grid_endpoint::protocol::{ChatMessage, Role};
+    use grid_endpoint::spec::ServerKind;
+    let vocab = sql_vocab();
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut opts = FakeOptions::vllm(vocab.len(), vocab.eos_id().unwrap());
+    opts.idle_close = Some(Duration::from_millis(100));
+    let fake = server_rt.block_on(fake_openai::spawn(opts));
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let messages = [ChatMessage::new(Role::User, "How many singers?")];
+    let prompt = vocab.encode("question: how many singers?");
+    // One client for both, and two as grid-ask keeps them (one renders, one samples).
+    let shared = client(&fake.url(), &vocab, ConstraintStyle::LogitBias, false);
+    let apart = client(&fake.url(), &vocab, ConstraintStyle::LogitBias, false);
+    for ask in 0..6 {
+        let (renderer, sampler) = if ask < 3 {
+            (&shared, &shared)
+        } else {
+            (&apart, &shared)
+        };
+        let rendered = client_rt.block_on(renderer.render_chat(&messages, ServerKind::LlamaCpp));
+        assert!(rendered.is_ok(), "ask {ask}: {rendered:?}");
+        let out = client_rt.block_on(sampler.greedy(&prompt, 8, |o| open(&vocab, o)));
+        assert!(out.is_ok(), "ask {ask}: {out:?}");
+        // Idle between asks, the client's runtime not polled: the server closes both
+        // connections meanwhile.
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    drop(fake);
+}

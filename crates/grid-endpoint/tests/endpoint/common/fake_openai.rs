@@ -45,6 +45,9 @@ pub struct FakeOptions {
     pub model: Option<String>,
     /// Added to every id `/tokenize` writes (a tokenizer that is not the client's).
     pub tokenize_offset: u32,
+    /// Close a kept-alive connection that waits this long for its next request, as
+    /// llama.cpp's server and uvicorn do after 5 s (`None`: keep it open).
+    pub idle_close: Option<std::time::Duration>,
 }
 
 /// The fake's chat template: ChatML, the assistant's turn opened.
@@ -79,6 +82,7 @@ impl FakeOptions {
             max_requests: 10_000,
             model: None,
             tokenize_offset: 0,
+            idle_close: None,
         }
     }
 }
@@ -200,14 +204,20 @@ pub async fn spawn(options: FakeOptions) -> FakeOpenAi {
                 accepted = listener.accept() => {
                     let Ok((stream, _)) = accepted else { return };
                     let (opts, l, served) = (opts.clone(), l.clone(), served.clone());
+                    let idle_close = opts.idle_close;
                     tokio::spawn(async move {
                         let service = service_fn(move |req| {
                             let (opts, l, served) = (opts.clone(), l.clone(), served.clone());
                             async move { Ok::<_, Infallible>(handle(req, &opts, &l, &served).await) }
                         });
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), service)
-                            .await;
+                        let mut http = hyper::server::conn::http1::Builder::new();
+                        if let Some(idle) = idle_close {
+                            // The wait for a request's head includes the idle wait
+                            // between two requests on one connection.
+                            http.timer(hyper_util::rt::TokioTimer::new())
+                                .header_read_timeout(idle);
+                        }
+                        let _ = http.serve_connection(TokioIo::new(stream), service).await;
                     });
                 }
             }
