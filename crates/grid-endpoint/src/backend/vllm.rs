@@ -84,7 +84,7 @@ impl Inner {
         };
         let reply = self
             .http
-            .post_json(COMPLETIONS_PATH, &req)
+            .post_json_stateless(COMPLETIONS_PATH, &req)
             .await
             .map_err(|e| BackendError::new(format!("vLLM: {e}")))?;
         let completion = parse_completion(&reply.body, &self.vocab, &self.map)

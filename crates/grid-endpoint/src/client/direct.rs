@@ -236,7 +236,7 @@ impl DirectClient {
             ServerKind::LlamaCpp => {
                 let reply = self
                     .http
-                    .post_json_read_only(
+                    .post_json_stateless(
                         APPLY_TEMPLATE_PATH,
                         &serde_json::json!({ "messages": messages }),
                     )
@@ -251,7 +251,7 @@ impl DirectClient {
                 });
                 (
                     Some(applied.prompt),
-                    self.http.post_json_read_only(TOKENIZE_PATH, &body).await?,
+                    self.http.post_json_stateless(TOKENIZE_PATH, &body).await?,
                 )
             }
             ServerKind::Vllm => {
@@ -264,7 +264,7 @@ impl DirectClient {
                 // vLLM answers with the ids only: the text is decoded from them.
                 (
                     None,
-                    self.http.post_json_read_only(TOKENIZE_PATH, &body).await?,
+                    self.http.post_json_stateless(TOKENIZE_PATH, &body).await?,
                 )
             }
         };
@@ -517,7 +517,10 @@ impl DirectClient {
             skip_special_tokens: self.config.vllm_extensions.then_some(false),
         };
         n.round_trips += 1;
-        let reply = self.http.post_json(COMPLETIONS_PATH, &req).await?;
+        let reply = self
+            .http
+            .post_json_stateless(COMPLETIONS_PATH, &req)
+            .await?;
         parse_completion(&reply.body, &self.vocab, &self.map)
     }
 }

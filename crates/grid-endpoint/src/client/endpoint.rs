@@ -240,7 +240,7 @@ impl EndpointClient {
             protocol: PROTOCOL.into(),
             messages: messages.to_vec(),
         };
-        let reply = match self.http.post_json_read_only(PROMPT_PATH, &request).await {
+        let reply = match self.http.post_json_stateless(PROMPT_PATH, &request).await {
             Ok(r) => r,
             Err(ClientError::Rejected { status: 404, .. }) => {
                 return Ok((render_plain_with(local, messages), RenderedBy::LocalPlain))

@@ -1,7 +1,8 @@
 //! The HTTP layer shared by the protocol client, the direct OpenAI-compatible client and
-//! the vLLM backend: timeouts, bounded retries on connection errors (and one resend of a
-//! read whose kept-alive connection the server had closed), a reply-size cap, and the
-//! mapping of every transport failure to a distinct [`ClientError`].
+//! the vLLM backend: timeouts, bounded retries on connection errors, no reuse of a
+//! connection that idled long enough for the server to close it (and one resend of a
+//! stateless request whose connection closed anyway), a reply-size cap, and the mapping of
+//! every transport failure to a distinct [`ClientError`].
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -57,11 +58,11 @@ pub struct HttpConfig {
     /// Limit on a whole request: connect, send, wait, read the reply.
     pub request_timeout: Duration,
     /// How many times a request that could not *connect* is tried again (so at most
-    /// `retries + 1` attempts). Besides, a request that only reads (a GET, rendering or
-    /// tokenizing a prompt) is sent once more when its connection closed before any
-    /// reply, the sign of a kept-alive connection the server closed while it idled.
-    /// Nothing else is retried: not timeouts, not HTTP errors, not bad replies, and no
-    /// step or completion, since the server may have acted on the request.
+    /// `retries + 1` attempts). Besides, a request the server keeps nothing of (a GET,
+    /// rendering or tokenizing a prompt, a stock server's completion) is sent once more
+    /// when its connection closed before any reply, the sign of a kept-alive connection
+    /// the server closed while it idled. Nothing else is retried: not timeouts, not HTTP
+    /// errors, not bad replies, and never a step, since the server may have acted on it.
     pub retries: u32,
     /// Wait before the first retry; doubled before each further one.
     pub retry_backoff: Duration,
@@ -69,6 +70,11 @@ pub struct HttpConfig {
     pub api_key: Option<ApiKey>,
     /// Replies longer than this are refused as malformed.
     pub max_reply_bytes: usize,
+    /// A kept-alive connection idle longer than this is not used again. Servers close
+    /// idle connections (llama.cpp's server and uvicorn after 5 s), and the client's
+    /// runtime, polled only while a request is out, does not notice: a request sent on
+    /// such a connection fails, a step included.
+    pub reuse_idle_for: Duration,
 }
 
 impl Default for HttpConfig {
@@ -80,6 +86,7 @@ impl Default for HttpConfig {
             retry_backoff: Duration::from_millis(100),
             api_key: None,
             max_reply_bytes: 256 << 20,
+            reuse_idle_for: Duration::from_secs(2),
         }
     }
 }
@@ -130,6 +137,7 @@ impl Http {
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .timeout(config.request_timeout)
+            .pool_idle_timeout(config.reuse_idle_for)
             .build()
             .map_err(|e| ClientError::Transport {
                 detail: format!("cannot build the HTTP client: {}", e.without_url()),
@@ -155,7 +163,7 @@ impl Http {
 
     /// `GET path`.
     pub async fn get(&self, path: &str) -> Result<Reply, ClientError> {
-        self.send(Method::GET, path, None, Effect::ReadOnly).await
+        self.send(Method::GET, path, None, Effect::Stateless).await
     }
 
     /// `POST path` with a JSON body.
@@ -168,15 +176,21 @@ impl Http {
             .await
     }
 
-    /// `POST path` with a JSON body, for a request that only reads (rendering or
-    /// tokenizing a prompt): see [`HttpConfig::retries`].
-    pub async fn post_json_read_only<T: Serialize + ?Sized>(
+    /// `POST path` with a JSON body, for a request the server keeps nothing of
+    /// (rendering or tokenizing a prompt, a stock server's completion): see
+    /// [`HttpConfig::retries`].
+    pub async fn post_json_stateless<T: Serialize + ?Sized>(
         &self,
         path: &str,
         body: &T,
     ) -> Result<Reply, ClientError> {
-        self.send(Method::POST, path, Some(json_body(body)?), Effect::ReadOnly)
-            .await
+        self.send(
+            Method::POST,
+            path,
+            Some(json_body(body)?),
+            Effect::Stateless,
+        )
+        .await
     }
 
     async fn send(
@@ -215,10 +229,10 @@ impl Http {
                         backoff = backoff.saturating_mul(2);
                         continue;
                     }
-                    // A pooled connection the server closed (llama.cpp's server and
-                    // uvicorn close idle ones after 5 s) fails the next request sent on
-                    // it; a fresh connection does not. Once, and only for reads.
-                    if effect == Effect::ReadOnly
+                    // A pooled connection the server closed a moment before its idle
+                    // bound ran out here fails the request sent on it; a fresh
+                    // connection does not. Once, and only where nothing was kept.
+                    if effect == Effect::Stateless
                         && attempts == 1
                         && matches!(err, ClientError::Disconnected { .. })
                     {
@@ -328,9 +342,9 @@ impl Http {
 /// Whether a request may be sent twice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Effect {
-    /// It only reads: sending it again changes nothing on the server.
-    ReadOnly,
-    /// The server may act on it (a step, a completion).
+    /// The server keeps nothing of it: sending it again changes nothing there.
+    Stateless,
+    /// The server may act on it (a step of a stateful server).
     Acts,
 }
 
@@ -445,4 +459,72 @@ fn is_disconnect(e: &reqwest::Error) -> bool {
             )
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::convert::Infallible;
+
+    use http_body_util::Full;
+    use hyper::service::service_fn;
+    use hyper_util::rt::{TokioIo, TokioTimer};
+
+    /// A server on its own runtime that answers `{}` to everything and closes a
+    /// kept-alive connection once it has idled for `idle_close`.
+    fn closing_server(idle_close: Duration) -> (tokio::runtime::Runtime, String) {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("server runtime");
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("bind loopback");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        rt.spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let service = service_fn(|_req| async {
+                        Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from("{}"))))
+                    });
+                    let mut http = hyper::server::conn::http1::Builder::new();
+                    http.timer(TokioTimer::new())
+                        .header_read_timeout(idle_close);
+                    let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                });
+            }
+        });
+        (rt, url)
+    }
+
+    /// Two requests that the server may act on (never resent), an idle gap between
+    /// them in which the client's runtime is not polled, as between two asks.
+    fn two_steps_apart(reuse_idle_for: Duration) -> Result<(), ClientError> {
+        let (_server, url) = closing_server(Duration::from_millis(100));
+        let client_rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("client runtime");
+        let config = HttpConfig {
+            retries: 0,
+            reuse_idle_for,
+            ..HttpConfig::default()
+        };
+        let http = Http::new(&url, config)?;
+        client_rt.block_on(http.post_json("/v1/step", &serde_json::json!({})))?;
+        std::thread::sleep(Duration::from_millis(400));
+        client_rt.block_on(http.post_json("/v1/step", &serde_json::json!({})))?;
+        Ok(())
+    }
+
+    #[test]
+    fn a_connection_idle_past_the_bound_is_not_reused() {
+        // Reused, the connection the server closed fails the step.
+        let err = two_steps_apart(Duration::from_secs(10)).unwrap_err();
+        assert!(matches!(err, ClientError::Disconnected { .. }), "{err:?}");
+        // Not reused past the bound: the step goes out on a fresh connection.
+        two_steps_apart(Duration::from_millis(50)).unwrap();
+    }
 }

@@ -1,6 +1,6 @@
 //! Every transport failure is a distinct `ClientError` variant, never a panic; only
-//! connection failures are retried, and boundedly (and a read, once, whose connection
-//! closed before any reply); the API key never shows.
+//! connection failures are retried, and boundedly (and a stateless request, once, whose
+//! connection closed before any reply); the API key never shows.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +24,7 @@ fn config(timeout_ms: u64, retries: u32) -> ClientConfig {
             retry_backoff: Duration::from_millis(10),
             api_key: None,
             max_reply_bytes: 1 << 20,
+            reuse_idle_for: Duration::from_secs(2),
         },
         ..ClientConfig::default()
     }
@@ -182,7 +183,7 @@ async fn disconnect_mid_reply() {
 }
 
 #[tokio::test]
-async fn a_read_is_sent_again_after_a_closed_connection_but_a_step_is_not() {
+async fn a_stateless_request_is_sent_again_after_a_closed_connection_but_a_step_is_not() {
     bounded(async {
         let vocab = sql_vocab();
         // A kept-alive connection the server closed while it idled looks like this: the
