@@ -33,7 +33,7 @@ CREATE TABLE grid.audit_log (
     -- A vocabulary id (u32), or NULL for the end of the statement (Token::Eos).
     token          bigint CHECK (token BETWEEN 0 AND 4294967295),
     blocked_count  bigint NOT NULL CHECK (blocked_count BETWEEN 0 AND 4294967295),
-    kind           text NOT NULL CHECK (kind IN ('sampled', 'forced', 'eos', 'budget_completed')),
+    kind           text NOT NULL CHECK (kind IN ('sampled', 'forced', 'eos', 'budget_completed', 'replayed', 'banned')),
     prev_hash      bytea NOT NULL CHECK (octet_length(prev_hash) = 32),
     hash           bytea NOT NULL CHECK (octet_length(hash) = 32),
     -- Not hashed: for the reader, not for the verifier.

@@ -626,7 +626,9 @@ mod tests {
         let generations = |question: &str| generations(question, "refused");
         // `amount` is a column the analyst may read (of grid_t_orders), so the mask lets
         // the model write it; the checker finds that grid_t_employees has no such
-        // column, the repair prompt quotes that back, and the repair is returned.
+        // column, the repair prompt quotes that back, and the repair is returned. (The
+        // repair by a new prompt: the scripted model answers that from its script.)
+        run("SET grid.ablation = prompt_repair");
         run("SET ROLE grid_t_analyst");
         assert_eq!(ask("repair me"), "SELECT id FROM grid_t_employees");
         run("RESET ROLE");
@@ -682,6 +684,46 @@ mod tests {
                 .expect("replay");
         assert_eq!(ok, Some(false));
         assert!(reason.unwrap_or_default().contains("verdict"));
+        run("RESET grid.ablation");
+    }
+
+    /// As shipped, the refused reference is rewound: the repair replays the first
+    /// statement's tokens up to it and bans the token chosen there; its records are
+    /// stored (`replayed`, `banned`), and grid.replay recomputes every mask, the ban's
+    /// included. (The scripted model spells its script again, so the repair is refused
+    /// too.)
+    #[pg_test]
+    fn a_refused_reference_is_rewound_and_the_rewind_replays() {
+        fixture();
+        run("SET ROLE grid_t_analyst");
+        // Its own question: the audit rows of other tests stay (the worker commits them).
+        let m = assert_refused("SELECT grid.ask('rewind, then repair me')", "42501");
+        assert!(m.contains("after one repair"), "{m}");
+        run("RESET ROLE");
+        let rows = generations("rewind, then repair me", "refused");
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        let (first, rewind) = (rows[0].0, rows[1].0);
+        assert_eq!(rows[1].3, Some(first));
+        let kinds: Option<String> = select_one(&format!(
+            "SELECT string_agg(kind, ',' ORDER BY step) FROM grid.audit_log WHERE generation = {rewind}"
+        ));
+        let kinds = kinds.unwrap_or_default();
+        assert!(kinds.starts_with("replayed,"), "{kinds}");
+        assert_eq!(kinds.matches("banned").count(), 1, "{kinds}");
+        // The ban is the token the first statement chose at that step.
+        let same: Option<bool> = select_one(&format!(
+            "SELECT b.token = f.token FROM grid.audit_log b JOIN grid.audit_log f
+               ON f.generation = {first} AND f.step = b.step
+             WHERE b.generation = {rewind} AND b.kind = 'banned'"
+        ));
+        assert_eq!(same, Some(true));
+        for g in [first, rewind] {
+            let (ok, reason): (Option<bool>, Option<String>) =
+                Spi::get_two(&format!("SELECT ok, reason FROM grid.replay({g})")).expect("replay");
+            assert_eq!(ok, Some(true), "{reason:?}");
+        }
+        let verified: Option<bool> = select_one("SELECT ok FROM grid.verify_audit()");
+        assert_eq!(verified, Some(true));
     }
 
     /// grid.ask and the pipeline `grid generate` runs (grid_ask::ask_all, with no judge)
@@ -690,9 +732,11 @@ mod tests {
     #[pg_test]
     fn grid_ask_and_grid_generate_run_one_pipeline() {
         fixture();
+        run("SET grid.ablation = prompt_repair");
         run("SET ROLE grid_t_analyst");
         let sql = ask("repair me");
         run("RESET ROLE");
+        run("RESET grid.ablation");
         let ids: Vec<i64> = Spi::connect(|c| {
             c.select(
                 "SELECT generation FROM (SELECT generation FROM grid.generations
@@ -741,7 +785,7 @@ mod tests {
                     temperature: crate::guc::temperature(),
                     timeout_ms: 60_000,
                     audit: grid_ask::AuditLevel::Full,
-                    ablation: grid_ask::Ablation::default(),
+                    ablation: grid_ask::Ablation::named("prompt_repair").unwrap_or_default(),
                     fault: None,
                     judge: true,
                 },

@@ -41,6 +41,9 @@ pub enum Ablation {
     /// No repair after a refusal.
     #[name = c"no_repair"]
     NoRepair,
+    /// Repair only by asking again with the reasons, never by rewinding.
+    #[name = c"prompt_repair"]
+    PromptRepair,
     /// No mask (and no repair): the model alone; sealed in decode mode `unconstrained`.
     #[name = c"unconstrained"]
     Unconstrained,
@@ -51,6 +54,7 @@ impl Ablation {
         match self {
             Ablation::None => "none",
             Ablation::NoRepair => "no_repair",
+            Ablation::PromptRepair => "prompt_repair",
             Ablation::Unconstrained => "unconstrained",
         }
     }
@@ -179,7 +183,7 @@ pub fn register() {
     );
     GucRegistry::define_enum_guc(
         c"grid.ablation",
-        c"For measurement only: none, no_repair (no repair after a refusal) or unconstrained (no mask, no repair).",
+        c"For measurement only: none, no_repair (no repair after a refusal), prompt_repair (repair by asking again, never by rewinding) or unconstrained (no mask, no repair).",
         c"Superuser-only, so that no ordinary role can switch its mask off. An unconstrained generation is sealed in decode mode 'unconstrained'; the checker still refuses what the role may not run.",
         &ABLATION,
         GucContext::Suset,

@@ -9,7 +9,7 @@ generation of the arm must hold in it: a value, or a set of the values allowed (
 the table does not have reads as NULL), checked on the rows each ask wrote.
 
 The levers are the extension's superuser-only settings `grid.ablation` (none, no_repair,
-unconstrained), `grid.judge` (on, off), `grid.value_hints` (0 to 100) and `grid.examples`
+prompt_repair, unconstrained), `grid.judge` (on, off), `grid.value_hints` (0 to 100) and `grid.examples`
 (0 to 20, 3 by default; an arm that sets it above 0 asks with leave-one-out examples:
 uses_examples; the others set it to 0, so "grid" is the plain configuration). The seal tells the unconstrained arm apart by its decode mode
 ('unconstrained' instead of 'mode1'/'mode2'); an arm without repair shows no generation
@@ -27,6 +27,9 @@ ARMS = {
     # name:            (settings,                                                  audit)
     "grid":            ({**NO_EXAMPLES},                                           {"decode_mode": MASKED}),
     "grid-no-repair":  ({**NO_EXAMPLES, "grid.ablation": "no_repair"},            {"decode_mode": MASKED, "repair_of": None}),
+    # Repair by asking again with the reasons only, never by rewinding the statement to
+    # the reference the checker refused (what the rewind brings; issue 19).
+    "grid-prompt-repair": ({**NO_EXAMPLES, "grid.ablation": "prompt_repair"},     {"decode_mode": MASKED}),
     "unconstrained":   ({**NO_EXAMPLES, "grid.ablation": "unconstrained"},        {"decode_mode": "unconstrained", "repair_of": None}),
     # The judge off (grid.judge, superuser-only): statements are returned unplanned. Its
     # generations carry grid.generations.verdict '{"verdict":"off"}', or NULL for one the

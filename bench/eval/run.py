@@ -301,6 +301,12 @@ class Asker:
         keep = ("generation", "stop", "steps", "refused", "repair_of", "decode_mode") + tuple(
             {k for a in armlib.ARMS.values() for k in a[1]})
         out["generations"] = [{k: g.get(k) for k in dict.fromkeys(keep)} for g in gens]
+        # A rewind repair's first records are the repaired statement's tokens (replayed)
+        # and the ban: records, but not tokens the model wrote.
+        for g in out["generations"]:
+            g["rewound"] = c.execute(
+                "SELECT count(*) FROM grid.audit_log WHERE generation = %s AND kind IN ('replayed', 'banned')",
+                (g["generation"],)).fetchone()[0]
         if out["sql"] is None and gens and gens[-1].get("refused"):
             # What the model wrote that the checker refused (never returned to the asker;
             # the superuser reads it from the audit).
@@ -315,7 +321,7 @@ class Asker:
                 out["mismatches"].append("the prompt showed the question under test as an example")
         if not gens and (out["sql"] is not None or out["ask_sqlstate"] == "42501"):
             out["mismatches"].append("the ask wrote no generation to grid.generations")
-        out["tokens"] = sum(g.get("steps") or 0 for g in gens)
+        out["tokens"] = sum((g.get("steps") or 0) - g["rewound"] for g in out["generations"])
         out["stop"] = gens[-1].get("stop") if gens else None
         out["notices"] = list(self.notices)
         return out

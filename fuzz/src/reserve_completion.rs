@@ -77,6 +77,7 @@ pub fn run(data: &[u8]) {
         max_tokens,
         seed: 0,
         unconstrained: false,
+        rewind: None,
         meta: SealMeta::default(),
     };
     let mut dec = Decoder::new(

@@ -4,7 +4,9 @@
 //!
 //! 1. A generation that fails (endpoint, budget, cancel, ...) ends the ask with its
 //!    failure.
-//! 2. A statement the checker refuses is repaired once, the violations quoted back; a
+//! 2. A statement the checker refuses is repaired once: rewound to the first reference
+//!    it refuses, the model's choice there banned ([`crate::rewind`]), or, when no
+//!    violation locates a reference, asked again with the violations quoted back; a
 //!    repair the checker refuses ends the ask, refused (its statement is never returned).
 //! 3. A statement the checker passes goes to the judge; a statement the judge refuses is
 //!    repaired once (unless the ask has used its repair), the judge's message quoted back;
@@ -20,7 +22,7 @@ use std::time::Instant;
 
 use grid_core::audit::{text_digest, Seal, StepKind, StepRecord, StopReason};
 use grid_core::checker::{self, Violation};
-use grid_core::decode::{DecodeError, GenerationSpec, Outcome};
+use grid_core::decode::{DecodeError, GenerationSpec, Outcome, Rewind};
 use grid_core::prompt::{self, Prompt};
 use grid_endpoint::backend::mock::mix;
 use grid_endpoint::ClientError;
@@ -50,6 +52,8 @@ pub struct Attempt {
     pub prompt: Vec<u32>,
     /// Set for a repair: the first attempt's generation.
     pub repair_of: Option<u64>,
+    /// Set for a rewind repair (over the first attempt's prompt).
+    pub rewind: Option<Rewind>,
 }
 
 impl Attempt {
@@ -84,6 +88,7 @@ impl Attempt {
             job,
             compiled,
             repair_of: None,
+            rewind: None,
         })
     }
 
@@ -99,6 +104,7 @@ impl Attempt {
             seed: mix(self.job.seed, self.generation),
             meta: seal_meta(&self.job),
             unconstrained: self.job.ask.settings.ablation.unconstrained,
+            rewind: self.rewind.clone(),
         }
     }
 
@@ -111,8 +117,10 @@ impl Attempt {
             compiled: self.compiled,
             shown: self.shown,
             rendering: self.rendering,
+            prompt: self.prompt,
             seal: None,
             steps: Vec::new(),
+            output: Vec::new(),
             sql: None,
             stop: None,
             violations: Vec::new(),
@@ -120,6 +128,7 @@ impl Attempt {
             failure: Some(f),
             decode_error: None,
             repair_of: self.repair_of,
+            rewound: self.rewind.is_some(),
             tokens: 0,
             completed_tokens: 0,
         }
@@ -134,8 +143,12 @@ pub struct Attempted {
     /// The prompt the model was shown, and how it became token ids.
     pub shown: Prompt,
     pub rendering: &'static str,
+    /// The prompt's token ids.
+    pub prompt: Vec<u32>,
     pub seal: Option<Seal>,
     pub steps: Vec<StepRecord>,
+    /// The output's token ids.
+    pub output: Vec<u32>,
     pub sql: Option<String>,
     pub stop: Option<StopReason>,
     /// What the checker found in `sql`.
@@ -147,6 +160,8 @@ pub struct Attempted {
     /// The decode loop's own error, when it stopped with one.
     pub decode_error: Option<DecodeError>,
     pub repair_of: Option<u64>,
+    /// Whether this attempt was a rewind repair.
+    pub rewound: bool,
     /// Output tokens, and how many of them budget completion wrote.
     pub tokens: usize,
     pub completed_tokens: u32,
@@ -176,6 +191,7 @@ impl Attempted {
         done.steps = steps;
         done.stop = Some(o.stop);
         done.tokens = o.tokens.len();
+        done.output = o.tokens;
         done.completed_tokens = o.completed_tokens;
         done.decode_error = o.error.clone();
         done.failure = match (o.stop, &o.error) {
@@ -233,6 +249,28 @@ impl Attempted {
         done
     }
 
+    /// The rewind repair of this attempt, when a violation of `violations` locates a
+    /// reference in its statement: over the same prompt, its own output up to there.
+    fn rewind(&self, violations: &[Violation], vocab: &Vocabulary) -> Option<Attempt> {
+        let ablation = self.job.ask.settings.ablation;
+        if ablation.unconstrained || ablation.prompt_repair {
+            return None;
+        }
+        let sql = self.sql.as_deref()?;
+        let rewind =
+            crate::rewind::rewind_point(sql, &self.output, |t| vocab.token_bytes(t), violations)?;
+        Some(Attempt {
+            job: self.job.clone(),
+            generation: self.job.ids[1],
+            compiled: self.compiled.clone(),
+            shown: self.shown.clone(),
+            rendering: self.rendering,
+            prompt: self.prompt.clone(),
+            repair_of: Some(self.generation),
+            rewind: Some(rewind),
+        })
+    }
+
     /// The repair of this attempt, the reasons it was rejected quoted back; or why no
     /// repair prompt can be made (the answer says it, rather than claim a repair ran).
     fn repair<R: std::fmt::Display>(
@@ -267,6 +305,7 @@ impl Attempted {
             shown: prompt,
             rendering: prompter.rendering(),
             repair_of: Some(self.generation),
+            rewind: None,
         })
     }
 
@@ -444,6 +483,18 @@ impl Flow {
         }
         if !done.violations.is_empty() {
             let violations = done.violations.clone();
+            if self.may_repair(&done) {
+                if let Some(rewind) = done.rewind(&violations, vocab) {
+                    return Next::Run(
+                        rewind,
+                        Flow {
+                            first: Some(Box::new(done)),
+                            reasons: violations.iter().map(ToString::to_string).collect(),
+                            unrepaired: None,
+                        },
+                    );
+                }
+            }
             return self.repair_or_finish(done, &violations, prompter, vocab);
         }
         if !done.job.ask.settings.judge {

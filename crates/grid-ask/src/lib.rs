@@ -97,6 +97,7 @@ pub mod queue;
 pub mod record;
 pub mod replay;
 pub mod request;
+pub mod rewind;
 mod round;
 pub mod sanitize;
 

@@ -122,21 +122,31 @@ pub struct Ablation {
     /// No repair: an ask ends at the first refusal (the checker's or the judge's).
     #[serde(default)]
     pub no_repair: bool,
+    /// Repair only by asking again with the reasons quoted back, never by rewinding
+    /// ([`crate::rewind`]): what the rewind brings.
+    #[serde(default)]
+    pub prompt_repair: bool,
 }
 
 impl Ablation {
-    /// The named arms: `none`, `no_repair`, `unconstrained` (no mask and no repair: the
-    /// model alone, the baseline an accuracy measurement compares with).
+    /// The named arms: `none`, `no_repair`, `prompt_repair`, `unconstrained` (no mask
+    /// and no repair: the model alone, the baseline an accuracy measurement compares
+    /// with).
     pub fn named(name: &str) -> Option<Ablation> {
         match name {
             "none" => Some(Ablation::default()),
             "no_repair" => Some(Ablation {
-                unconstrained: false,
                 no_repair: true,
+                ..Ablation::default()
+            }),
+            "prompt_repair" => Some(Ablation {
+                prompt_repair: true,
+                ..Ablation::default()
             }),
             "unconstrained" => Some(Ablation {
                 unconstrained: true,
                 no_repair: true,
+                ..Ablation::default()
             }),
             _ => None,
         }

@@ -53,6 +53,15 @@ fn settings() -> AskSettings {
     }
 }
 
+/// Settings whose repairs always ask again with the reasons quoted back (the scripted
+/// model answers a repair prompt from its script; a rewind it cannot follow).
+fn prompt_repair_settings() -> AskSettings {
+    AskSettings {
+        ablation: Ablation::named("prompt_repair").expect("an arm"),
+        ..settings()
+    }
+}
+
 fn generated(f: &Finished) -> &grid_ask::Generated {
     match &f.answer {
         Answer::Generated(g) => g,
@@ -99,7 +108,7 @@ fn a_question_is_answered_sealed_and_explained() {
 
 #[test]
 fn a_refused_statement_is_repaired_once_and_a_second_refusal_is_final() {
-    let (_, f) = ask_one("who earns what", settings());
+    let (_, f) = ask_one("who earns what", prompt_repair_settings());
     let g = generated(&f);
     assert_eq!(g.sql, "SELECT employee_id FROM salaries");
     assert_eq!((g.generation, g.repaired_from), (2, Some(1)));
@@ -113,7 +122,7 @@ fn a_refused_statement_is_repaired_once_and_a_second_refusal_is_final() {
     assert!(f.seals[0].refused.is_some());
     assert_eq!(f.seals[1].repair_of, Some(1));
 
-    let (_, f) = ask_one("this stays wrong", settings());
+    let (_, f) = ask_one("this stays wrong", prompt_repair_settings());
     let e = failed(&f);
     assert_eq!(e.kind, FailureKind::Refused);
     assert!(
@@ -129,7 +138,7 @@ fn a_refused_statement_is_repaired_once_and_a_second_refusal_is_final() {
     assert!(f.seals.iter().all(|s| s.refused.is_some()));
 
     // Explained, the refusal shows the steps without their tokens.
-    let mut s = settings();
+    let mut s = prompt_repair_settings();
     s.max_tokens = 48;
     let mut j = job(0, "this stays wrong", s);
     j.ask.explain = true;
@@ -259,7 +268,7 @@ fn asks_of_one_group_share_a_loop_and_each_gets_its_own_answer() {
     let jobs = questions
         .iter()
         .enumerate()
-        .map(|(i, q)| job(i as u64, q, settings()))
+        .map(|(i, q)| job(i as u64, q, prompt_repair_settings()))
         .collect();
     let (steps, done) = split(ask_all(jobs, &mut NoJudge, MockDefaults::default()));
     record_verifies_and_replays(&steps, &done);
@@ -720,7 +729,7 @@ fn the_seal_binds_the_prompt_the_model_was_shown_and_the_artifacts_contents() {
 
     // A repair's prompt quotes the rejected statement: its own digest, and it renders
     // from the snapshot as a repair only.
-    let (_, f) = ask_one("who earns what", settings());
+    let (_, f) = ask_one("who earns what", prompt_repair_settings());
     let (first, _) = prompt_record(&f.seals[0]);
     let (repair, set) = prompt_record(&f.seals[1]);
     assert_ne!(
@@ -881,4 +890,50 @@ fn examples_the_host_chose_are_shown_recorded_by_id_and_digest_and_replay() {
         false
     )
     .is_err());
+}
+
+#[test]
+fn a_refused_reference_is_rewound_to_where_it_was_written_and_the_choice_there_banned() {
+    let (steps, f) = ask_one("who earns what", settings());
+    // The first statement names a column the role may not read.
+    assert_eq!(
+        f.seals[0].final_sql.as_deref(),
+        Some("SELECT amount FROM salaries")
+    );
+    assert!(f.seals[0].refused.is_some());
+    assert_eq!(f.seals.len(), 2);
+    assert_eq!(f.seals[1].repair_of, Some(1));
+    let first: Vec<&StepRecord> = steps.iter().filter(|r| r.generation == 1).collect();
+    let rewind: Vec<&StepRecord> = steps.iter().filter(|r| r.generation == 2).collect();
+    // The rewind replays the first statement's tokens up to the refused reference, then
+    // bans the token the first statement chose there; the model goes on from there.
+    let replayed = rewind
+        .iter()
+        .take_while(|r| r.kind == StepKind::Replayed)
+        .count();
+    assert!(replayed > 0, "{rewind:?}");
+    for k in 0..replayed {
+        assert_eq!(rewind[k].token, first[k].token);
+        assert_eq!(rewind[k].mask_entry_id, first[k].mask_entry_id);
+    }
+    let banned = rewind[replayed];
+    assert_eq!(banned.kind, StepKind::Banned);
+    assert_eq!(banned.token, first[replayed].token);
+    assert_eq!(banned.mask_entry_id, first[replayed].mask_entry_id);
+    let next = rewind[replayed + 1];
+    assert_ne!(next.token, banned.token);
+    // The banned mask holds one id fewer than the exact mask of that position.
+    assert_eq!(next.blocked_count, banned.blocked_count + 1);
+    assert_ne!(next.mask_entry_id, banned.mask_entry_id);
+    assert!(rewind[replayed + 2..]
+        .iter()
+        .all(|r| !matches!(r.kind, StepKind::Replayed | StepKind::Banned)));
+    // It was asked with the first prompt, not a repair prompt.
+    assert_eq!(
+        f.seals[0].seal.meta.prompt_digest,
+        f.seals[1].seal.meta.prompt_digest
+    );
+    // Whatever it wrote was checked like any statement (ask_one verified and replayed
+    // the record, bans included).
+    assert_eq!(f.generations.len(), 2);
 }

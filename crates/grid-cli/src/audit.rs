@@ -200,7 +200,7 @@ fn replay_masks(entries: &[Entry], opts: &VerifyOptions, artifacts: &Path) -> Ex
 
 /// Per sealed generation, what a mask replay would load and walk.
 fn print_replay_plan(entries: &[Entry]) {
-    let mut kinds: BTreeMap<u64, [u64; 4]> = BTreeMap::new();
+    let mut kinds: BTreeMap<u64, [u64; 6]> = BTreeMap::new();
     for e in entries {
         if let Entry::Step(r) = e {
             let k = match r.kind {
@@ -208,16 +208,23 @@ fn print_replay_plan(entries: &[Entry]) {
                 StepKind::Forced => 1,
                 StepKind::BudgetCompleted => 2,
                 StepKind::Eos => 3,
+                StepKind::Replayed => 4,
+                StepKind::Banned => 5,
             };
             kinds.entry(r.generation).or_default()[k] += 1;
         }
     }
     for e in entries {
         if let Entry::Seal(s) = e {
-            let [sampled, forced, completed, eos] =
+            let [sampled, forced, completed, eos, replayed, banned] =
                 kinds.get(&s.generation).copied().unwrap_or_default();
+            let rewind = if replayed + banned > 0 {
+                format!(", a rewind: {replayed} replayed, {banned} banned")
+            } else {
+                String::new()
+            };
             println!(
-                "generation {} (seal {}): stop {}, {} steps ({sampled} sampled, {forced} forced, {completed} budget-completed, {eos} eos), {}; artifacts {}",
+                "generation {} (seal {}): stop {}, {} steps ({sampled} sampled, {forced} forced, {completed} budget-completed, {eos} eos{rewind}), {}; artifacts {}",
                 s.generation,
                 s.index,
                 s.stop.name(),

@@ -99,8 +99,8 @@ pub struct GenerateArgs {
     /// One whole ask, end to end (`grid.timeout`), in milliseconds.
     #[arg(long, default_value_t = 300_000)]
     timeout_ms: u64,
-    /// `none`, `no_repair` or `unconstrained` (`grid.ablation`).
-    #[arg(long, default_value = "none", value_parser = ["none", "no_repair", "unconstrained"])]
+    /// `none`, `no_repair`, `prompt_repair` or `unconstrained` (`grid.ablation`).
+    #[arg(long, default_value = "none", value_parser = ["none", "no_repair", "prompt_repair", "unconstrained"])]
     ablation: String,
     /// Write the JSONL audit log here (and its artifacts to `<file>.artifacts.json`).
     #[arg(long)]

@@ -113,6 +113,35 @@ impl Mask {
         self.bits[id as usize / 32] |= 1 << (id % 32);
     }
 
+    /// Removes the non-special `id` from the allowed set (a rewind repair's ban); `false`,
+    /// and no change, when it was not allowed. The counts and the CD classes follow it;
+    /// a forced run no longer holds.
+    pub fn remove(&mut self, id: u32) -> bool {
+        if !self.contains(id) {
+            return false;
+        }
+        self.bits[id as usize / 32] &= !(1 << (id % 32));
+        self.allowed = self.allowed.saturating_sub(1);
+        self.blocked += 1;
+        self.forced = None;
+        let class = self
+            .cd_classes
+            .iter()
+            .position(|c| c.ids.binary_search(&id).is_ok());
+        match class {
+            Some(k) => {
+                let c = &mut self.cd_classes[k];
+                c.ids = c.ids.iter().copied().filter(|&i| i != id).collect();
+                if c.ids.is_empty() {
+                    self.cd_classes.remove(k);
+                }
+                self.cd = self.cd.saturating_sub(1);
+            }
+            None => self.ci = self.ci.saturating_sub(1),
+        }
+        true
+    }
+
     /// Every id whose bit is set, ascending.
     pub fn ids(&self) -> impl Iterator<Item = u32> + '_ {
         self.bits.iter().enumerate().flat_map(|(w, &word)| {

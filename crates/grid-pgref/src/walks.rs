@@ -104,6 +104,7 @@ impl<'v> Walks<'v> {
                 seed: mix(seed, i as u64),
                 meta: SealMeta::default(),
                 unconstrained: false,
+                rewind: None,
             })
             .collect();
         let mut decoder = Decoder::new(

@@ -33,7 +33,9 @@ impl Token {
 ///
 /// Invariants checked by the writer and the verifier (see `rules.rs`): `kind == Eos` if
 /// and only if `token == Token::Eos`; an `Eos` record is the last step of its generation;
-/// after a `BudgetCompleted` record only `BudgetCompleted` or `Eos` records follow.
+/// after a `BudgetCompleted` record only `BudgetCompleted` or `Eos` records follow;
+/// `Replayed` records come first, before any record of another kind; `Replayed` and
+/// `Banned` records are written in mode 1 only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepKind {
@@ -47,6 +49,15 @@ pub enum StepKind {
     /// The budget reserve triggered: the loop wrote this token of the shortest legal
     /// completion (mode 1 only).
     BudgetCompleted,
+    /// A rewind repair carried this token over from the generation it repairs (the
+    /// statement up to the reference the checker refused): it is in the step's exact
+    /// mask, and the model did not choose it again (mode 1 only).
+    Replayed,
+    /// Not a token of the output: the rewind point. The token is the one the repaired
+    /// generation chose here, and it is removed from the mask of the records that follow
+    /// at this position (the record itself commits to the exact mask, which holds it), so
+    /// the model continues with its next choice (mode 1 only).
+    Banned,
 }
 
 impl StepKind {
@@ -57,6 +68,8 @@ impl StepKind {
             StepKind::Forced => 1,
             StepKind::Eos => 2,
             StepKind::BudgetCompleted => 3,
+            StepKind::Replayed => 4,
+            StepKind::Banned => 5,
         }
     }
 
@@ -67,15 +80,24 @@ impl StepKind {
             StepKind::Forced => "forced",
             StepKind::Eos => "eos",
             StepKind::BudgetCompleted => "budget_completed",
+            StepKind::Replayed => "replayed",
+            StepKind::Banned => "banned",
         }
     }
 
+    /// Whether the record's token is part of the output (every kind but `Banned`).
+    pub fn emits(self) -> bool {
+        self != StepKind::Banned
+    }
+
     /// Every kind, in code order.
-    pub const ALL: [StepKind; 4] = [
+    pub const ALL: [StepKind; 6] = [
         StepKind::Sampled,
         StepKind::Forced,
         StepKind::Eos,
         StepKind::BudgetCompleted,
+        StepKind::Replayed,
+        StepKind::Banned,
     ];
 }
 

@@ -23,8 +23,11 @@ pub struct StepContext<'a> {
     pub step: u32,
     /// The seal of the generation: fingerprints of the artifacts to load, mode flags.
     pub seal: &'a Seal,
-    /// Tokens of steps `0..step` (the output so far).
+    /// The output so far: the tokens of steps `0..step`, but for `Banned` records.
     pub prefix: &'a [Token],
+    /// The ids the `Banned` records since the last output token removed: the step's
+    /// mask is the exact mask without them.
+    pub banned: &'a [u32],
     /// The token this step emitted, to check against the mask and then advance with.
     pub token: Token,
     /// How it was chosen.
@@ -53,6 +56,7 @@ pub fn replay_generation<'r>(
     recompute: &mut Recompute<'_>,
 ) -> Result<u64, ReplayError> {
     let mut prefix: Vec<Token> = Vec::new();
+    let mut banned: Vec<u32> = Vec::new();
     let mut steps = 0u64;
     for r in records {
         let ctx = StepContext {
@@ -60,6 +64,7 @@ pub fn replay_generation<'r>(
             step: r.step,
             seal,
             prefix: &prefix,
+            banned: &banned,
             token: r.token,
             kind: r.kind,
         };
@@ -100,7 +105,14 @@ pub fn replay_generation<'r>(
                 token: r.token,
             });
         }
-        prefix.push(r.token);
+        match (r.kind.emits(), r.token) {
+            (true, t) => {
+                prefix.push(t);
+                banned.clear();
+            }
+            (false, Token::Id(id)) => banned.push(id),
+            (false, Token::Eos) => {}
+        }
         steps += 1;
     }
     Ok(steps)

@@ -17,6 +17,8 @@ pub enum StepRule {
     AfterEos,
     #[error("a {kind:?} step follows budget completion (only completion tokens and EOS may)")]
     AfterCompletion { kind: StepKind },
+    #[error("a replayed step follows a step of another kind (replayed steps come first)")]
+    ReplayedLate,
 }
 
 /// A stop reason or mode that does not fit the generation's records.
@@ -32,6 +34,8 @@ pub enum StopRule {
     WrongMode { stop: StopReason, mode: DecodeMode },
     #[error("budget-completion records in decode mode {mode:?}")]
     CompletionMode { mode: DecodeMode },
+    #[error("replayed or banned records (a rewind repair) in decode mode {mode:?}")]
+    RewindMode { mode: DecodeMode },
 }
 
 /// The state of one generation's chain after the records seen so far.
@@ -46,6 +50,10 @@ pub struct Progress {
     pub ended: bool,
     /// A `BudgetCompleted` record was seen.
     pub completing: bool,
+    /// A record of a kind other than `Replayed` was seen (no `Replayed` may follow).
+    pub past_replay: bool,
+    /// A `Replayed` or `Banned` record was seen (the generation is a rewind repair).
+    pub rewound: bool,
 }
 
 impl Progress {
@@ -56,6 +64,8 @@ impl Progress {
             tip: generation_genesis(generation),
             ended: false,
             completing: false,
+            past_replay: false,
+            rewound: false,
         }
     }
 
@@ -70,6 +80,9 @@ impl Progress {
         if self.completing && !matches!(kind, StepKind::BudgetCompleted | StepKind::Eos) {
             return Err(StepRule::AfterCompletion { kind });
         }
+        if kind == StepKind::Replayed && self.past_replay {
+            return Err(StepRule::ReplayedLate);
+        }
         Ok(())
     }
 
@@ -79,6 +92,8 @@ impl Progress {
         self.tip = hash;
         self.ended |= kind == StepKind::Eos;
         self.completing |= kind == StepKind::BudgetCompleted;
+        self.past_replay |= kind != StepKind::Replayed;
+        self.rewound |= matches!(kind, StepKind::Replayed | StepKind::Banned);
     }
 
     /// Whether the generation may be sealed with this stop reason and mode.
@@ -94,6 +109,9 @@ impl Progress {
         }
         if self.completing && mode.decode != DecodeMode::Mode1 {
             return Err(StopRule::CompletionMode { mode: mode.decode });
+        }
+        if self.rewound && mode.decode != DecodeMode::Mode1 {
+            return Err(StopRule::RewindMode { mode: mode.decode });
         }
         let fits = match stop {
             StopReason::BudgetCompleted => mode.decode == DecodeMode::Mode1,

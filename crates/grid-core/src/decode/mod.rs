@@ -70,6 +70,24 @@ pub struct GenerationSpec<'l> {
     /// where it stands (stop `BudgetTruncated`). Sealed in decode mode `Unconstrained`;
     /// its records carry configuration hash 0 (there is no configuration).
     pub unconstrained: bool,
+    /// A rewind repair (ignored when `unconstrained`): see [`Rewind`].
+    pub rewind: Option<Rewind>,
+}
+
+/// A rewind repair: the generation starts from the repaired generation's own output up to
+/// the reference the checker refused, and the token that generation chose there is taken
+/// out of that step's mask, so the model continues with its next choice rather than
+/// repeat the mistake.
+///
+/// Each token of `replay` is written only if it is in its step's exact mask and fits the
+/// budget (recorded [`StepKind::Replayed`]; budget completion takes over as for any
+/// token); then one [`StepKind::Banned`] record carries `ban`, and the steps at that
+/// position are sampled from the exact mask without it. A replay can recompute every
+/// record from the log alone, since the ban is on the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewind {
+    pub replay: Vec<u32>,
+    pub ban: u32,
 }
 
 /// Why a generation stopped with [`StopReason::Error`].
@@ -91,6 +109,8 @@ pub enum DecodeError {
     CompletionRefused { step: u32, token: u32 },
     #[error("step {step}: the recognizer refused token {token}")]
     Refused { step: u32, token: u32 },
+    #[error("step {step}: token {token} of the rewound output is not in the mask")]
+    ReplayRefused { step: u32, token: u32 },
     #[error(transparent)]
     Model(#[from] ModelError),
 }
@@ -156,6 +176,8 @@ struct Live<'l> {
     mask: Option<Mask>,
     completed: u32,
     deferred: u32,
+    /// Whether the rewind's ban has been recorded and applied.
+    banned: bool,
     /// Set when the generation has stopped (and been sealed).
     done: Option<(StopReason, Option<DecodeError>)>,
 }
@@ -174,8 +196,21 @@ impl<'l> Live<'l> {
             mask: None,
             completed: 0,
             deferred: 0,
+            banned: false,
             done: None,
         }
+    }
+
+    /// The rewind's next token to write, while the output is shorter than its replay.
+    fn to_replay(&self) -> Option<u32> {
+        let r = self.spec.rewind.as_ref()?;
+        r.replay.get(self.tokens.len()).copied()
+    }
+
+    /// The rewind's ban, when it is due at this step and not yet applied.
+    fn ban_due(&self) -> Option<u32> {
+        let r = self.spec.rewind.as_ref()?;
+        (!self.banned && self.tokens.len() == r.replay.len()).then_some(r.ban)
     }
 
     fn into_outcome(self) -> Outcome {
@@ -269,6 +304,10 @@ impl<'l> Batch<'l> {
 /// What a generation does this tick, once its mask is known.
 enum Plan {
     Complete,
+    /// A token of the rewind's replay.
+    Replay(u32),
+    /// The rewind's ban, then a sample.
+    Ban(u32),
     /// Unconstrained, out of budget: the output stops where it stands.
     Truncate,
     Forced(Vec<u32>),
@@ -444,9 +483,17 @@ impl<'v> Decoder<'v> {
         for &i in ready {
             let Some(g) = live.get_mut(i) else { continue };
             let mode = self.mode(g);
-            match self.plan(g) {
+            let mut plan = self.plan(g);
+            if let Ok(Plan::Ban(id)) = plan {
+                self.ban(g, id, audit)?;
+                plan = self.plan(g);
+            }
+            match plan {
                 Err(e) => self.stop(g, audit, mode, StopReason::Error, Some(e))?,
                 Ok(Plan::Complete) => self.complete(g, audit, mode)?,
+                Ok(Plan::Replay(t)) => self.replayed(g, t, audit, mode)?,
+                // Applied above; a second is never planned.
+                Ok(Plan::Ban(_)) => {}
                 Ok(Plan::Forced(run)) => self.forced(g, &run, audit, mode)?,
                 Ok(Plan::Truncate) => {
                     self.stop(g, audit, mode, StopReason::BudgetTruncated, None)?
@@ -549,6 +596,16 @@ impl<'v> Decoder<'v> {
         let Some(mask) = g.mask.as_ref() else {
             return Err(DecodeError::NoCompletion { step });
         };
+        if let Some(t) = g.to_replay() {
+            return if mask.contains(t) {
+                Ok(Plan::Replay(t))
+            } else {
+                Err(DecodeError::ReplayRefused { step, token: t })
+            };
+        }
+        if let Some(id) = g.ban_due() {
+            return Ok(Plan::Ban(id));
+        }
         if mask.allowed == 0 && !mask.eos {
             return Err(DecodeError::DeadEnd { step });
         }
@@ -608,6 +665,57 @@ impl<'v> Decoder<'v> {
         g.text.extend_from_slice(self.vocab.token_bytes(token));
         g.cfg = next;
         g.mask = None;
+    }
+
+    /// Writes the rewind's next token, as the model wrote it in the repaired generation.
+    fn replayed<S: AuditSink>(
+        &mut self,
+        g: &mut Live<'_>,
+        t: u32,
+        audit: &mut ChainWriter<S>,
+        mode: Mode,
+    ) -> Result<(), WriteError> {
+        let Some(mask) = g.mask.take() else {
+            return Ok(());
+        };
+        match self.fits(g, t) {
+            Ok(Some(next)) => {
+                let entry = mask_entry_id(&mask);
+                self.record(g, audit, &mask, entry, Token::Id(t), StepKind::Replayed)?;
+                self.advance(g, t, next);
+                Ok(())
+            }
+            Ok(None) => {
+                g.mask = Some(mask);
+                self.complete(g, audit, mode)
+            }
+            Err(e) => self.stop(g, audit, mode, StopReason::Error, Some(e)),
+        }
+    }
+
+    /// Records the rewind's ban under the exact mask and takes the token out of it. A
+    /// token the mask does not hold is not recorded (there is nothing to take out), nor
+    /// one the mask forces.
+    fn ban<S: AuditSink>(
+        &mut self,
+        g: &mut Live<'_>,
+        id: u32,
+        audit: &mut ChainWriter<S>,
+    ) -> Result<(), WriteError> {
+        g.banned = true;
+        let Some(mut mask) = g.mask.take() else {
+            return Ok(());
+        };
+        // A ban that would leave no choice (a forced token) is not made: the rewind then
+        // goes on as the repaired generation did.
+        let choice_left = mask.allowed > 1 || mask.eos;
+        if choice_left && mask.contains(id) && Some(id) != self.masker.trie().eos_id() {
+            let entry = mask_entry_id(&mask);
+            self.record(g, audit, &mask, entry, Token::Id(id), StepKind::Banned)?;
+            mask.remove(id);
+        }
+        g.mask = Some(mask);
+        Ok(())
     }
 
     fn forced<S: AuditSink>(

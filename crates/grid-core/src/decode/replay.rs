@@ -92,6 +92,7 @@ impl<'l> Recomputer<'l> {
         if !in_step {
             let mut session = Session::new(lang);
             let mut cfg = session.start();
+            // The prefix holds the output's tokens only (no banned ones).
             for t in ctx.prefix {
                 if let Token::Id(id) = t {
                     session
@@ -110,14 +111,20 @@ impl<'l> Recomputer<'l> {
             return Err("no replay state".into());
         };
         let hash = config_hash(&cur.session, &cur.cfg);
-        let mask = self.masker.mask_once(&mut cur.session, &cur.cfg);
+        let mut mask = self.masker.mask_once(&mut cur.session, &cur.cfg);
         let eos_id = self.masker.trie().eos_id();
+        for &id in ctx.banned {
+            if Some(id) != eos_id {
+                mask.remove(id);
+            }
+        }
         let token_allowed = match ctx.token {
             Token::Eos => mask.eos,
             Token::Id(id) => mask.contains(id) && Some(id) != eos_id,
         };
         if let Token::Id(id) = ctx.token {
-            if token_allowed {
+            // A banned token is not part of the output: the configuration stays.
+            if token_allowed && ctx.kind.emits() {
                 cur.session
                     .feed(&mut cur.cfg, self.vocab.token_bytes(id))
                     .map_err(|e| format!("the recorded token {id} is refused: {e:?}"))?;

@@ -11,12 +11,12 @@ use std::sync::Arc;
 
 use common::{dialect, Rng};
 use grid_core::audit::{
-    replay, verify, AuditLog, DecodeMode, Entry, Seal, SealMeta, StepKind, StepRecord, StopReason,
-    VerifyOptions,
+    replay, verify, AuditLog, DecodeMode, Entry, Seal, SealInput, SealMeta, StepInput, StepKind,
+    StepRecord, StopReason, Token, VerifyOptions,
 };
 use grid_core::decode::{
     Batch, Choice, DecodeError, DecodeOptions, Decoder, GenerationSpec, Model, ModelError,
-    ModelStep, Outcome, Recomputer, StepModel,
+    ModelStep, Outcome, Recomputer, Rewind, StepModel,
 };
 use grid_core::mask::Masker;
 use grid_core::reserve::{ReserveMemo, ReserveTable, Speller, UNREACHABLE};
@@ -207,6 +207,7 @@ impl Bench {
                 seed: 1000 + i,
                 meta: SealMeta::default(),
                 unconstrained: false,
+                rewind: None,
             })
             .collect()
     }
@@ -676,6 +677,7 @@ impl Bench {
             seed: 7000 + id,
             meta: SealMeta::default(),
             unconstrained: false,
+            rewind: None,
         }
     }
 }
@@ -938,4 +940,133 @@ fn a_log_with_admissions_verifies_and_replays() {
         r.blocked_count ^= 1;
     }
     assert!(verify(&entries, &VerifyOptions::default()).is_err());
+}
+
+/// `log` written again through a fresh chain, `edit` applied to every step record first
+/// (the hashes are those of the edited records: a forgery the chain cannot tell).
+fn rechained(log: &AuditLog, edit: impl Fn(&mut StepRecord)) -> AuditLog {
+    let mut out = AuditLog::in_memory();
+    let mut begun = HashSet::new();
+    for e in log.entries() {
+        if begun.insert(e.generation()) {
+            out.begin(e.generation()).expect("begin");
+        }
+        match e {
+            Entry::Step(r) => {
+                let mut r = r.clone();
+                edit(&mut r);
+                let input = StepInput {
+                    config_hash: r.config_hash,
+                    mask_entry_id: r.mask_entry_id,
+                    token: r.token,
+                    blocked_count: r.blocked_count,
+                    kind: r.kind,
+                };
+                out.step(r.generation, input).expect("step");
+            }
+            Entry::Seal(s) => {
+                let input = SealInput {
+                    stop: s.stop,
+                    fingerprints: s.fingerprints,
+                    mode: s.mode,
+                    meta: s.meta.clone(),
+                };
+                out.seal(s.generation, input).expect("seal");
+            }
+        }
+    }
+    out
+}
+
+/// A rewind repair: the generation writes the repaired generation's tokens up to the
+/// rewind point (each under its exact mask, recorded `Replayed`), records the ban of the
+/// token that generation chose there, and samples on from the exact mask without it. The
+/// log verifies and replays bit for bit; a ban altered in the log (the chain rebuilt
+/// over the edit) does not replay.
+#[test]
+fn a_rewind_replays_the_prefix_bans_the_choice_there_and_replays_from_the_log() {
+    let b = Bench::new(&select_only());
+    let mut random = RandomModel { calls: 0 };
+    let specs = b.specs(40, |_| 40);
+    let (first, _) = b.run(&specs, &mut random, DecodeOptions::default());
+    let mut rewinds = Vec::new();
+    for (i, o) in first.iter().enumerate() {
+        // A rewind point among the tokens the model chose (budget completion, which
+        // writes the rest, would write them again).
+        let chosen = o.tokens.len() - o.completed_tokens as usize;
+        if chosen < 2 {
+            continue;
+        }
+        let k = i % chosen;
+        let mut spec = specs[i].clone();
+        spec.id = 1000 + i as u64;
+        spec.rewind = Some(Rewind {
+            replay: o.tokens[..k].to_vec(),
+            ban: o.tokens[k],
+        });
+        rewinds.push(spec);
+    }
+    assert!(rewinds.len() > 20);
+    let (out, log) = b.run(&rewinds, &mut random, DecodeOptions::default());
+    check_outcomes(&b, &rewinds, &out);
+    let mut bans = 0;
+    for (o, spec) in out.iter().zip(&rewinds) {
+        let r = spec.rewind.as_ref().expect("a rewind");
+        let k = r.replay.len();
+        assert_eq!(o.tokens[..k], r.replay[..], "generation {}", o.generation);
+        let recs = steps_of(&log, o.generation);
+        assert!(recs[..k].iter().all(|x| x.kind == StepKind::Replayed));
+        assert!(recs[k..]
+            .iter()
+            .all(|x| !matches!(x.kind, StepKind::Replayed)));
+        if recs[k].kind == StepKind::Banned {
+            bans += 1;
+            assert_eq!(recs[k].token, Token::Id(r.ban));
+            assert_ne!(o.tokens.get(k), Some(&r.ban));
+            assert_eq!(recs[k + 1].blocked_count, recs[k].blocked_count + 1);
+        } else {
+            // No ban where the token was forced.
+            assert_eq!(recs[k].kind, StepKind::Forced, "{:?}", recs[k]);
+        }
+    }
+    assert!(bans > 10, "{bans} bans");
+    assert!(b.replay(&log) > 0);
+
+    // Another token banned in the record: the chain is whole, the masks do not replay.
+    let forged = rechained(&log, |r| {
+        if r.kind == StepKind::Banned {
+            if let Token::Id(t) = r.token {
+                r.token = Token::Id(if t == 1 { 2 } else { 1 });
+            }
+        }
+    });
+    verify(forged.entries(), &VerifyOptions::default()).expect("the forged chain verifies");
+    let mut rc = Recomputer::new(b.trie.clone(), &b.vocab);
+    let lang = &b.lang;
+    let replayed = replay(forged.entries(), &VerifyOptions::default(), &mut |ctx| {
+        rc.recompute(lang, ctx)
+    });
+    assert!(replayed.is_err(), "a forged ban replays");
+}
+
+/// Replayed records come first, and a rewind is mode 1 only: the chain refuses others.
+#[test]
+fn replayed_records_only_open_a_generation() {
+    let mut log = AuditLog::in_memory();
+    log.begin(1).expect("begin");
+    let step = |kind, token| StepInput {
+        config_hash: 0,
+        mask_entry_id: [0; 16],
+        token,
+        blocked_count: 0,
+        kind,
+    };
+    log.step(1, step(StepKind::Replayed, Token::Id(5)))
+        .expect("a replayed first step");
+    log.step(1, step(StepKind::Banned, Token::Id(6)))
+        .expect("a ban");
+    assert!(log.step(1, step(StepKind::Banned, Token::Eos)).is_err());
+    log.step(1, step(StepKind::Sampled, Token::Id(7)))
+        .expect("a sample");
+    assert!(log.step(1, step(StepKind::Replayed, Token::Id(8))).is_err());
 }

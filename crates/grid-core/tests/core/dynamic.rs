@@ -441,6 +441,7 @@ fn generations_through_names_replay_bit_for_bit() {
             seed: i as u64,
             meta: SealMeta::default(),
             unconstrained: false,
+            rewind: None,
         })
         .collect();
     let mut log = AuditLog::in_memory();

@@ -152,6 +152,7 @@ fn check(lang: &Language, vocab: &Vocabulary, adversarial: bool, n: u64, max_bud
             max_tokens: 1 + (rng.next() % max_budget) as u32,
             seed: rng.next(),
             unconstrained: false,
+            rewind: None,
             meta: SealMeta::default(),
         })
         .collect();
