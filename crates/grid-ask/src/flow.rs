@@ -128,7 +128,6 @@ impl Attempt {
             failure: Some(f),
             decode_error: None,
             repair_of: self.repair_of,
-            rewound: self.rewind.is_some(),
             tokens: 0,
             completed_tokens: 0,
         }
@@ -160,8 +159,6 @@ pub struct Attempted {
     /// The decode loop's own error, when it stopped with one.
     pub decode_error: Option<DecodeError>,
     pub repair_of: Option<u64>,
-    /// Whether this attempt was a rewind repair.
-    pub rewound: bool,
     /// Output tokens, and how many of them budget completion wrote.
     pub tokens: usize,
     pub completed_tokens: u32,
