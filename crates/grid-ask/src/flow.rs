@@ -452,7 +452,7 @@ impl Parked {
         match verdict {
             Verdict::Fail { code, message } => {
                 let why = format!("PostgreSQL refuses it (SQLSTATE {code}): {message}");
-                flow.repair_or_finish(last, std::slice::from_ref(&why), prompter, vocab)
+                flow.repair_or_finish(last, std::slice::from_ref(&why), &[], prompter, vocab)
             }
             Verdict::Pass | Verdict::Off | Verdict::Unjudged => {
                 Next::Done(Box::new(flow.finish(last, vocab)))
@@ -480,19 +480,7 @@ impl Flow {
         }
         if !done.violations.is_empty() {
             let violations = done.violations.clone();
-            if self.may_repair(&done) {
-                if let Some(rewind) = done.rewind(&violations, vocab) {
-                    return Next::Run(
-                        rewind,
-                        Flow {
-                            first: Some(Box::new(done)),
-                            reasons: violations.iter().map(ToString::to_string).collect(),
-                            unrepaired: None,
-                        },
-                    );
-                }
-            }
-            return self.repair_or_finish(done, &violations, prompter, vocab);
+            return self.repair_or_finish(done, &violations, &violations, prompter, vocab);
         }
         if !done.job.ask.settings.judge {
             let parked = Box::new(Parked {
@@ -522,15 +510,22 @@ impl Flow {
         self.first.is_none() && !done.job.ask.settings.ablation.no_repair
     }
 
+    /// Repairs `done`, refused for `why`: rewound when one of `violations` (the
+    /// checker's, if it refused) locates a reference, else by a new prompt; or finishes
+    /// the ask when no repair may or can be made.
     fn repair_or_finish<R: std::fmt::Display>(
         mut self,
         done: Attempted,
         why: &[R],
+        violations: &[Violation],
         prompter: &Prompter,
         vocab: &Vocabulary,
     ) -> Next {
         if self.may_repair(&done) {
-            match done.repair(why, prompter) {
+            let repair = done
+                .rewind(violations, vocab)
+                .map_or_else(|| done.repair(why, prompter), Ok);
+            match repair {
                 Ok(repair) => {
                     let reasons = why.iter().map(ToString::to_string).collect();
                     return Next::Run(
