@@ -266,31 +266,61 @@ pub(crate) fn splits(lang: &Language, cands: &TermSet, last: u8, next: u8) -> bo
 }
 
 /// The trailing lexeme in progress as the viability check reads it.
+///
+/// Without a cut back, the check reads the lexeme's automaton state and word-trie node only
+/// through the terminals they can still become ([`Language::live`]), so the key holds that
+/// set rather than the pair: after a `,` in a select list, the tokens spelling the start of
+/// any of a wide schema's names end on as many word-trie nodes, but on a handful of live
+/// sets, and they form that many classes rather than one per node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TrailKey {
-    /// No lexeme in progress (then the rest is irrelevant: the prefix is viable).
+    /// No lexeme in progress (then the rest is irrelevant: the prefix is viable, and `live`
+    /// is empty and `cutback` `None`).
     pub idle: bool,
-    /// Automaton state and word-trie node of the lexeme so far: they give the terminals it
-    /// can still become.
+    /// The terminals the lexeme so far can still become.
+    pub live: TermSet,
+    /// When the lexeme has an accepting prefix shorter than itself, the check may cut it
+    /// back there.
+    pub cutback: Option<Cutback>,
+}
+
+/// What the check reads when it may cut the trailing lexeme back: the search over the bytes
+/// that could follow steps the lexeme's automaton state and word-trie node themselves.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Cutback {
+    /// Automaton state and word-trie node of the lexeme so far.
     pub q: u32,
     pub w: u32,
-    /// When the lexeme has an accepting prefix shorter than itself, the check may cut it back
-    /// there: the prefix's candidates, whether the prefix ends in a word character, and the
-    /// bytes after it (they are scanned again).
-    pub cutback: Option<(TermSet, bool, SmallVec<[u8; 8]>)>,
+    /// The accepting prefix's candidates.
+    pub cands: TermSet,
+    /// Whether the prefix ends in a word character.
+    pub word: bool,
+    /// The bytes after the prefix (they are scanned again).
+    pub rest: SmallVec<[u8; 8]>,
 }
 
 impl TrailKey {
-    pub(crate) fn of(s: &Scan) -> TrailKey {
-        let cutback = s.last.as_ref().and_then(|(len, c)| {
-            let len = *len as usize;
-            (len < s.rem.len() && len > 0)
-                .then(|| (*c, is_word_byte(s.rem[len - 1]), s.rem[len..].into()))
+    pub(crate) fn of(lang: &Language, s: &Scan) -> TrailKey {
+        if s.rem.is_empty() {
+            return TrailKey {
+                idle: true,
+                live: TermSet::EMPTY,
+                cutback: None,
+            };
+        }
+        let cutback = s.last.as_ref().and_then(|&(len, cands)| {
+            let len = len as usize;
+            (len < s.rem.len() && len > 0).then(|| Cutback {
+                q: s.q,
+                w: s.w,
+                cands,
+                word: is_word_byte(s.rem[len - 1]),
+                rest: s.rem[len..].into(),
+            })
         });
         TrailKey {
-            idle: s.rem.is_empty(),
-            q: s.q,
-            w: s.w,
+            idle: false,
+            live: lang.live(s.q, s.w),
             cutback,
         }
     }

@@ -13,7 +13,7 @@ use crate::termset::TermSet;
 
 /// The encoding tag hashed between key and payload: a new payload layout gets a new tag,
 /// so ids of different layouts never collide.
-pub const ENCODING_TAG: &[u8] = b"grid-mask-entry/2";
+pub const ENCODING_TAG: &[u8] = b"grid-mask-entry/3";
 
 /// Bytes buffered before they are fed to the hash.
 const HASH_CHUNK: usize = 1 << 14;
@@ -141,15 +141,16 @@ impl Entry {
                         put_terms(out, e);
                     }
                     out.push(u8::from(t.idle));
-                    out.extend_from_slice(&t.q.to_le_bytes());
-                    out.extend_from_slice(&t.w.to_le_bytes());
+                    put_terms(out, &t.live);
                     match &t.cutback {
                         None => out.push(0),
-                        Some((cands, word, v)) => {
+                        Some(c) => {
                             out.push(1);
-                            put_terms(out, cands);
-                            out.push(u8::from(*word));
-                            put_bytes(out, v);
+                            out.extend_from_slice(&c.q.to_le_bytes());
+                            out.extend_from_slice(&c.w.to_le_bytes());
+                            put_terms(out, &c.cands);
+                            out.push(u8::from(c.word));
+                            put_bytes(out, &c.rest);
                         }
                     }
                 }
@@ -176,7 +177,7 @@ impl Entry {
 mod tests {
     use super::*;
     use crate::cache::key::{GenericKey, KeyBody, Remainder};
-    use crate::scan::TrailKey;
+    use crate::scan::{Cutback, TrailKey};
 
     #[test]
     fn the_streamed_id_is_the_hash_of_the_whole_encoding() {
@@ -195,10 +196,14 @@ mod tests {
                         emitted: [TermSet::singleton(c as u16 % 5)].into_iter().collect(),
                         trail: TrailKey {
                             idle: c % 2 == 0,
-                            q: c,
-                            w: c * 3,
-                            cutback: (c % 3 == 0)
-                                .then(|| (TermSet::singleton(1), true, b"x".as_slice().into())),
+                            live: TermSet::singleton(c as u16 % 11),
+                            cutback: (c % 3 == 0).then(|| Cutback {
+                                q: c,
+                                w: c * 3,
+                                cands: TermSet::singleton(1),
+                                word: true,
+                                rest: b"x".as_slice().into(),
+                            }),
                         },
                     }
                 },

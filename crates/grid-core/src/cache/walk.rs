@@ -208,10 +208,7 @@ impl Part {
             };
             // The CI case (b): exactly one lexeme handed over, and what follows can only be,
             // or still become, an ignored one.
-            if emitted.len() == 1
-                && below.is_empty()
-                && (t.idle || lang.live(t.q, t.w).intersects(&skip))
-            {
+            if emitted.len() == 1 && below.is_empty() && (t.idle || t.live.intersects(&skip)) {
                 self.ci_first.get_or_insert(class.rep_node);
                 self.ci.extend_from_slice(class.ids.as_slice());
                 continue;
@@ -664,7 +661,7 @@ impl Walker<'_> {
                     };
                 let cd = (!ci).then(|| CdKey::Scanned {
                     emitted: log.iter().copied().collect(),
-                    trail: TrailKey::of(f),
+                    trail: TrailKey::of(lang, f),
                 });
                 part.record(trie, i, cd, path);
             }
