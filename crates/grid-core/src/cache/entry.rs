@@ -1,6 +1,6 @@
 //! Cache entries: the stack-independent part of a mask, immutable and content-addressed.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use blake2::digest::consts::U16;
 use blake2::{Blake2b, Digest};
@@ -26,10 +26,14 @@ pub type EntryId = [u8; 16];
 /// Invariants: `ci_bits` has one bit per vocabulary id, only non-special ids set, and
 /// `ci_count` of them; the classes are in order of their first token in the trie's depth
 /// first order, their ids ascending and disjoint from the CI ids and from each other's;
-/// `id` is the hash of the key and the payload.
-#[derive(Debug, PartialEq, Eq)]
+/// [`Entry::id`] is the hash of the key and the payload.
+#[derive(Debug)]
 pub struct Entry {
-    pub id: EntryId,
+    /// The key the entry was sealed under (its id hashes it).
+    key: CacheKey,
+    /// The id, computed when first asked: only a second publish under one key compares
+    /// ids, and hashing every id of a large entry cost a cold miss a tenth of its time.
+    id: OnceLock<EntryId>,
     /// CI ids, pre-packed as mask words: a hit copies them in one pass.
     pub ci_bits: Box<[u32]>,
     pub ci_count: u32,
@@ -42,6 +46,21 @@ pub struct Entry {
     pub emissions: Box<[SmallVec<[TermSet; 2]>]>,
     pub class_emission: Box<[u32]>,
 }
+
+/// Equal keys and payloads (so equal ids, whether computed yet or not).
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        self.key == other.key
+            && self.ci_bits == other.ci_bits
+            && self.ci_count == other.ci_count
+            && self.ci_first == other.ci_first
+            && self.classes == other.classes
+            && self.emissions == other.emissions
+            && self.class_emission == other.class_emission
+    }
+}
+
+impl Eq for Entry {}
 
 /// One verdict-equivalence class of CD candidates: all allowed or all blocked on any
 /// stacks with the key's `A`.
@@ -57,7 +76,7 @@ pub struct CdCandidates {
 }
 
 impl Entry {
-    /// Seals a payload under `key`: computes its id.
+    /// Seals a payload under `key` (its id is computed when first asked).
     pub fn new(
         key: &CacheKey,
         ci_bits: Box<[u32]>,
@@ -77,30 +96,43 @@ impl Entry {
             })
             .collect();
         drop(index);
-        let mut e = Entry {
-            id: [0; 16],
+        Entry {
+            key: key.clone(),
+            id: OnceLock::new(),
             ci_bits,
             ci_count,
             ci_first,
             classes,
             emissions: emissions.into(),
             class_emission,
-        };
+        }
+    }
+
+    /// The content address: `BLAKE2b-128(key ‖ encoding tag ‖ payload)`.
+    pub fn id(&self) -> EntryId {
+        *self.id.get_or_init(|| self.hash())
+    }
+
+    fn hash(&self) -> EntryId {
         // The payload is streamed into the hash through a small buffer: an entry's id lists
         // run to hundreds of kilobytes on large vocabularies.
         let mut h = Blake2b::<U16>::new();
         let mut bytes = Vec::with_capacity(HASH_CHUNK);
-        key.encode(&mut bytes);
+        self.key.encode(&mut bytes);
         bytes.extend_from_slice(ENCODING_TAG);
-        e.encode_payload(&mut bytes, &mut |b| {
+        self.encode_payload(&mut bytes, &mut |b| {
             if b.len() >= HASH_CHUNK {
                 h.update(&b[..]);
                 b.clear();
             }
         });
         h.update(&bytes);
-        e.id = h.finalize().into();
-        e
+        h.finalize().into()
+    }
+
+    /// The key the entry was sealed under.
+    pub fn key(&self) -> &CacheKey {
+        &self.key
     }
 
     /// Heap bytes the entry holds (what the cache's budget counts).
@@ -222,13 +254,18 @@ mod tests {
         e.encode_payload(&mut whole, &mut |_| {});
         assert!(whole.len() > 10 * HASH_CHUNK, "{}", whole.len());
         let expected: EntryId = Blake2b::<U16>::digest(&whole).into();
-        assert_eq!(e.id, expected);
+        assert_eq!(e.id(), expected);
+        // The id is computed when asked, and an entry that has it equals one that has not.
+        let again = Entry::new(&key, ci_bits.clone(), 77, Some(4), classes.clone());
+        assert!(again.id.get().is_none());
+        assert_eq!(e, again);
+        assert_eq!(again.id(), expected);
         // And the id reads the payload: one id moved changes it.
         let mut other = classes.to_vec();
         let mut ids = other[39].ids.to_vec();
         ids[1_999] += 1;
         other[39].ids = ids.into();
         let f = Entry::new(&key, ci_bits, 77, Some(4), other.into());
-        assert_ne!(e.id, f.id);
+        assert_ne!(e.id(), f.id());
     }
 }
