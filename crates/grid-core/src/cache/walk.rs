@@ -31,6 +31,12 @@
 //! come as a block from the trie's [`PureTokens`] of the run's bytes, and the walk visits
 //! only the subtrees that hold another token. Every prefix of a long quoted name is a new key
 //! (its remainder is the raw bytes), so without this each of them walked the whole trie.
+//!
+//! Likewise where a word starts a fresh lexeme with nothing handed to the parser (after a
+//! blank, at an expression's start) and every state the automaton reaches on letters keeps
+//! a terminal of `A` that no lexicon decides ([`word_run`]): the tokens spelled with letters
+//! and `_` come as a block. Otherwise nothing is handed over before the leaves, and the walk
+//! read `A` at every node of the trie.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -45,7 +51,7 @@ use super::key::CacheKey;
 use crate::cd_class::CdKey;
 use crate::language::Language;
 use crate::lexer::is_word_byte;
-use crate::scan::{absorbing_run, scan_byte, splits, Scan, ScanHost, ScanStop, TrailKey};
+use crate::scan::{absorbing_run, scan_byte, splits, word_run, Scan, ScanHost, ScanStop, TrailKey};
 use crate::termset::TermSet;
 use crate::trie::pure::PureTokens;
 use crate::trie::TokenTrie;
@@ -367,12 +373,19 @@ pub fn build(
     parallel: bool,
     tails: Option<&TailMemo>,
 ) -> (Entry, u32) {
-    let run = absorbing_run(start.lang, start.scan, &start.allowed, trie.max_len())
+    let max = trie.max_len();
+    let run = absorbing_run(start.lang, start.scan, &start.allowed, max)
         .filter(|r| r.bytes.iter().map(|w| w.count_ones()).sum::<u32>() >= RUN_MIN_BYTES)
         .and_then(|r| Some((trie.pure(&r.bytes)?, r.len)));
-    match run {
+    if let Some((pure, len)) = run {
         // What is left to walk is small: no threads.
-        Some((pure, len)) => build_with(trie, key, start, false, tails, Some((&pure, len))),
+        return build_with(trie, key, start, false, tails, Some((&pure, len)));
+    }
+    // A fresh word: the space-led tokens are still to walk, so threads as asked.
+    let word = word_run(start.lang, start.scan, &start.allowed, max)
+        .and_then(|r| Some((trie.pure(&r.bytes)?, r.len)));
+    match word {
+        Some((pure, len)) => build_with(trie, key, start, parallel, tails, Some((&pure, len))),
         None => build_with(trie, key, start, parallel, tails, None),
     }
 }
