@@ -647,7 +647,7 @@ impl Masker {
                     };
                 let cd = (!ci).then(|| CdKey::Scanned {
                     emitted: log.iter().copied().collect(),
-                    trail: TrailKey::of(&f.scan),
+                    trail: TrailKey::of(session.lang, &f.scan),
                 });
                 out.record(trie, i, cd);
             }
@@ -700,7 +700,7 @@ fn cd_verdict(
     let (Some((stacks, wanted)), CdKey::Scanned { trail: t, .. }) = (after, &class.key) else {
         return false;
     };
-    if t.idle || session.lang.live(t.q, t.w).intersects(wanted) {
+    if t.idle || t.live.intersects(wanted) {
         return true;
     }
     if t.cutback.is_none() {
@@ -842,8 +842,7 @@ mod tests {
         let mut memo = CutbackMemo::default();
         let trail = TrailKey {
             idle: false,
-            q: 1,
-            w: 2,
+            live: TermSet::singleton(2),
             cutback: None,
         };
         let key = (SmallVec::from_slice(&[7]), trail);

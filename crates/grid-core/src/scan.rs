@@ -243,6 +243,88 @@ pub(crate) fn absorbing_run(
     Some(Absorbing { bytes, len })
 }
 
+/// The word bytes a fresh lexeme may start with and go on with: ASCII letters and `_` (no
+/// digit, which cannot start an identifier; no byte of a multi-byte character, whose
+/// spelling the automaton may read apart).
+pub(crate) fn word_bytes() -> ByteSet {
+    let mut bytes: ByteSet = [0; 4];
+    for b in (b'a'..=b'z').chain(b'A'..=b'Z').chain([b'_']) {
+        bytes[usize::from(b / 64)] |= 1 << (b % 64);
+    }
+    bytes
+}
+
+/// The run of [`word_bytes`] where they start a fresh lexeme with nothing handed to the
+/// parser: no lexeme is in progress, or the one in progress is a whole ignored lexeme (a
+/// blank) that each of these bytes ends. Every spelling of `1..=len` of them then stays in
+/// one lexeme that can still become a terminal of `allowed` or an ignored one that no
+/// lexicon decides, whatever the word-trie node: so such a token is allowed and
+/// context-independent (case (a) of [`crate::mask`]), at any stacks with this `allowed`.
+/// `None` when there is no such run.
+///
+/// Exact by construction: `len` is the largest `k` such that every automaton state reached
+/// from the start state on `1..=k` of the bytes is alive with an undecided terminal of
+/// `allowed ∪ skip` ([`Language::live`] holds those whatever the word-trie node), found
+/// over the states reachable on the bytes (once no new state appears, none ever will, and
+/// the run has no end). The blank is handed over as an ignored lexeme, which the walk and
+/// the parser skip, and ends in a non-word byte, so ending it splits no word.
+pub(crate) fn word_run(
+    lang: &Language,
+    scan: &Scan,
+    allowed: &TermSet,
+    max_len: usize,
+) -> Option<Absorbing> {
+    let dfa = lang.dfa();
+    let t = lang.terms();
+    let bytes = word_bytes();
+    let in_bytes = || (0..=255u8).filter(|&b| has_byte(&bytes, b));
+    if let Some(&last) = scan.rem.last() {
+        let whole_blank = matches!(scan.last, Some((len, c))
+            if len as usize == scan.rem.len() && c.intersects(&t.skip)
+                && !splits(lang, &c, last, b'a'));
+        let ended = in_bytes().all(|b| {
+            let q = if scan.q == DEAD {
+                DEAD
+            } else {
+                dfa.next(scan.q, b)
+            };
+            lang.live(q, lang.words.step(scan.w, b)).is_empty()
+        });
+        if !(whole_blank && ended) {
+            return None;
+        }
+    }
+    let wanted = allowed.union(&t.skip);
+    let decided = t.lexicon_all.union(&t.dynamic_all);
+    let ok = |q: u32| q != DEAD && dfa.live(q).minus(&decided).intersects(&wanted);
+    // The states first reached after `k` bytes, and every state reached so far.
+    let mut frontier: Vec<u32> = vec![dfa.start];
+    let mut seen: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
+    let mut len = 0;
+    while len < max_len {
+        let mut next = Vec::new();
+        for &q in &frontier {
+            for b in in_bytes() {
+                let to = dfa.next(q, b);
+                if !ok(to) {
+                    return (len > 0).then_some(Absorbing { bytes, len });
+                }
+                if seen.insert(to) {
+                    next.push(to);
+                }
+            }
+        }
+        len += 1;
+        if next.is_empty() {
+            // Every state one more byte reaches was met before: the run never ends.
+            len = max_len;
+            break;
+        }
+        frontier = next;
+    }
+    (len > 0).then_some(Absorbing { bytes, len })
+}
+
 /// Why recognition stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StopKind {
@@ -266,31 +348,61 @@ pub(crate) fn splits(lang: &Language, cands: &TermSet, last: u8, next: u8) -> bo
 }
 
 /// The trailing lexeme in progress as the viability check reads it.
+///
+/// Without a cut back, the check reads the lexeme's automaton state and word-trie node only
+/// through the terminals they can still become ([`Language::live`]), so the key holds that
+/// set rather than the pair: after a `,` in a select list, the tokens spelling the start of
+/// any of a wide schema's names end on as many word-trie nodes, but on a handful of live
+/// sets, and they form that many classes rather than one per node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TrailKey {
-    /// No lexeme in progress (then the rest is irrelevant: the prefix is viable).
+    /// No lexeme in progress (then the rest is irrelevant: the prefix is viable, and `live`
+    /// is empty and `cutback` `None`).
     pub idle: bool,
-    /// Automaton state and word-trie node of the lexeme so far: they give the terminals it
-    /// can still become.
+    /// The terminals the lexeme so far can still become.
+    pub live: TermSet,
+    /// When the lexeme has an accepting prefix shorter than itself, the check may cut it
+    /// back there.
+    pub cutback: Option<Cutback>,
+}
+
+/// What the check reads when it may cut the trailing lexeme back: the search over the bytes
+/// that could follow steps the lexeme's automaton state and word-trie node themselves.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Cutback {
+    /// Automaton state and word-trie node of the lexeme so far.
     pub q: u32,
     pub w: u32,
-    /// When the lexeme has an accepting prefix shorter than itself, the check may cut it back
-    /// there: the prefix's candidates, whether the prefix ends in a word character, and the
-    /// bytes after it (they are scanned again).
-    pub cutback: Option<(TermSet, bool, SmallVec<[u8; 8]>)>,
+    /// The accepting prefix's candidates.
+    pub cands: TermSet,
+    /// Whether the prefix ends in a word character.
+    pub word: bool,
+    /// The bytes after the prefix (they are scanned again).
+    pub rest: SmallVec<[u8; 8]>,
 }
 
 impl TrailKey {
-    pub(crate) fn of(s: &Scan) -> TrailKey {
-        let cutback = s.last.as_ref().and_then(|(len, c)| {
-            let len = *len as usize;
-            (len < s.rem.len() && len > 0)
-                .then(|| (*c, is_word_byte(s.rem[len - 1]), s.rem[len..].into()))
+    pub(crate) fn of(lang: &Language, s: &Scan) -> TrailKey {
+        if s.rem.is_empty() {
+            return TrailKey {
+                idle: true,
+                live: TermSet::EMPTY,
+                cutback: None,
+            };
+        }
+        let cutback = s.last.as_ref().and_then(|&(len, cands)| {
+            let len = len as usize;
+            (len < s.rem.len() && len > 0).then(|| Cutback {
+                q: s.q,
+                w: s.w,
+                cands,
+                word: is_word_byte(s.rem[len - 1]),
+                rest: s.rem[len..].into(),
+            })
         });
         TrailKey {
-            idle: s.rem.is_empty(),
-            q: s.q,
-            w: s.w,
+            idle: false,
+            live: lang.live(s.q, s.w),
             cutback,
         }
     }

@@ -1,6 +1,6 @@
 //! Cache entries: the stack-independent part of a mask, immutable and content-addressed.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use blake2::digest::consts::U16;
 use blake2::{Blake2b, Digest};
@@ -13,7 +13,7 @@ use crate::termset::TermSet;
 
 /// The encoding tag hashed between key and payload: a new payload layout gets a new tag,
 /// so ids of different layouts never collide.
-pub const ENCODING_TAG: &[u8] = b"grid-mask-entry/2";
+pub const ENCODING_TAG: &[u8] = b"grid-mask-entry/3";
 
 /// Bytes buffered before they are fed to the hash.
 const HASH_CHUNK: usize = 1 << 14;
@@ -26,10 +26,14 @@ pub type EntryId = [u8; 16];
 /// Invariants: `ci_bits` has one bit per vocabulary id, only non-special ids set, and
 /// `ci_count` of them; the classes are in order of their first token in the trie's depth
 /// first order, their ids ascending and disjoint from the CI ids and from each other's;
-/// `id` is the hash of the key and the payload.
-#[derive(Debug, PartialEq, Eq)]
+/// [`Entry::id`] is the hash of the key and the payload.
+#[derive(Debug)]
 pub struct Entry {
-    pub id: EntryId,
+    /// The key the entry was sealed under (its id hashes it).
+    key: CacheKey,
+    /// The id, computed when first asked: only a second publish under one key compares
+    /// ids, and hashing every id of a large entry cost a cold miss a tenth of its time.
+    id: OnceLock<EntryId>,
     /// CI ids, pre-packed as mask words: a hit copies them in one pass.
     pub ci_bits: Box<[u32]>,
     pub ci_count: u32,
@@ -42,6 +46,21 @@ pub struct Entry {
     pub emissions: Box<[SmallVec<[TermSet; 2]>]>,
     pub class_emission: Box<[u32]>,
 }
+
+/// Equal keys and payloads (so equal ids, whether computed yet or not).
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        self.key == other.key
+            && self.ci_bits == other.ci_bits
+            && self.ci_count == other.ci_count
+            && self.ci_first == other.ci_first
+            && self.classes == other.classes
+            && self.emissions == other.emissions
+            && self.class_emission == other.class_emission
+    }
+}
+
+impl Eq for Entry {}
 
 /// One verdict-equivalence class of CD candidates: all allowed or all blocked on any
 /// stacks with the key's `A`.
@@ -57,7 +76,7 @@ pub struct CdCandidates {
 }
 
 impl Entry {
-    /// Seals a payload under `key`: computes its id.
+    /// Seals a payload under `key` (its id is computed when first asked).
     pub fn new(
         key: &CacheKey,
         ci_bits: Box<[u32]>,
@@ -77,30 +96,43 @@ impl Entry {
             })
             .collect();
         drop(index);
-        let mut e = Entry {
-            id: [0; 16],
+        Entry {
+            key: key.clone(),
+            id: OnceLock::new(),
             ci_bits,
             ci_count,
             ci_first,
             classes,
             emissions: emissions.into(),
             class_emission,
-        };
+        }
+    }
+
+    /// The content address: `BLAKE2b-128(key ‖ encoding tag ‖ payload)`.
+    pub fn id(&self) -> EntryId {
+        *self.id.get_or_init(|| self.hash())
+    }
+
+    fn hash(&self) -> EntryId {
         // The payload is streamed into the hash through a small buffer: an entry's id lists
         // run to hundreds of kilobytes on large vocabularies.
         let mut h = Blake2b::<U16>::new();
         let mut bytes = Vec::with_capacity(HASH_CHUNK);
-        key.encode(&mut bytes);
+        self.key.encode(&mut bytes);
         bytes.extend_from_slice(ENCODING_TAG);
-        e.encode_payload(&mut bytes, &mut |b| {
+        self.encode_payload(&mut bytes, &mut |b| {
             if b.len() >= HASH_CHUNK {
                 h.update(&b[..]);
                 b.clear();
             }
         });
         h.update(&bytes);
-        e.id = h.finalize().into();
-        e
+        h.finalize().into()
+    }
+
+    /// The key the entry was sealed under.
+    pub fn key(&self) -> &CacheKey {
+        &self.key
     }
 
     /// Heap bytes the entry holds (what the cache's budget counts).
@@ -141,15 +173,16 @@ impl Entry {
                         put_terms(out, e);
                     }
                     out.push(u8::from(t.idle));
-                    out.extend_from_slice(&t.q.to_le_bytes());
-                    out.extend_from_slice(&t.w.to_le_bytes());
+                    put_terms(out, &t.live);
                     match &t.cutback {
                         None => out.push(0),
-                        Some((cands, word, v)) => {
+                        Some(c) => {
                             out.push(1);
-                            put_terms(out, cands);
-                            out.push(u8::from(*word));
-                            put_bytes(out, v);
+                            out.extend_from_slice(&c.q.to_le_bytes());
+                            out.extend_from_slice(&c.w.to_le_bytes());
+                            put_terms(out, &c.cands);
+                            out.push(u8::from(c.word));
+                            put_bytes(out, &c.rest);
                         }
                     }
                 }
@@ -176,7 +209,7 @@ impl Entry {
 mod tests {
     use super::*;
     use crate::cache::key::{GenericKey, KeyBody, Remainder};
-    use crate::scan::TrailKey;
+    use crate::scan::{Cutback, TrailKey};
 
     #[test]
     fn the_streamed_id_is_the_hash_of_the_whole_encoding() {
@@ -195,10 +228,14 @@ mod tests {
                         emitted: [TermSet::singleton(c as u16 % 5)].into_iter().collect(),
                         trail: TrailKey {
                             idle: c % 2 == 0,
-                            q: c,
-                            w: c * 3,
-                            cutback: (c % 3 == 0)
-                                .then(|| (TermSet::singleton(1), true, b"x".as_slice().into())),
+                            live: TermSet::singleton(c as u16 % 11),
+                            cutback: (c % 3 == 0).then(|| Cutback {
+                                q: c,
+                                w: c * 3,
+                                cands: TermSet::singleton(1),
+                                word: true,
+                                rest: b"x".as_slice().into(),
+                            }),
                         },
                     }
                 },
@@ -217,13 +254,18 @@ mod tests {
         e.encode_payload(&mut whole, &mut |_| {});
         assert!(whole.len() > 10 * HASH_CHUNK, "{}", whole.len());
         let expected: EntryId = Blake2b::<U16>::digest(&whole).into();
-        assert_eq!(e.id, expected);
+        assert_eq!(e.id(), expected);
+        // The id is computed when asked, and an entry that has it equals one that has not.
+        let again = Entry::new(&key, ci_bits.clone(), 77, Some(4), classes.clone());
+        assert!(again.id.get().is_none());
+        assert_eq!(e, again);
+        assert_eq!(again.id(), expected);
         // And the id reads the payload: one id moved changes it.
         let mut other = classes.to_vec();
         let mut ids = other[39].ids.to_vec();
         ids[1_999] += 1;
         other[39].ids = ids.into();
         let f = Entry::new(&key, ci_bits, 77, Some(4), other.into());
-        assert_ne!(e.id, f.id);
+        assert_ne!(e.id(), f.id());
     }
 }

@@ -108,12 +108,12 @@ impl Namespace {
             Err(poisoned) => poisoned.into_inner(),
         };
         if let Some(e) = m.get(&key) {
-            if e.id == entry.id {
+            if e.id() == entry.id() {
                 return Ok(e.clone());
             }
             return Err(CacheError::Conflict {
-                existing: hex(&e.id),
-                offered: hex(&entry.id),
+                existing: hex(&e.id()),
+                offered: hex(&entry.id()),
             });
         }
         self.entry_bytes

@@ -31,6 +31,12 @@
 //! come as a block from the trie's [`PureTokens`] of the run's bytes, and the walk visits
 //! only the subtrees that hold another token. Every prefix of a long quoted name is a new key
 //! (its remainder is the raw bytes), so without this each of them walked the whole trie.
+//!
+//! Likewise where a word starts a fresh lexeme with nothing handed to the parser (after a
+//! blank, at an expression's start) and every state the automaton reaches on letters keeps
+//! a terminal of `A` that no lexicon decides ([`word_run`]): the tokens spelled with letters
+//! and `_` come as a block. Otherwise nothing is handed over before the leaves, and the walk
+//! read `A` at every node of the trie.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -45,7 +51,7 @@ use super::key::CacheKey;
 use crate::cd_class::CdKey;
 use crate::language::Language;
 use crate::lexer::is_word_byte;
-use crate::scan::{absorbing_run, scan_byte, splits, Scan, ScanHost, ScanStop, TrailKey};
+use crate::scan::{absorbing_run, scan_byte, splits, word_run, Scan, ScanHost, ScanStop, TrailKey};
 use crate::termset::TermSet;
 use crate::trie::pure::PureTokens;
 use crate::trie::TokenTrie;
@@ -91,58 +97,77 @@ struct PartClass {
     rep: SmallVec<[u8; 16]>,
 }
 
-/// A class's ids while a walk collects them.
-#[derive(Debug)]
-enum ClassIds {
-    /// In walk order.
-    Owned(Vec<u32>),
-    /// Ascending, all from one tail's class: an entry whose class is exactly that one shares
-    /// the list instead of copying and sorting it again.
-    Shared(Arc<[u32]>),
+/// A class's ids while a walk collects them: those recorded here, in walk order, and whole
+/// lists taken from tails, each ascending. An entry's class that is exactly one tail class
+/// shares that list; one made of many is sorted through a bitset when large
+/// ([`ClassIds::into_sorted`]), not copied into one list and sorted again.
+#[derive(Debug, Default)]
+struct ClassIds {
+    own: Vec<u32>,
+    shared: SmallVec<[Arc<[u32]>; 1]>,
 }
 
+/// A class with at least this many ids is sorted through a bitset of the vocabulary rather
+/// than by comparisons.
+const BITSET_SORT_MIN: usize = 1024;
+
 impl ClassIds {
-    fn as_slice(&self) -> &[u32] {
-        match self {
-            ClassIds::Owned(v) => v,
-            ClassIds::Shared(a) => a,
-        }
-    }
-
     fn len(&self) -> usize {
-        self.as_slice().len()
+        self.own.len() + self.shared.iter().map(|a| a.len()).sum::<usize>()
     }
 
-    fn owned(&mut self) -> &mut Vec<u32> {
-        if let ClassIds::Shared(a) = self {
-            *self = ClassIds::Owned(a.to_vec());
-        }
-        match self {
-            ClassIds::Owned(v) => v,
-            ClassIds::Shared(_) => unreachable!("made owned above"),
-        }
+    /// Every id, in no particular order.
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.own
+            .iter()
+            .chain(self.shared.iter().flat_map(|a| a.iter()))
+            .copied()
     }
 
-    /// Adds `more`; an empty list takes a shared one as it is.
     fn append(&mut self, more: &ClassIds) {
-        if self.len() == 0 {
-            *self = match more {
-                ClassIds::Owned(v) => ClassIds::Owned(v.clone()),
-                ClassIds::Shared(a) => ClassIds::Shared(a.clone()),
-            };
-            return;
-        }
-        self.owned().extend_from_slice(more.as_slice());
+        self.own.extend_from_slice(&more.own);
+        self.shared.extend(more.shared.iter().cloned());
     }
 
-    fn into_sorted(self) -> Arc<[u32]> {
-        match self {
-            ClassIds::Owned(mut v) => {
-                v.sort_unstable();
-                v.into()
-            }
-            ClassIds::Shared(a) => a,
+    /// The ids ascending. `bits` is a zeroed bitset over every id, and is left zeroed.
+    fn into_sorted(self, bits: &mut Vec<u64>) -> Arc<[u32]> {
+        let ClassIds {
+            mut own,
+            mut shared,
+        } = self;
+        if own.is_empty() && shared.len() == 1 {
+            return shared.remove(0);
         }
+        let n = own.len() + shared.iter().map(|a| a.len()).sum::<usize>();
+        if n < BITSET_SORT_MIN {
+            for a in &shared {
+                own.extend_from_slice(a);
+            }
+            own.sort_unstable();
+            return own.into();
+        }
+        // Ids are distinct (a class's ids are disjoint from every other's and each is one
+        // token's), so the bitset loses none.
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        for id in own.iter().chain(shared.iter().flat_map(|a| a.iter())) {
+            let w = *id as usize / 64;
+            if w >= bits.len() {
+                bits.resize(w + 1, 0);
+            }
+            bits[w] |= 1 << (id % 64);
+            lo = lo.min(w);
+            hi = hi.max(w);
+        }
+        let mut out = Vec::with_capacity(n);
+        for (w, word) in bits.iter_mut().enumerate().take(hi + 1).skip(lo) {
+            let mut x = std::mem::take(word);
+            while x != 0 {
+                out.push((w * 64) as u32 + x.trailing_zeros());
+                x &= x - 1;
+            }
+        }
+        debug_assert_eq!(out.len(), n, "a class holds an id twice");
+        out.into()
     }
 }
 
@@ -158,7 +183,7 @@ impl Part {
             return;
         };
         let c = self.class(key, node as u32, spelling);
-        self.classes[c].ids.owned().extend(ids.iter());
+        self.classes[c].ids.own.extend(ids.iter());
     }
 
     /// The index of the class `key`, opened with first token `node` if it is new.
@@ -169,7 +194,7 @@ impl Part {
                 self.index.insert(key.clone(), self.classes.len());
                 self.classes.push(PartClass {
                     key,
-                    ids: ClassIds::Owned(Vec::new()),
+                    ids: ClassIds::default(),
                     rep_node: node,
                     rep: spelling.into(),
                 });
@@ -187,7 +212,7 @@ impl Part {
             }
             let key = CdKey::Exact { node: n as u32 };
             let c = self.class(key, n as u32, &trie.spelling(n));
-            self.classes[c].ids.owned().extend(trie.ids(n).iter());
+            self.classes[c].ids.own.extend(trie.ids(n).iter());
         }
     }
 
@@ -208,12 +233,9 @@ impl Part {
             };
             // The CI case (b): exactly one lexeme handed over, and what follows can only be,
             // or still become, an ignored one.
-            if emitted.len() == 1
-                && below.is_empty()
-                && (t.idle || lang.live(t.q, t.w).intersects(&skip))
-            {
+            if emitted.len() == 1 && below.is_empty() && (t.idle || t.live.intersects(&skip)) {
                 self.ci_first.get_or_insert(class.rep_node);
-                self.ci.extend_from_slice(class.ids.as_slice());
+                self.ci.extend(class.ids.iter());
                 continue;
             }
             let key = CdKey::Scanned {
@@ -351,12 +373,19 @@ pub fn build(
     parallel: bool,
     tails: Option<&TailMemo>,
 ) -> (Entry, u32) {
-    let run = absorbing_run(start.lang, start.scan, &start.allowed, trie.max_len())
+    let max = trie.max_len();
+    let run = absorbing_run(start.lang, start.scan, &start.allowed, max)
         .filter(|r| r.bytes.iter().map(|w| w.count_ones()).sum::<u32>() >= RUN_MIN_BYTES)
         .and_then(|r| Some((trie.pure(&r.bytes)?, r.len)));
-    match run {
+    if let Some((pure, len)) = run {
         // What is left to walk is small: no threads.
-        Some((pure, len)) => build_with(trie, key, start, false, tails, Some((&pure, len))),
+        return build_with(trie, key, start, false, tails, Some((&pure, len)));
+    }
+    // A fresh word: the space-led tokens are still to walk, so threads as asked.
+    let word = word_run(start.lang, start.scan, &start.allowed, max)
+        .and_then(|r| Some((trie.pure(&r.bytes)?, r.len)));
+    match word {
+        Some((pure, len)) => build_with(trie, key, start, parallel, tails, Some((&pure, len))),
         None => build_with(trie, key, start, parallel, tails, None),
     }
 }
@@ -422,10 +451,15 @@ fn build_with(
         ci_count = pure.set_upto(len, &mut ci_bits) as u32;
         ci_first = pure.first_upto(len);
     }
-    let mut classes: Vec<PartClass> = Vec::new();
-    let mut index: FxHashMap<CdKey, usize> = FxHashMap::default();
+    let mut parts: Vec<Part> = std::iter::once(root).chain(parts).collect();
+    // The classes merge into those of the part with most of them, which are not hashed again.
+    let most = (0..parts.len())
+        .max_by_key(|&k| parts[k].classes.len())
+        .unwrap_or(0);
+    let mut classes = std::mem::take(&mut parts[most].classes);
+    let mut index = std::mem::take(&mut parts[most].index);
     let mut visited = 0;
-    for p in std::iter::once(root).chain(parts) {
+    for p in parts {
         visited += p.visited;
         for &id in &p.ci {
             ci_bits[id as usize / 32] |= 1 << (id % 32);
@@ -455,11 +489,12 @@ fn build_with(
     // Node numbers are the trie's depth-first order, so the class whose first token comes
     // first comes first, however the parts split the walk.
     classes.sort_unstable_by_key(|c| c.rep_node);
+    let mut bits = Vec::new();
     let classes: Vec<CdCandidates> = classes
         .into_iter()
         .map(|c| CdCandidates {
             key: c.key,
-            ids: c.ids.into_sorted(),
+            ids: c.ids.into_sorted(&mut bits),
             rep_node: c.rep_node,
             rep: c.rep,
         })
@@ -552,9 +587,13 @@ impl Walker<'_> {
         );
         // Sorted and shared once here: an entry class that is exactly one tail class takes
         // the list as it is.
+        let mut bits = Vec::new();
         for c in &mut part.classes {
-            let ids = std::mem::replace(&mut c.ids, ClassIds::Owned(Vec::new()));
-            c.ids = ClassIds::Shared(ids.into_sorted());
+            let ids = std::mem::take(&mut c.ids).into_sorted(&mut bits);
+            c.ids = ClassIds {
+                own: Vec::new(),
+                shared: smallvec::smallvec![ids],
+            };
         }
         let tail = Arc::new(Tail(part));
         if let Some(m) = memo {
@@ -664,7 +703,7 @@ impl Walker<'_> {
                     };
                 let cd = (!ci).then(|| CdKey::Scanned {
                     emitted: log.iter().copied().collect(),
-                    trail: TrailKey::of(f),
+                    trail: TrailKey::of(lang, f),
                 });
                 part.record(trie, i, cd, path);
             }
@@ -680,5 +719,61 @@ impl Walker<'_> {
             ends.push(i + trie.size(i));
             i += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Distinct ids in a scrambled order (`i ↦ 7919 i mod p` is one to one below the prime
+    /// `p`), with gaps.
+    fn scrambled(n: u32, skip: u32) -> Vec<u32> {
+        (0..n)
+            .map(|i| i * 7_919 % 200_003)
+            .filter(|id| id % 7 != skip)
+            .collect()
+    }
+
+    #[test]
+    fn class_ids_sort_the_same_through_the_bitset_and_leave_it_zeroed() {
+        let mut bits = Vec::new();
+        for (own, runs) in [
+            (10usize, 0usize),
+            (50, 3),
+            (3_000, 0),
+            (700, 2),
+            (0, 5),
+            (0, 1),
+        ] {
+            let ids = scrambled(20_000, 3);
+            let mut c = ClassIds {
+                own: ids[..own].to_vec(),
+                shared: SmallVec::new(),
+            };
+            let mut at = own;
+            for r in 0..runs {
+                let len = 400 * (r + 1);
+                let mut run = ids[at..at + len].to_vec();
+                run.sort_unstable();
+                c.shared.push(run.into());
+                at += len;
+            }
+            let mut expected = ids[..at].to_vec();
+            expected.sort_unstable();
+            let one_run = own == 0 && runs == 1;
+            let shared = c.shared.first().cloned();
+            assert_eq!(c.len(), at);
+            let got = c.into_sorted(&mut bits);
+            assert_eq!(&got[..], &expected[..], "{own} own, {runs} runs");
+            if one_run {
+                assert!(
+                    Arc::ptr_eq(&got, &shared.expect("one run")),
+                    "shared as it is"
+                );
+            }
+            assert!(bits.iter().all(|&w| w == 0), "the bitset is left zeroed");
+        }
+        assert!(!bits.is_empty(), "a large class went through the bitset");
     }
 }

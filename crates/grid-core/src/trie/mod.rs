@@ -82,8 +82,9 @@ impl TokenTrie {
     /// The largest vocabulary the packed node's 24-bit token field can hold.
     pub const MAX_IDS: usize = (TOKEN_MASK - 1) as usize;
 
-    /// The most byte sets whose pure tokens a trie keeps ([`TokenTrie::pure`]).
-    pub const PURE_SETS: usize = 16;
+    /// The most byte sets whose pure tokens a trie keeps ([`TokenTrie::pure`]): sixteen
+    /// lexeme bodies and the fresh word's (letters and `_`).
+    pub const PURE_SETS: usize = 17;
 
     /// Builds the trie of `vocab`'s non-special tokens.
     pub fn build(vocab: &Vocabulary) -> Result<TokenTrie, TrieError> {

@@ -378,7 +378,7 @@ fn racing_publishes_of_one_payload_agree_and_a_second_payload_trips() {
                 sc.spawn(move || {
                     let (entry, _) = walk::build(trie, key, start, i % 2 == 0, None);
                     barrier.wait();
-                    ns.publish(key.clone(), entry).expect("same payload").id
+                    ns.publish(key.clone(), entry).expect("same payload").id()
                 })
             })
             .collect();

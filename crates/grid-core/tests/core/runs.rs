@@ -1,5 +1,6 @@
 //! Absorbing runs: where the lexeme in progress takes any run of some bytes (inside a quoted
-//! name where a free name is viable, inside a string literal or a comment), a miss walk
+//! name where a free name is viable, inside a string literal or a comment), or where a word
+//! starts a fresh lexeme after a blank and stays viable whatever its letters, a miss walk
 //! takes the tokens spelled with them as a block instead of visiting them. The block must
 //! be exactly what the walk would have found: checked against the walk that visits every
 //! node, against cache off, and against the brute-force oracle, at every byte offset of
@@ -127,6 +128,9 @@ const STATEMENTS: &[&str] = &[
     "SELECT E'tab\\t \\\\ ''q'' \"d\"', 'a' FROM employees",
     "SELECT /* a \"comment\" with 'quotes'. */ name -- trailing \"x\" 'y'\nFROM employees",
     "WITH \"my cte\" AS (SELECT id FROM orders) SELECT id FROM \"my cte\";",
+    // Blanks before words, where a word starts a fresh lexeme (Spider's double spaces).
+    "SELECT  name ,  id FROM  employees WHERE  id  >  1 AND name  =  name",
+    "SELECT count(*) ,  max(id) FROM employees GROUP BY  name HAVING  count(*)  >  2",
 ];
 
 #[test]
@@ -142,6 +146,8 @@ fn runs_taken_as_a_block_equal_the_walk_cache_off_and_the_oracle() {
     // Keys whose walk took a block, and ids the blocks held.
     let mut blocks = 0;
     let mut in_blocks = 0;
+    // Keys after a blank (or at no lexeme) whose walk took the fresh words as a block.
+    let mut blank_blocks = 0;
     let checked = common::over_offsets_by(&lang, &byte_ids, STATEMENTS, &mut |s, cfg, what| {
         let allowed = s.allowed(cfg);
         let key = CacheKey::of(&lang, scope, &cfg.scan, allowed);
@@ -176,6 +182,7 @@ fn runs_taken_as_a_block_equal_the_walk_cache_off_and_the_oracle() {
             );
         }
         if fast_visited < every_visited {
+            blank_blocks += usize::from(cfg.scan.rem.iter().all(|&b| b == b' '));
             blocks += 1;
             in_blocks += every_visited - fast_visited;
         }
@@ -188,9 +195,14 @@ fn runs_taken_as_a_block_equal_the_walk_cache_off_and_the_oracle() {
         plain
     });
     assert!(checked > 400, "{checked}");
-    // Inside every quoted name, literal and comment above, but not elsewhere.
+    // Inside every quoted name, literal and comment above, and after the blanks before
+    // words.
     assert!(
         blocks > 200 && in_blocks > 50_000,
         "{blocks} keys took a block of {in_blocks} nodes in all"
+    );
+    assert!(
+        blank_blocks > 20,
+        "{blank_blocks} keys after a blank took the words as a block"
     );
 }
