@@ -695,7 +695,7 @@ impl<'v> Decoder<'v> {
 
     /// Records the rewind's ban under the exact mask and takes the token out of it. A
     /// token the mask does not hold is not recorded (there is nothing to take out), nor
-    /// one the mask forces.
+    /// one the mask forces, nor the first token of the budget completion there.
     fn ban<S: AuditSink>(
         &mut self,
         g: &mut Live<'_>,
@@ -707,9 +707,22 @@ impl<'v> Decoder<'v> {
             return Ok(());
         };
         // A ban that would leave no choice (a forced token) is not made: the rewind then
-        // goes on as the repaired generation did.
+        // goes on as the repaired generation did. Nor one of the token the completion
+        // writes first: a sample that leaves too little budget falls back on the
+        // completion from here, which the ban would refuse.
         let choice_left = mask.allowed > 1 || mask.eos;
-        if choice_left && mask.contains(id) && Some(id) != self.masker.trie().eos_id() {
+        let cfg = g.cfg.clone();
+        let completes_with = g
+            .spec
+            .reserve
+            .completion(&mut g.session, &mut g.memo, &cfg, self.speller)
+            .and_then(|bytes| self.speller.segment(&bytes))
+            .and_then(|tokens| tokens.first().copied());
+        if choice_left
+            && mask.contains(id)
+            && Some(id) != self.masker.trie().eos_id()
+            && completes_with != Some(id)
+        {
             let entry = mask_entry_id(&mask);
             self.record(g, audit, &mask, entry, Token::Id(id), StepKind::Banned)?;
             mask.remove(id);

@@ -1025,8 +1025,14 @@ fn a_rewind_replays_the_prefix_bans_the_choice_there_and_replays_from_the_log() 
             assert_ne!(o.tokens.get(k), Some(&r.ban));
             assert_eq!(recs[k + 1].blocked_count, recs[k].blocked_count + 1);
         } else {
-            // No ban where the token was forced.
-            assert_eq!(recs[k].kind, StepKind::Forced, "{:?}", recs[k]);
+            // No ban where the token was forced, or where the budget completion would
+            // write it first: the rewind writes it again.
+            assert!(
+                matches!(recs[k].kind, StepKind::Forced | StepKind::Sampled),
+                "{:?}",
+                recs[k]
+            );
+            assert_eq!(o.tokens.get(k), Some(&r.ban));
         }
     }
     assert!(bans > 10, "{bans} bans");
@@ -1047,6 +1053,53 @@ fn a_rewind_replays_the_prefix_bans_the_choice_there_and_replays_from_the_log() 
         rc.recompute(lang, ctx)
     });
     assert!(replayed.is_err(), "a forged ban replays");
+}
+
+/// A rewind whose point is where the budget completion began: the token banned would be
+/// the completion's first, which a sample that leaves too little budget falls back on. The
+/// ban is not made, and the rewind completes as the first generation did (it stopped with
+/// "completion token is not in the mask" before).
+#[test]
+fn a_rewind_never_bans_the_token_the_completion_writes_first() {
+    let b = Bench::new(&select_only());
+    let mut random = RandomModel { calls: 0 };
+    let specs = b.specs(60, |_| 14);
+    let (first, _) = b.run(&specs, &mut random, DecodeOptions::default());
+    let mut rewinds = Vec::new();
+    for (i, o) in first.iter().enumerate() {
+        let c = o.completed_tokens as usize;
+        if c == 0 {
+            continue;
+        }
+        let k = o.tokens.len() - c;
+        let mut spec = specs[i].clone();
+        spec.id = 2000 + i as u64;
+        spec.rewind = Some(Rewind {
+            replay: o.tokens[..k].to_vec(),
+            ban: o.tokens[k],
+        });
+        rewinds.push(spec);
+    }
+    assert!(rewinds.len() > 10, "{} completions", rewinds.len());
+    let (out, log) = b.run(&rewinds, &mut random, DecodeOptions::default());
+    check_outcomes(&b, &rewinds, &out);
+    for (o, spec) in out.iter().zip(&rewinds) {
+        assert!(
+            o.error.is_none(),
+            "generation {}: {:?}",
+            o.generation,
+            o.error
+        );
+        let k = spec.rewind.as_ref().expect("a rewind").replay.len();
+        let recs = steps_of(&log, o.generation);
+        assert!(
+            recs.iter().all(|x| x.kind != StepKind::Banned),
+            "generation {}: a ban of the completion's first token",
+            o.generation
+        );
+        assert_eq!(recs[k].kind, StepKind::BudgetCompleted, "{:?}", recs[k]);
+    }
+    assert!(b.replay(&log) > 0);
 }
 
 /// Replayed records come first, and a rewind is mode 1 only: the chain refuses others.
