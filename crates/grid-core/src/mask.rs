@@ -541,14 +541,14 @@ impl Masker {
             if !pass {
                 continue;
             }
-            for &id in class.ids.iter() {
+            for id in class.iter() {
                 m.set(id);
             }
-            m.cd += class.ids.len() as u32;
+            m.cd += class.len() as u32;
             first_node.get_or_insert(class.rep_node);
             m.cd_classes.push(CdClass {
                 key: class.key.clone(),
-                ids: class.ids.clone(),
+                ids: class.ids().clone(),
             });
         }
         m.allowed = m.ci + m.cd;

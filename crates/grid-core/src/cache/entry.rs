@@ -64,15 +64,80 @@ impl Eq for Entry {}
 
 /// One verdict-equivalence class of CD candidates: all allowed or all blocked on any
 /// stacks with the key's `A`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct CdCandidates {
     pub key: CdKey,
-    /// Alias-expanded ids, ascending. Shared: a hit hands the mask this list, not a copy.
-    pub ids: Arc<[u32]>,
+    /// Alias-expanded ids, as ascending runs, disjoint (a miss files a class from the
+    /// lists of the walk tails it spans). Sorted into one list only when the class is
+    /// first allowed ([`CdCandidates::ids`]): most classes of a cold entry never are.
+    runs: SmallVec<[Arc<[u32]>; 1]>,
+    sorted: OnceLock<Arc<[u32]>>,
     /// The class's first token in trie order: its node and its spelling, fed when the
     /// verdict needs the full viability check.
     pub rep_node: u32,
     pub rep: SmallVec<[u8; 16]>,
+}
+
+/// Equal keys, ids and first tokens, however the ids are split into runs.
+impl PartialEq for CdCandidates {
+    fn eq(&self, other: &CdCandidates) -> bool {
+        self.key == other.key
+            && self.len() == other.len()
+            && self.ids() == other.ids()
+            && self.rep_node == other.rep_node
+            && self.rep == other.rep
+    }
+}
+
+impl Eq for CdCandidates {}
+
+impl CdCandidates {
+    /// A class of the ids in `runs`: each ascending, no id in two.
+    pub fn new(
+        key: CdKey,
+        runs: SmallVec<[Arc<[u32]>; 1]>,
+        rep_node: u32,
+        rep: SmallVec<[u8; 16]>,
+    ) -> CdCandidates {
+        debug_assert!(runs.iter().all(|r| r.windows(2).all(|w| w[0] < w[1])));
+        CdCandidates {
+            key,
+            runs,
+            sorted: OnceLock::new(),
+            rep_node,
+            rep,
+        }
+    }
+
+    /// The number of ids.
+    pub fn len(&self) -> usize {
+        self.runs.iter().map(|r| r.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.iter().all(|r| r.is_empty())
+    }
+
+    /// Every id, run by run (ascending within a run).
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.runs.iter().flat_map(|r| r.iter()).copied()
+    }
+
+    /// The ids ascending, as one list. Shared: a hit hands the mask this list, not a copy.
+    pub fn ids(&self) -> &Arc<[u32]> {
+        match &self.runs[..] {
+            [one] => one,
+            runs => self.sorted.get_or_init(|| {
+                let mut all: Vec<u32> = Vec::with_capacity(self.len());
+                for r in runs {
+                    all.extend_from_slice(r);
+                }
+                // Ascending runs: the stable sort finds and merges them.
+                all.sort();
+                all.into()
+            }),
+        }
+    }
 }
 
 impl Entry {
@@ -143,7 +208,7 @@ impl Entry {
             .iter()
             .map(|c| {
                 size_of::<CdCandidates>()
-                    + c.ids.len() * size_of::<u32>()
+                    + c.len() * size_of::<u32>()
                     + std::mem::size_of_val(c.key.emitted())
             })
             .sum();
@@ -194,8 +259,8 @@ impl Entry {
                 // tag of its own all the same.
                 CdKey::Dynamic => out.push(2),
             }
-            out.extend_from_slice(&(c.ids.len() as u32).to_le_bytes());
-            for id in c.ids.iter() {
+            out.extend_from_slice(&(c.len() as u32).to_le_bytes());
+            for id in c.ids().iter() {
                 out.extend_from_slice(&id.to_le_bytes());
                 flush(out);
             }
@@ -220,28 +285,38 @@ mod tests {
         }));
         // Id lists long enough that the encoding spans many hash chunks.
         let classes: Box<[CdCandidates]> = (0..40u32)
-            .map(|c| CdCandidates {
-                key: if c % 7 == 6 {
-                    CdKey::Exact { node: c }
-                } else {
-                    CdKey::Scanned {
-                        emitted: [TermSet::singleton(c as u16 % 5)].into_iter().collect(),
-                        trail: TrailKey {
-                            idle: c % 2 == 0,
-                            live: TermSet::singleton(c as u16 % 11),
-                            cutback: (c % 3 == 0).then(|| Cutback {
-                                q: c,
-                                w: c * 3,
-                                cands: TermSet::singleton(1),
-                                word: true,
-                                rest: b"x".as_slice().into(),
-                            }),
-                        },
-                    }
-                },
-                ids: (0..2_000).map(|i| 100_000 + c * 2_000 + i).collect(),
-                rep_node: c,
-                rep: b"ab".as_slice().into(),
+            .map(|c| {
+                CdCandidates::new(
+                    if c % 7 == 6 {
+                        CdKey::Exact { node: c }
+                    } else {
+                        CdKey::Scanned {
+                            emitted: [TermSet::singleton(c as u16 % 5)].into_iter().collect(),
+                            trail: TrailKey {
+                                idle: c % 2 == 0,
+                                live: TermSet::singleton(c as u16 % 11),
+                                cutback: (c % 3 == 0).then(|| Cutback {
+                                    q: c,
+                                    w: c * 3,
+                                    cands: TermSet::singleton(1),
+                                    word: true,
+                                    rest: b"x".as_slice().into(),
+                                }),
+                            },
+                        }
+                    },
+                    // Two runs, interleaved: the encoding reads them merged.
+                    [0, 1]
+                        .into_iter()
+                        .map(|k| {
+                            (0..1_000)
+                                .map(|i| 100_000 + c * 2_000 + 2 * i + k)
+                                .collect()
+                        })
+                        .collect(),
+                    c,
+                    b"ab".as_slice().into(),
+                )
             })
             .collect();
         let ci_bits: Box<[u32]> = (0..5_000u32)
@@ -262,9 +337,15 @@ mod tests {
         assert_eq!(again.id(), expected);
         // And the id reads the payload: one id moved changes it.
         let mut other = classes.to_vec();
-        let mut ids = other[39].ids.to_vec();
+        let mut ids = other[39].ids().to_vec();
         ids[1_999] += 1;
-        other[39].ids = ids.into();
+        let c = &other[39];
+        other[39] = CdCandidates::new(
+            c.key.clone(),
+            [ids.into()].into_iter().collect(),
+            c.rep_node,
+            c.rep.clone(),
+        );
         let f = Entry::new(&key, ci_bits, 77, Some(4), other.into());
         assert_ne!(e.id(), f.id());
     }

@@ -23,7 +23,10 @@
 //! is memoised per namespace ([`TailMemo`]) by node and scan state, and shared between keys.
 //! It is most of a miss's work: after a pending word, a token starting with ` ` hands the
 //! word over at depth 1, and the space-led half of the vocabulary below it is the same walk
-//! for every key that ends in a word.
+//! for every key that ends in a word. The tail filed below a path (its keys with the path's
+//! emissions in front, its CI tokens picked out) is kept too, as a [`Merged`] tail by node,
+//! scan state and those emissions: a miss then files each of its classes with one probe of
+//! a kept hash, where building, hashing and cloning the keys was half a slow miss.
 //!
 //! Where the lexeme in progress absorbs a run of bytes whatever they are and whatever it
 //! spells so far ([`absorbing_run`]: inside a quoted name where a free name is viable, every
@@ -38,12 +41,14 @@
 //! and `_` come as a block. Otherwise nothing is handed over before the leaves, and the walk
 //! read `A` at every node of the trie.
 
+use std::hash::BuildHasher;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
+use hashbrown::HashTable;
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 use smallvec::SmallVec;
 
 use super::entry::{CdCandidates, Entry};
@@ -81,27 +86,40 @@ pub struct WalkStart<'a> {
 #[derive(Debug, Default)]
 struct Part {
     ci: Vec<u32>,
+    /// CI ids taken from merged tails as whole lists.
+    ci_lists: Vec<Arc<[u32]>>,
     ci_first: Option<u32>,
     classes: Vec<PartClass>,
-    index: FxHashMap<CdKey, usize>,
+    /// `classes` by key, through the hash each class keeps (so a class from a [`Merged`]
+    /// tail is filed without hashing its key again).
+    index: HashTable<usize>,
     visited: u32,
 }
 
 /// A CD class as one part saw it: its ids, first token and its spelling (in a [`Tail`], the
 /// spelling below the tail's node).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct PartClass {
     key: CdKey,
+    /// [`key_hash`] of `key`.
+    hash: u64,
     ids: ClassIds,
     rep_node: u32,
-    rep: SmallVec<[u8; 16]>,
+    /// The spelling of `rep_node` (shared: a merged tail's classes are filed into many
+    /// entries).
+    rep: Arc<[u8]>,
+}
+
+fn key_hash(key: &CdKey) -> u64 {
+    FxBuildHasher.hash_one(key)
 }
 
 /// A class's ids while a walk collects them: those recorded here, in walk order, and whole
-/// lists taken from tails, each ascending. An entry's class that is exactly one tail class
-/// shares that list; one made of many is sorted through a bitset when large
-/// ([`ClassIds::into_sorted`]), not copied into one list and sorted again.
-#[derive(Debug, Default)]
+/// lists taken from tails, each ascending. An entry's class keeps the tail lists as runs
+/// ([`ClassIds::into_runs`]; [`CdCandidates::ids`] sorts them into one list when the class
+/// is first allowed); a tail's own class is sorted once, through a bitset when large
+/// ([`ClassIds::into_sorted`]).
+#[derive(Clone, Debug, Default)]
 struct ClassIds {
     own: Vec<u32>,
     shared: SmallVec<[Arc<[u32]>; 1]>,
@@ -116,17 +134,23 @@ impl ClassIds {
         self.own.len() + self.shared.iter().map(|a| a.len()).sum::<usize>()
     }
 
-    /// Every id, in no particular order.
-    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
-        self.own
-            .iter()
-            .chain(self.shared.iter().flat_map(|a| a.iter()))
-            .copied()
-    }
-
     fn append(&mut self, more: &ClassIds) {
         self.own.extend_from_slice(&more.own);
         self.shared.extend(more.shared.iter().cloned());
+    }
+
+    /// The ids as ascending runs: the tail lists as they are, and those recorded here
+    /// sorted into one.
+    fn into_runs(self) -> SmallVec<[Arc<[u32]>; 1]> {
+        let ClassIds {
+            mut own,
+            mut shared,
+        } = self;
+        if !own.is_empty() {
+            own.sort_unstable();
+            shared.push(own.into());
+        }
+        shared
     }
 
     /// The ids ascending. `bits` is a zeroed bitset over every id, and is left zeroed.
@@ -143,7 +167,8 @@ impl ClassIds {
             for a in &shared {
                 own.extend_from_slice(a);
             }
-            own.sort_unstable();
+            // The shared lists are ascending runs, which the stable sort finds and merges.
+            own.sort();
             return own.into();
         }
         // Ids are distinct (a class's ids are disjoint from every other's and each is one
@@ -188,17 +213,48 @@ impl Part {
 
     /// The index of the class `key`, opened with first token `node` if it is new.
     fn class(&mut self, key: CdKey, node: u32, spelling: &[u8]) -> usize {
-        match self.index.get(&key) {
-            Some(&c) => c,
+        let hash = key_hash(&key);
+        match self.find(hash, &key) {
+            Some(c) => c,
+            None => self.open(PartClass {
+                key,
+                hash,
+                ids: ClassIds::default(),
+                rep_node: node,
+                rep: Arc::from(spelling),
+            }),
+        }
+    }
+
+    /// The index of the class keyed `key`, whose hash is `hash`.
+    fn find(&self, hash: u64, key: &CdKey) -> Option<usize> {
+        let classes = &self.classes;
+        self.index.find(hash, |&c| classes[c].key == *key).copied()
+    }
+
+    /// Files `class`, whose key no class here has, and returns its index.
+    fn open(&mut self, class: PartClass) -> usize {
+        let c = self.classes.len();
+        let classes = &self.classes;
+        self.index
+            .insert_unique(class.hash, c, |&i| classes[i].hash);
+        self.classes.push(class);
+        c
+    }
+
+    /// Adds `class`'s ids to the class with its key, or files it as a new one.
+    fn absorb(&mut self, class: PartClass) {
+        match self.find(class.hash, &class.key) {
+            Some(c) => {
+                let into = &mut self.classes[c];
+                if class.rep_node < into.rep_node {
+                    into.rep_node = class.rep_node;
+                    into.rep = class.rep;
+                }
+                into.ids.append(&class.ids);
+            }
             None => {
-                self.index.insert(key.clone(), self.classes.len());
-                self.classes.push(PartClass {
-                    key,
-                    ids: ClassIds::default(),
-                    rep_node: node,
-                    rep: spelling.into(),
-                });
-                self.classes.len() - 1
+                self.open(class);
             }
         }
     }
@@ -216,42 +272,87 @@ impl Part {
         }
     }
 
-    /// Files the tokens of `tail` as the walk would have at its node: `emitted` lexemes
-    /// handed over on the path to it, `path` its spelling.
-    fn merge_tail(&mut self, lang: &Language, tail: &Tail, emitted: &[TermSet], path: &[u8]) {
+    /// Files the tokens of a merged tail as the walk would have at its node.
+    fn merge(&mut self, merged: &Merged) {
+        if let Some(f) = merged.ci_first {
+            self.ci_first = Some(self.ci_first.map_or(f, |g| g.min(f)));
+        }
+        self.ci_lists.extend(merged.ci.iter().cloned());
+        self.classes.reserve(merged.classes.len());
+        for class in &merged.classes {
+            match self.find(class.hash, &class.key) {
+                Some(c) => self.classes[c].ids.append(&class.ids),
+                None => {
+                    self.open(class.clone());
+                }
+            }
+        }
+    }
+}
+
+/// A [`Tail`] as it files below one path: its classes keyed with the path's emissions in
+/// front, their spellings from the trie's root, and the CI ones picked out. A function of
+/// the tail and the path's emissions (the node fixes the path), so kept beside the tail:
+/// the merge of a tail into a miss's part is then one probe per class with a kept hash,
+/// not a key built, hashed and cloned.
+#[derive(Debug)]
+struct Merged {
+    /// The CI classes' ids.
+    ci: Vec<Arc<[u32]>>,
+    ci_first: Option<u32>,
+    /// The CD classes, in the tail's order (of first token), keys distinct.
+    classes: Vec<PartClass>,
+}
+
+impl Merged {
+    /// `tail` filed below a path that handed `emitted` over and spells `path`.
+    fn of(lang: &Language, tail: &Tail, emitted: &[TermSet], path: &[u8]) -> Merged {
         let skip = lang.terms().skip;
+        let mut m = Merged {
+            ci: Vec::new(),
+            ci_first: None,
+            classes: Vec::with_capacity(tail.0.classes.len()),
+        };
         for class in &tail.0.classes {
             let (below, t) = match &class.key {
                 CdKey::Scanned { emitted, trail } => (emitted, trail),
                 // By node, with the whole spelling: the same class on any path. (A tail
                 // holds no dynamic class; it would merge the same way.)
                 CdKey::Exact { .. } | CdKey::Dynamic => {
-                    let c = self.class(class.key.clone(), class.rep_node, &class.rep);
-                    self.classes[c].ids.append(&class.ids);
+                    m.classes.push(class.clone());
                     continue;
                 }
             };
             // The CI case (b): exactly one lexeme handed over, and what follows can only be,
             // or still become, an ignored one.
             if emitted.len() == 1 && below.is_empty() && (t.idle || t.live.intersects(&skip)) {
-                self.ci_first.get_or_insert(class.rep_node);
-                self.ci.extend(class.ids.iter());
+                m.ci_first.get_or_insert(class.rep_node);
+                if !class.ids.own.is_empty() {
+                    m.ci.push(class.ids.own.as_slice().into());
+                }
+                m.ci.extend(class.ids.shared.iter().cloned());
                 continue;
             }
             let key = CdKey::Scanned {
                 emitted: emitted.iter().chain(below).copied().collect(),
                 trail: t.clone(),
             };
-            let c = match self.index.get(&key) {
-                Some(&c) => c,
-                None => {
-                    let mut rep: SmallVec<[u8; 16]> = path.into();
-                    rep.extend_from_slice(&class.rep);
-                    self.class(key, class.rep_node, &rep)
-                }
-            };
-            self.classes[c].ids.append(&class.ids);
+            let rep: Arc<[u8]> = path.iter().chain(class.rep.iter()).copied().collect();
+            m.classes.push(PartClass {
+                hash: key_hash(&key),
+                key,
+                ids: class.ids.clone(),
+                rep_node: class.rep_node,
+                rep,
+            });
         }
+        m
+    }
+
+    /// Heap bytes beside the tail's own (the ids are the tail's lists).
+    fn heap_bytes(&self) -> usize {
+        self.classes.len() * std::mem::size_of::<PartClass>()
+            + self.ci.len() * std::mem::size_of::<Arc<[u32]>>()
     }
 }
 
@@ -296,10 +397,21 @@ pub struct TailMemo {
     /// Nodes with fewer descendants are walked in place.
     min_nodes: usize,
     tails: RwLock<FxHashMap<TailAt, Arc<Tail>>>,
+    /// The tails kept, merged below the emissions of the paths that reached them.
+    merged: RwLock<FxHashMap<MergedAt, Arc<Merged>>>,
     /// Token ids held by all tails, against [`TAIL_MEMO_MAX_IDS`].
     ids: AtomicUsize,
+    /// Heap bytes of the merged tails besides the tails' id lists, against
+    /// [`MERGED_MEMO_MAX_BYTES`].
+    merged_bytes: AtomicUsize,
     hits: AtomicU64,
 }
+
+/// Where a merged tail applies: the tail's start and the lexemes handed over above it.
+type MergedAt = (TailAt, SmallVec<[TermSet; 2]>);
+
+/// The most heap bytes a namespace's merged tails hold besides the tails' id lists.
+const MERGED_MEMO_MAX_BYTES: usize = 1 << 26;
 
 impl Default for TailMemo {
     fn default() -> TailMemo {
@@ -314,14 +426,17 @@ impl TailMemo {
         TailMemo {
             min_nodes: n.max(1),
             tails: RwLock::default(),
+            merged: RwLock::default(),
             ids: AtomicUsize::new(0),
+            merged_bytes: AtomicUsize::new(0),
             hits: AtomicU64::new(0),
         }
     }
 
-    /// Heap bytes of the tails kept (their id lists, which dominate).
+    /// Heap bytes of the tails kept (their id lists, which dominate) and of their merges.
     pub fn bytes(&self) -> usize {
         self.ids.load(Ordering::Relaxed) * std::mem::size_of::<u32>()
+            + self.merged_bytes.load(Ordering::Relaxed)
     }
 
     /// Tails served from the memo.
@@ -343,6 +458,24 @@ impl TailMemo {
         self.hits
             .fetch_add(u64::from(t.is_some()), Ordering::Relaxed);
         t
+    }
+
+    fn get_merged(&self, at: &MergedAt) -> Option<Arc<Merged>> {
+        self.merged.read().ok()?.get(at).cloned()
+    }
+
+    /// Keeps `merged` while the memo has room (a race keeps either of two equal ones).
+    fn keep_merged(&self, at: MergedAt, merged: Arc<Merged>) {
+        let n = merged.heap_bytes();
+        if self.merged_bytes.fetch_add(n, Ordering::Relaxed) + n > MERGED_MEMO_MAX_BYTES {
+            self.merged_bytes.fetch_sub(n, Ordering::Relaxed);
+            return;
+        }
+        if let Ok(mut m) = self.merged.write() {
+            if m.insert(at, merged).is_some() {
+                self.merged_bytes.fetch_sub(n, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Keeps `tail` while the memo has room. Two walkers racing on one node computed the
@@ -456,47 +589,40 @@ fn build_with(
     let most = (0..parts.len())
         .max_by_key(|&k| parts[k].classes.len())
         .unwrap_or(0);
-    let mut classes = std::mem::take(&mut parts[most].classes);
-    let mut index = std::mem::take(&mut parts[most].index);
+    let mut into = Part {
+        classes: std::mem::take(&mut parts[most].classes),
+        index: std::mem::take(&mut parts[most].index),
+        ..Part::default()
+    };
     let mut visited = 0;
     for p in parts {
         visited += p.visited;
-        for &id in &p.ci {
+        for &id in p.ci.iter().chain(p.ci_lists.iter().flat_map(|l| l.iter())) {
             ci_bits[id as usize / 32] |= 1 << (id % 32);
         }
         ci_count += p.ci.len() as u32;
+        ci_count += p.ci_lists.iter().map(|l| l.len() as u32).sum::<u32>();
         ci_first = match (ci_first, p.ci_first) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         for class in p.classes {
-            match index.get(&class.key) {
-                Some(&c) => {
-                    let into = &mut classes[c];
-                    if class.rep_node < into.rep_node {
-                        into.rep_node = class.rep_node;
-                        into.rep = class.rep;
-                    }
-                    into.ids.append(&class.ids);
-                }
-                None => {
-                    index.insert(class.key.clone(), classes.len());
-                    classes.push(class);
-                }
-            }
+            into.absorb(class);
         }
     }
+    let mut classes = into.classes;
     // Node numbers are the trie's depth-first order, so the class whose first token comes
     // first comes first, however the parts split the walk.
     classes.sort_unstable_by_key(|c| c.rep_node);
-    let mut bits = Vec::new();
     let classes: Vec<CdCandidates> = classes
         .into_iter()
-        .map(|c| CdCandidates {
-            key: c.key,
-            ids: c.ids.into_sorted(&mut bits),
-            rep_node: c.rep_node,
-            rep: c.rep,
+        .map(|c| {
+            CdCandidates::new(
+                c.key,
+                c.ids.into_runs(),
+                c.rep_node,
+                SmallVec::from_slice(&c.rep),
+            )
         })
         .collect();
     let entry = Entry::new(key, ci_bits.into(), ci_count, ci_first, classes.into());
@@ -569,10 +695,9 @@ impl Walker<'_> {
 
     /// The tail below `node`, from scan state `scan` there (a lexeme was handed over on the
     /// way): from the memo, or walked and kept.
-    fn tail(&self, node: usize, scan: &Scan, offset: usize) -> Arc<Tail> {
-        let at = TailAt::of(node, scan);
+    fn tail(&self, at: &TailAt, node: usize, scan: &Scan, offset: usize) -> Arc<Tail> {
         let memo = self.tails;
-        if let Some(t) = memo.and_then(|m| m.get(&at)) {
+        if let Some(t) = memo.and_then(|m| m.get(at)) {
             return t;
         }
         let mut part = Part::default();
@@ -597,9 +722,31 @@ impl Walker<'_> {
         }
         let tail = Arc::new(Tail(part));
         if let Some(m) = memo {
-            m.keep(at, tail.clone());
+            m.keep(at.clone(), tail.clone());
         }
         tail
+    }
+
+    /// The tail below `node` (from scan state `scan` there) merged below a path that
+    /// handed `emitted` over and spells `path`: from the memo, or merged and kept.
+    fn merged(
+        &self,
+        node: usize,
+        scan: &Scan,
+        offset: usize,
+        emitted: &[TermSet],
+        path: &[u8],
+    ) -> Arc<Merged> {
+        let at = (TailAt::of(node, scan), emitted.iter().copied().collect());
+        if let Some(m) = self.tails.and_then(|m| m.get_merged(&at)) {
+            return m;
+        }
+        let tail = self.tail(&at.0, node, scan, offset);
+        let merged = Arc::new(Merged::of(self.start.lang, &tail, emitted, path));
+        if let Some(m) = self.tails {
+            m.keep_merged(at, merged.clone());
+        }
+        merged
     }
 
     /// Walks `nodes` (sibling subtrees, in trie order) from `scan` at their parent. In a
@@ -711,8 +858,7 @@ impl Walker<'_> {
                 && !log.is_empty()
                 && self.tails.is_some_and(|m| trie.size(i) > m.min_nodes)
             {
-                let tail = self.tail(i, f, *off);
-                part.merge_tail(lang, &tail, log, path);
+                part.merge(&self.merged(i, f, *off, log, path));
                 i += trie.size(i);
                 continue;
             }
