@@ -711,13 +711,7 @@ impl<'v> Decoder<'v> {
         // writes first: a sample that leaves too little budget falls back on the
         // completion from here, which the ban would refuse.
         let choice_left = mask.allowed > 1 || mask.eos;
-        let cfg = g.cfg.clone();
-        let completes_with = g
-            .spec
-            .reserve
-            .completion(&mut g.session, &mut g.memo, &cfg, self.speller)
-            .and_then(|bytes| self.speller.segment(&bytes))
-            .and_then(|tokens| tokens.first().copied());
+        let completes_with = self.completion(g).and_then(|t| t.first().copied());
         if choice_left
             && mask.contains(id)
             && Some(id) != self.masker.trie().eos_id()
@@ -820,6 +814,16 @@ impl<'v> Decoder<'v> {
         }
     }
 
+    /// The tokens of the shortest completion from `g`'s configuration (`None` when the
+    /// reserve tables know none, or the speller cannot segment it).
+    fn completion(&self, g: &mut Live<'_>) -> Option<Vec<u32>> {
+        let cfg = g.cfg.clone();
+        g.spec
+            .reserve
+            .completion(&mut g.session, &mut g.memo, &cfg, self.speller)
+            .and_then(|bytes| self.speller.segment(&bytes))
+    }
+
     /// Writes the shortest completion found from the current configuration, then EOS.
     fn complete<S: AuditSink>(
         &mut self,
@@ -828,12 +832,7 @@ impl<'v> Decoder<'v> {
         mode: Mode,
     ) -> Result<(), WriteError> {
         let step = g.tokens.len() as u32;
-        let cfg = g.cfg.clone();
-        let reserve = g.spec.reserve;
-        let tokens = reserve
-            .completion(&mut g.session, &mut g.memo, &cfg, self.speller)
-            .and_then(|bytes| self.speller.segment(&bytes));
-        let Some(tokens) = tokens else {
+        let Some(tokens) = self.completion(g) else {
             return self.stop(
                 g,
                 audit,
