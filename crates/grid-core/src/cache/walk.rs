@@ -467,29 +467,41 @@ impl TailMemo {
     /// Keeps `merged` while the memo has room (a race keeps either of two equal ones).
     fn keep_merged(&self, at: MergedAt, merged: Arc<Merged>) {
         let n = merged.heap_bytes();
-        if self.merged_bytes.fetch_add(n, Ordering::Relaxed) + n > MERGED_MEMO_MAX_BYTES {
-            self.merged_bytes.fetch_sub(n, Ordering::Relaxed);
-            return;
-        }
-        if let Ok(mut m) = self.merged.write() {
-            if m.insert(at, merged).is_some() {
-                self.merged_bytes.fetch_sub(n, Ordering::Relaxed);
-            }
-        }
+        keep_within(
+            &self.merged,
+            &self.merged_bytes,
+            MERGED_MEMO_MAX_BYTES,
+            n,
+            at,
+            merged,
+        );
     }
 
     /// Keeps `tail` while the memo has room. Two walkers racing on one node computed the
     /// same tail (it is a function of the key), so either may win.
     fn keep(&self, at: TailAt, tail: Arc<Tail>) {
         let n = tail.0.classes.iter().map(|c| c.ids.len()).sum::<usize>();
-        if self.ids.fetch_add(n, Ordering::Relaxed) + n > TAIL_MEMO_MAX_IDS {
-            self.ids.fetch_sub(n, Ordering::Relaxed);
-            return;
-        }
-        if let Ok(mut m) = self.tails.write() {
-            if m.insert(at, tail).is_some() {
-                self.ids.fetch_sub(n, Ordering::Relaxed);
-            }
+        keep_within(&self.tails, &self.ids, TAIL_MEMO_MAX_IDS, n, at, tail);
+    }
+}
+
+/// Inserts `value`, of size `n`, into `map` when `used` stays within `max` with it; `used`
+/// counts what the map holds (a value replaced by a racing insert is not counted twice).
+fn keep_within<K: Eq + std::hash::Hash, V>(
+    map: &RwLock<FxHashMap<K, V>>,
+    used: &AtomicUsize,
+    max: usize,
+    n: usize,
+    key: K,
+    value: V,
+) {
+    if used.fetch_add(n, Ordering::Relaxed) + n > max {
+        used.fetch_sub(n, Ordering::Relaxed);
+        return;
+    }
+    if let Ok(mut m) = map.write() {
+        if m.insert(key, value).is_some() {
+            used.fetch_sub(n, Ordering::Relaxed);
         }
     }
 }

@@ -978,6 +978,29 @@ fn rechained(log: &AuditLog, edit: impl Fn(&mut StepRecord)) -> AuditLog {
     out
 }
 
+/// Rewinds of the generations `first` of `specs`, at the point `at` picks in each (none
+/// where it picks none): the tokens before it replayed, the one there banned; ids from
+/// `id_base + i`.
+fn rewound_at<'l>(
+    specs: &[GenerationSpec<'l>],
+    first: &[Outcome],
+    id_base: u64,
+    at: impl Fn(usize, &Outcome) -> Option<usize>,
+) -> Vec<GenerationSpec<'l>> {
+    let mut rewinds = Vec::new();
+    for (i, o) in first.iter().enumerate() {
+        let Some(k) = at(i, o) else { continue };
+        let mut spec = specs[i].clone();
+        spec.id = id_base + i as u64;
+        spec.rewind = Some(Rewind {
+            replay: o.tokens[..k].to_vec(),
+            ban: o.tokens[k],
+        });
+        rewinds.push(spec);
+    }
+    rewinds
+}
+
 /// A rewind repair: the generation writes the repaired generation's tokens up to the
 /// rewind point (each under its exact mask, recorded `Replayed`), records the ban of the
 /// token that generation chose there, and samples on from the exact mask without it. The
@@ -989,23 +1012,12 @@ fn a_rewind_replays_the_prefix_bans_the_choice_there_and_replays_from_the_log() 
     let mut random = RandomModel { calls: 0 };
     let specs = b.specs(40, |_| 40);
     let (first, _) = b.run(&specs, &mut random, DecodeOptions::default());
-    let mut rewinds = Vec::new();
-    for (i, o) in first.iter().enumerate() {
+    let rewinds = rewound_at(&specs, &first, 1000, |i, o| {
         // A rewind point among the tokens the model chose (budget completion, which
         // writes the rest, would write them again).
         let chosen = o.tokens.len() - o.completed_tokens as usize;
-        if chosen < 2 {
-            continue;
-        }
-        let k = i % chosen;
-        let mut spec = specs[i].clone();
-        spec.id = 1000 + i as u64;
-        spec.rewind = Some(Rewind {
-            replay: o.tokens[..k].to_vec(),
-            ban: o.tokens[k],
-        });
-        rewinds.push(spec);
-    }
+        (chosen >= 2).then(|| i % chosen)
+    });
     assert!(rewinds.len() > 20);
     let (out, log) = b.run(&rewinds, &mut random, DecodeOptions::default());
     check_outcomes(&b, &rewinds, &out);
@@ -1065,21 +1077,10 @@ fn a_rewind_never_bans_the_token_the_completion_writes_first() {
     let mut random = RandomModel { calls: 0 };
     let specs = b.specs(60, |_| 14);
     let (first, _) = b.run(&specs, &mut random, DecodeOptions::default());
-    let mut rewinds = Vec::new();
-    for (i, o) in first.iter().enumerate() {
+    let rewinds = rewound_at(&specs, &first, 2000, |_, o| {
         let c = o.completed_tokens as usize;
-        if c == 0 {
-            continue;
-        }
-        let k = o.tokens.len() - c;
-        let mut spec = specs[i].clone();
-        spec.id = 2000 + i as u64;
-        spec.rewind = Some(Rewind {
-            replay: o.tokens[..k].to_vec(),
-            ban: o.tokens[k],
-        });
-        rewinds.push(spec);
-    }
+        (c > 0).then(|| o.tokens.len() - c)
+    });
     assert!(rewinds.len() > 10, "{} completions", rewinds.len());
     let (out, log) = b.run(&rewinds, &mut random, DecodeOptions::default());
     check_outcomes(&b, &rewinds, &out);
