@@ -36,6 +36,7 @@ use crate::cache::key::scope_of;
 use crate::cache::walk::{self, WalkStart};
 use crate::cache::{CacheKey, CacheStats, CdCandidates, MaskCache, Namespace, Position, Scope};
 use crate::cd_class::{CdClass, CdKey};
+use crate::language::Language;
 use crate::recognizer::{Config, Dynamic, Scanned, Session};
 use crate::scan::TrailKey;
 use crate::termset::TermSet;
@@ -255,6 +256,14 @@ impl Masker {
         &self.trie
     }
 
+    /// Walks ahead the tails every statement of `lang` meets, in its namespace of the
+    /// cache ([`MaskCache::warm`]); returns how many. Without a cache, nothing.
+    pub fn warm(&self, lang: &Language) -> usize {
+        self.cache
+            .as_ref()
+            .map_or(0, |c| c.cache.warm(lang, &self.trie))
+    }
+
     /// This masker's cache hits and misses (`None` without a cache).
     pub fn cache_stats(&self) -> Option<CacheStats> {
         self.cache.as_ref().map(|c| c.stats)
@@ -373,8 +382,9 @@ impl Masker {
     ///   (computed the same way, through the cache) whose first byte ends the lexeme;
     /// * a token in which a lexeme spelling a name (or its prefix, to the token's end) may
     ///   begin, or go on from the lexeme in progress: found by [`crate::trie::starts::TokenStarts`] for every name
-    ///   the stacks hold, plus every token in which two names may begin (one could introduce
-    ///   what the other uses), and each checked in full.
+    ///   the stacks hold, plus every token in which a name may use one that the lexeme in
+    ///   progress or the token itself introduces
+    ///   ([`crate::trie::starts::TokenStarts::multi_using_own`]), and each checked in full.
     fn add_dynamic(&mut self, session: &mut Session<'_>, cfg: &Config, m: &mut Mask) -> FirstNode {
         let trie = self.trie.clone();
         let starts = trie.starts();
@@ -413,7 +423,7 @@ impl Masker {
                 }
             }
         }
-        nodes.extend_from_slice(starts.multi());
+        starts.multi_using_own(rem, &mut nodes);
         nodes.sort_unstable();
         nodes.dedup();
         for &node in &nodes {

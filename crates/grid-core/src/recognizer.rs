@@ -353,7 +353,7 @@ impl<'l> Session<'l> {
     /// [`Session::emit_text`]). A name the token itself introduces, or the lexeme in
     /// progress does, is usable only after a keyword (`ORDER BY`, `WHERE`, `ON`, `AS (SELECT`,
     /// ...), so a token using it holds two names
-    /// ([`crate::trie::starts::TokenStarts::multi`]).
+    /// ([`crate::trie::starts::TokenStarts::multi_using_own`]).
     pub(crate) fn dynamic_spellings(&mut self, cfg: &Config) -> SmallVec<[Arc<[Vec<u8>]>; 4]> {
         let mut out = SmallVec::new();
         for &s in &cfg.stacks {

@@ -10,6 +10,8 @@
 
 use std::cmp::Ordering;
 
+use smallvec::SmallVec;
+
 use super::TokenTrie;
 use crate::lexer::is_word_byte;
 
@@ -39,6 +41,10 @@ pub struct TokenStarts {
     /// Tokens in which two names may start (one could introduce what the other uses): a
     /// name introduced and used within one token is in no list the stacks hold.
     multi: Vec<u32>,
+    /// Those of `multi` in which a name may use one an earlier lexeme of the token itself
+    /// introduces ([`uses_own_name`] of the spelling alone): the ones to check after an
+    /// empty remainder.
+    multi_own: Vec<u32>,
     /// Per token node, ascending: where its spelling is in `bytes`.
     spelled: Vec<(u32, u32, u16)>,
 }
@@ -105,6 +111,9 @@ impl TokenStarts {
             }
             if names >= 2 {
                 ts.multi.push(n as u32);
+                if uses_own_name(&path, 0) {
+                    ts.multi_own.push(n as u32);
+                }
             }
         }
         let bytes = std::mem::take(&mut ts.bytes);
@@ -141,6 +150,26 @@ impl TokenStarts {
     /// Tokens in which two names may start.
     pub fn multi(&self) -> &[u32] {
         &self.multi
+    }
+
+    /// The tokens of [`TokenStarts::multi`] read after the lexeme in progress `rem` in
+    /// which a name may use one that `rem`'s lexeme or an earlier one of the token
+    /// introduces ([`uses_own_name`] of `rem` and the spelling); `out` gets their nodes.
+    /// The others can use only names already introduced, which the stacks hold.
+    pub fn multi_using_own(&self, rem: &[u8], out: &mut Vec<u32>) {
+        if rem.is_empty() {
+            out.extend_from_slice(&self.multi_own);
+            return;
+        }
+        let mut s: SmallVec<[u8; 96]> = SmallVec::new();
+        for &node in &self.multi {
+            s.clear();
+            s.extend_from_slice(rem);
+            s.extend_from_slice(self.spelling(node));
+            if uses_own_name(&s, rem.len()) {
+                out.push(node);
+            }
+        }
     }
 
     /// Tokens in which a lexeme may start that is a spelling `name` (folded) cut short by
@@ -184,6 +213,62 @@ impl TokenStarts {
     }
 }
 
+/// A name lexeme at `i` of `s` (where [`name_at`] holds): its spelling without an opening
+/// quote (escaped quotes left doubled), where it ends, and whether it ends within `s` (a
+/// word at a byte that is not a word byte, a quoted name at its closing quote).
+fn name_lexeme(s: &[u8], i: usize) -> (&[u8], usize, bool) {
+    if s[i] == b'"' {
+        let mut k = i + 1;
+        while k < s.len() {
+            if s[k] == b'"' {
+                if s.get(k + 1) == Some(&b'"') {
+                    k += 2;
+                    continue;
+                }
+                return (&s[i + 1..k], k + 1, true);
+            }
+            k += 1;
+        }
+        return (&s[i + 1..], s.len(), false);
+    }
+    let e = (i..s.len())
+        .find(|&k| !is_word_byte(s[k]))
+        .unwrap_or(s.len());
+    (&s[i..e], e, e < s.len())
+}
+
+/// Whether a name lexeme of `s` starting at or after `from` may use a name that an earlier
+/// name lexeme of `s` introduces: the earlier one ends within `s`, before the later one
+/// starts, and the later one spells it (folded, quotes aside), or a prefix of it where `s`
+/// cuts it short.
+///
+/// A superset of the tokens whose verdict such a name changes: a name the statement
+/// introduces is the spelling of one of its identifier lexemes ([`crate::scope`]), so a
+/// use of one introduced by the lexeme in progress (`s[..from]`) or inside the token
+/// spells it after it; any position where a name may begin is tried, whatever the lexemes
+/// around it turn out to be.
+pub(crate) fn uses_own_name(s: &[u8], from: usize) -> bool {
+    let starts: SmallVec<[usize; 16]> = (0..s.len()).filter(|&i| name_at(s, i)).collect();
+    for &i in &starts {
+        let (intro, end, whole) = name_lexeme(s, i);
+        if !whole {
+            continue;
+        }
+        for &j in starts.iter().filter(|&&j| j >= end.max(from)) {
+            let (used, _, used_whole) = name_lexeme(s, j);
+            let spells = if used_whole {
+                used.eq_ignore_ascii_case(intro)
+            } else {
+                used.len() <= intro.len() && used.eq_ignore_ascii_case(&intro[..used.len()])
+            };
+            if spells {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 fn suffix<'a>(bytes: &'a [u8], s: &Start) -> &'a [u8] {
     &bytes[(s.at as usize + usize::from(s.offset))..(s.at as usize + usize::from(s.len))]
 }
@@ -192,6 +277,35 @@ fn suffix<'a>(bytes: &'a [u8], s: &Start) -> &'a [u8] {
 mod tests {
     use super::*;
     use grid_vocab::Vocabulary;
+
+    #[test]
+    fn a_later_name_that_spells_an_earlier_one_uses_it() {
+        for (s, from, uses) in [
+            ("n ORDER BY n", 0, true),
+            (") s WHERE s.n", 0, true),
+            ("x ORDER BY \"x\"", 0, true),
+            ("\"Total\" ORDER BY \"To", 0, true),
+            ("\"Total\" ORDER BY total", 0, true),
+            ("\"a\"\"b\" ORDER BY \"a\"\"b\"", 0, true),
+            // The lexeme in progress introduces `cnt`; the token uses it, or not.
+            ("cnt ORDER BY cnt", 3, true),
+            ("cnt ORDER BY c", 3, true),
+            ("cnt ORDER BY n", 3, false),
+            ("cnt ORDER BY cnts", 3, false),
+            // A use starts at or after `from`, after the name it uses.
+            ("x x", 2, true),
+            ("x x", 3, false),
+            ("xx", 0, false),
+            // No name ends before the other starts.
+            ("\"Tot", 0, false),
+            ("\"a b", 0, false),
+            ("a b", 0, false),
+            ("a, b", 0, false),
+            ("", 0, false),
+        ] {
+            assert_eq!(uses_own_name(s.as_bytes(), from), uses, "{s:?} from {from}");
+        }
+    }
 
     #[test]
     fn finds_the_tokens_a_name_may_start_in() {
@@ -228,6 +342,22 @@ mod tests {
         assert!(out.is_empty());
         // A superset: the second start of `("Tot` is inside the quotes.
         assert_eq!(spell(st.multi()), vec!["(\"Tot", "a b"]);
+        // Neither uses a name it introduces: the quote of `("Tot` is not closed, `a` is not
+        // `b`; nor after a lexeme in progress that `a b` does not spell again.
+        let mut own = Vec::new();
+        st.multi_using_own(b"", &mut own);
+        assert!(own.is_empty(), "{:?}", spell(&own));
+        st.multi_using_own(b"x", &mut own);
+        assert!(own.is_empty(), "{:?}", spell(&own));
+        // `"x` + `a b`: whether `xa` is quoted or follows a closing quote, `b` is not it.
+        st.multi_using_own(b"\"x", &mut own);
+        assert!(own.is_empty(), "{:?}", spell(&own));
+        // `b` + `a b`: the last `b` may begin `ba` again; `b ` + `a b`: it may be `b`.
+        st.multi_using_own(b"b", &mut own);
+        assert_eq!(spell(&own), vec!["a b"]);
+        own.clear();
+        st.multi_using_own(b"b ", &mut own);
+        assert_eq!(spell(&own), vec!["a b"]);
         let id = v
             .iter()
             .find(|(_, b)| *b == b".tot")

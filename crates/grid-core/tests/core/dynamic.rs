@@ -206,6 +206,10 @@ const FRAGMENTS: &[&str] = &[
     "*", " AS n", " AS total", "n ORDER BY n", ") s WHERE s.n", "k + 1", " e", "e.", " a", "a.",
     " b", " p", "p.", " eid", " oid", " z = 1", "salaries", " salaries", " pg_sleep", "pg_sleep(",
     " secret", "secret",
+    // A name introduced and used within one token, or after the lexeme in progress ends,
+    // quoted or not, whole or cut short.
+    "Total\" FROM orders) AS t WHERE \"To", "who ORDER BY \"who\"", " ORDER BY \"", "n ORDER BY \"",
+    "m FROM orders) s ORDER BY s.m", " AS who FROM employees GROUP BY who ORDER BY wh",
 ];
 
 const DUPLICATED: &[&str] = &[" n", "total", ".n"];
