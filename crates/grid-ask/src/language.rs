@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use grid_core::audit::Fingerprints;
+use grid_core::cache::MaskCache;
 use grid_core::catalog::{CatalogError, CatalogSnapshot};
 use grid_core::decode::fingerprints;
 use grid_core::reserve::ReserveTable;
@@ -45,6 +46,7 @@ impl Languages {
         dialect: &Arc<Dialect>,
         ask: &Ask,
         vocab: &VocabState,
+        cache: &MaskCache,
     ) -> Result<Arc<Compiled>, Failure> {
         let snapshot: CatalogSnapshot = serde_json::from_value(ask.snapshot.clone())
             .map_err(CatalogError::from)
@@ -84,6 +86,9 @@ impl Languages {
                 other => Failure::internal(format!("the role's language does not build: {other}")),
             })?;
         let reserve = ReserveTable::build(&language, &vocab.speller);
+        // The walks every statement's first masks share, done before the first token is
+        // asked for rather than on it (no mask changes).
+        cache.warm(&language, &vocab.trie);
         let fingerprints = fingerprints(&language, vocab.vocab.fingerprint());
         let compiled = Arc::new(Compiled {
             snapshot,

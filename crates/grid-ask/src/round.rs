@@ -121,13 +121,15 @@ impl<'l> Round<'l> {
     /// arena is held back for the next loop.
     pub fn admit(&mut self, engine: &mut Engine, entry: Entry, hands: &mut Hands<'_>) {
         let compiled = match &entry {
-            Entry::Ask(job) => match engine
-                .languages
-                .compile(&engine.dialect, &job.ask, self.vocab)
-            {
-                Ok(c) => c,
-                Err(f) => return hands.refuse(entry, &f, &engine.dialect),
-            },
+            Entry::Ask(job) => {
+                match engine
+                    .languages
+                    .compile(&engine.dialect, &job.ask, self.vocab, &engine.cache)
+                {
+                    Ok(c) => c,
+                    Err(f) => return hands.refuse(entry, &f, &engine.dialect),
+                }
+            }
             Entry::Repair(r) => r.attempt.compiled.clone(),
         };
         if self.pinned.pin(&compiled).is_none() {

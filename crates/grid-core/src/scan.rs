@@ -151,25 +151,95 @@ pub(crate) fn scan_byte<H: ScanHost>(
 /// A run of bytes the lexeme in progress absorbs, found by [`absorbing_run`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Absorbing {
-    /// The bytes ([`crate::trie::pure::ByteSet`]).
+    /// The bytes the run's first may be ([`crate::trie::pure::ByteSet`]).
+    pub lead: ByteSet,
+    /// The bytes each later one may be.
     pub bytes: ByteSet,
-    /// The longest run: every spelling of `1..=len` bytes of `bytes` qualifies.
+    /// The longest run: every spelling of `1..=len` bytes, the first of `lead` and the
+    /// others of `bytes`, qualifies.
     pub len: usize,
+}
+
+/// Byte classes of the automaton: (class, one byte of it, its number of bytes).
+type Classes = SmallVec<[(u8, u8, u16); 64]>;
+
+/// The automaton's byte classes, each with one byte of it and its number of bytes.
+fn byte_classes(dfa: &crate::lexer::dfa::LexDfa) -> Classes {
+    let mut size = [0u16; 256];
+    let mut classes: Classes = SmallVec::new();
+    for b in 0..=255u8 {
+        let c = dfa.class(b);
+        if size[usize::from(c)] == 0 {
+            classes.push((c, b, 0));
+        }
+        size[usize::from(c)] += 1;
+    }
+    for (c, _, n) in &mut classes {
+        *n = size[usize::from(*c)];
+    }
+    classes
+}
+
+/// From state `q`, the classes that all keep going to one state that `ok` takes, step after
+/// step, and for how many steps (at most `max`; `max` when the run has no end): each step
+/// keeps those of the classes so far that go where most of their bytes go.
+fn narrow(
+    dfa: &crate::lexer::dfa::LexDfa,
+    mut q: u32,
+    mut classes: Classes,
+    max: usize,
+    ok: impl Fn(u32) -> bool,
+) -> (Classes, usize, u32) {
+    let mut len = 0;
+    let mut tally: SmallVec<[(u32, u32); 16]> = SmallVec::new();
+    while len < max {
+        // The state most bytes of the run lead to.
+        tally.clear();
+        for &(_, b, n) in &classes {
+            let to = dfa.next(q, b);
+            match tally.iter_mut().find(|(s, _)| *s == to) {
+                Some((_, k)) => *k += u32::from(n),
+                None => tally.push((to, u32::from(n))),
+            }
+        }
+        let Some(&(to, _)) = tally
+            .iter()
+            .max_by_key(|&&(s, n)| (n, std::cmp::Reverse(s)))
+        else {
+            break;
+        };
+        if !ok(to) {
+            break;
+        }
+        let before = classes.len();
+        classes.retain(|&mut (_, b, _)| dfa.next(q, b) == to);
+        let fixed = to == q && classes.len() == before;
+        q = to;
+        len += 1;
+        if fixed {
+            // The same state on the same bytes: the run never ends.
+            len = max;
+        }
+    }
+    (classes, len, q)
 }
 
 /// The bytes that, fed in any order and number up to a length at `scan`, keep the lexeme
 /// in progress going and able to become a terminal of `allowed` or an ignored one whatever
 /// its bytes so far spell: inside a quoted name where a free name is viable, every byte but
 /// `"`, up to the name's 63 bytes; inside a string literal, every byte but the quote, the
-/// backslash and the control bytes, without end. `None` when there is no such run.
+/// backslash and the control bytes, without end; inside a word, the word bytes, but for
+/// the first those that go on a word of the lexicon (after `D`, `I` may spell `DISTINCT`).
+/// `None` when there is no such run.
 ///
-/// Exact by construction: for `k < len` every byte of the set moves the automaton from
-/// `q_k` to one state `q_(k+1)`, which is alive and can still become a terminal of
-/// `allowed ∪ skip` that no lexicon decides (so the word trie's node cannot take it away,
-/// [`Language::live`]); so no lexeme is handed over, and a dot is never the separator of a
-/// `schema.table` word (it is not in the set when the trie node could read it as one).
-/// So a token spelled with `1..=len` bytes of the set is allowed and context-independent
-/// (case (a) of [`crate::mask`]), at any stacks with this `allowed`.
+/// Exact by construction: for `k < len` every byte the run may have at `k + 1` moves the
+/// automaton from `q_k` to one state `q_(k+1)`, which is alive and can still become a
+/// terminal of `allowed ∪ skip` that no lexicon decides (so the word trie's node cannot
+/// take it away, [`Language::live`]); so no lexeme is handed over, and a dot is never the
+/// separator of a `schema.table` word (it is in neither set when the trie node could read
+/// it as one). So a token spelled with `1..=len` bytes of the run is allowed and
+/// context-independent (case (a) of [`crate::mask`]), at any stacks with this `allowed`.
+/// The first byte is apart so that the later ones are one set whatever the lexeme so far.
 pub(crate) fn absorbing_run(
     lang: &Language,
     scan: &Scan,
@@ -183,64 +253,38 @@ pub(crate) fn absorbing_run(
     let t = lang.terms();
     let wanted = allowed.union(&t.skip);
     let decided = t.lexicon_all.union(&t.dynamic_all);
-    // The automaton's classes still in the run: (class, one byte of it).
-    let mut classes: SmallVec<[(u8, u8); 64]> = SmallVec::new();
-    let mut size = [0u16; 256];
-    for b in 0..=255u8 {
-        let c = dfa.class(b);
-        if size[usize::from(c)] == 0 {
-            classes.push((c, b));
-        }
-        size[usize::from(c)] += 1;
-    }
-    let mut q = scan.q;
-    let mut len = 0;
-    let mut tally: SmallVec<[(u32, u32); 16]> = SmallVec::new();
-    while len < max_len {
-        // The state most bytes of the run lead to.
-        tally.clear();
-        for &(c, b) in &classes {
-            let to = dfa.next(q, b);
-            let n = u32::from(size[usize::from(c)]);
-            match tally.iter_mut().find(|(s, _)| *s == to) {
-                Some((_, k)) => *k += n,
-                None => tally.push((to, n)),
-            }
-        }
-        let Some(&(to, _)) = tally
-            .iter()
-            .max_by_key(|&&(s, n)| (n, std::cmp::Reverse(s)))
-        else {
-            break;
-        };
-        if to == DEAD || !dfa.live(to).minus(&decided).intersects(&wanted) {
-            break;
-        }
-        let before = classes.len();
-        classes.retain(|&mut (_, b)| dfa.next(q, b) == to);
-        let fixed = to == q && classes.len() == before;
-        q = to;
-        len += 1;
-        if fixed {
-            // The same state on the same bytes: the run never ends.
-            len = max_len;
-        }
-    }
-    if len == 0 {
+    let ok = |to: u32| to != DEAD && dfa.live(to).minus(&decided).intersects(&wanted);
+    let all = byte_classes(dfa);
+    let (lead, first, q1) = narrow(dfa, scan.q, all.clone(), 1, ok);
+    if first == 0 {
         return None;
     }
-    let mut bytes: ByteSet = [0; 4];
-    for b in 0..=255u8 {
-        if classes.iter().any(|&(c, _)| c == dfa.class(b)) {
-            bytes[usize::from(b / 64)] |= 1 << (b % 64);
+    let (rest, more, _) = narrow(dfa, q1, all, max_len - 1, ok);
+    let set_of = |classes: &[(u8, u8, u16)]| -> ByteSet {
+        let mut bytes: ByteSet = [0; 4];
+        for b in 0..=255u8 {
+            if classes.iter().any(|&(c, _, _)| c == dfa.class(b)) {
+                bytes[usize::from(b / 64)] |= 1 << (b % 64);
+            }
         }
-    }
+        bytes
+    };
+    let mut lead = set_of(&lead);
+    // With no byte after the first, the later ones' set reads no token: the first's serves.
+    let mut bytes = if more == 0 { lead } else { set_of(&rest) };
     // A dot after a word-trie node outside quotes may be a `schema.table` separator, which
     // asks the parser; the run's quotes could take an inside node outside.
-    if scan.w != OFF && (!lang.words.in_quotes(scan.w) || has_byte(&bytes, b'"')) {
+    if scan.w != OFF
+        && (!lang.words.in_quotes(scan.w) || has_byte(&lead, b'"') || has_byte(&bytes, b'"'))
+    {
+        clear_byte(&mut lead, b'.');
         clear_byte(&mut bytes, b'.');
     }
-    Some(Absorbing { bytes, len })
+    Some(Absorbing {
+        lead,
+        bytes,
+        len: 1 + more,
+    })
 }
 
 /// The word bytes a fresh lexeme may start with and go on with: ASCII letters and `_` (no
@@ -307,7 +351,11 @@ pub(crate) fn word_run(
             for b in in_bytes() {
                 let to = dfa.next(q, b);
                 if !ok(to) {
-                    return (len > 0).then_some(Absorbing { bytes, len });
+                    return (len > 0).then_some(Absorbing {
+                        lead: bytes,
+                        bytes,
+                        len,
+                    });
                 }
                 if seen.insert(to) {
                     next.push(to);
@@ -322,7 +370,11 @@ pub(crate) fn word_run(
         }
         frontier = next;
     }
-    (len > 0).then_some(Absorbing { bytes, len })
+    (len > 0).then_some(Absorbing {
+        lead: bytes,
+        bytes,
+        len,
+    })
 }
 
 /// Why recognition stopped.

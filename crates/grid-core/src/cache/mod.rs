@@ -24,6 +24,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use rustc_hash::FxHashMap;
 use thiserror::Error;
 
+use crate::language::Language;
+use crate::trie::TokenTrie;
+
 pub use entry::{CdCandidates, Entry, EntryId};
 pub use key::{CacheKey, GenericKey, IdentKey, KeyBody, Position, Remainder, Scope};
 pub use walk::TailMemo;
@@ -242,6 +245,20 @@ impl MaskCache {
             }
         }
         ns
+    }
+
+    /// Walks ahead, in the namespace of `lang` over `trie`, the tails that the first masks
+    /// of every statement meet ([`walk::warm_tails`]), and builds the trie's index of name
+    /// starts if the language reads the statement's names, so that a new language's first
+    /// questions do neither; returns the tails it walked. Masks are the same with or
+    /// without it.
+    pub fn warm(&self, lang: &Language, trie: &TokenTrie) -> usize {
+        if lang.sem.enabled() {
+            // Built once per trie, on the first mask that reads the statement's names.
+            trie.starts();
+        }
+        let ns = self.namespace(key::scope_of(lang, trie.fingerprint()));
+        walk::warm_tails(trie, lang, ns.tails(), self.parallel)
     }
 
     /// Retires the namespace of `scope` (its grammar was superseded).

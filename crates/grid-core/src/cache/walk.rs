@@ -38,8 +38,15 @@
 //! Likewise where a word starts a fresh lexeme with nothing handed to the parser (after a
 //! blank, at an expression's start) and every state the automaton reaches on letters keeps
 //! a terminal of `A` that no lexicon decides ([`word_run`]): the tokens spelled with letters
-//! and `_` come as a block. Otherwise nothing is handed over before the leaves, and the walk
-//! read `A` at every node of the trie.
+//! and `_` come as a block, and so do those that begin with a blank byte the key's start
+//! takes as a blank and go on with such a word (` name`, [`blank_led`]). Otherwise nothing
+//! is handed over before the leaves, and the walk read `A` at every node of the trie. A
+//! block's tokens are the trie's [`PureTokens`] of the run's later bytes whose first byte
+//! is one the run may begin with, so the byte sets stay few: inside a word, the first byte
+//! may be held back from the run (it may go on a word of the lexicon) and the rest not.
+//!
+//! [`warm_tails`] walks ahead, when a language is built, the tails every key with a whole
+//! lexeme in progress meets (below each child of the root).
 
 use std::hash::BuildHasher;
 use std::ops::Range;
@@ -56,9 +63,11 @@ use super::key::CacheKey;
 use crate::cd_class::CdKey;
 use crate::language::Language;
 use crate::lexer::is_word_byte;
-use crate::scan::{absorbing_run, scan_byte, splits, word_run, Scan, ScanHost, ScanStop, TrailKey};
+use crate::scan::{
+    absorbing_run, scan_byte, splits, word_run, Absorbing, Scan, ScanHost, ScanStop, TrailKey,
+};
 use crate::termset::TermSet;
-use crate::trie::pure::PureTokens;
+use crate::trie::pure::{byte_set, has_byte, ByteSet, PureTokens};
 use crate::trie::TokenTrie;
 
 /// Below this many descendants a node's tail is walked in place rather than memoised: the
@@ -460,6 +469,10 @@ impl TailMemo {
         t
     }
 
+    fn holds(&self, at: &TailAt) -> bool {
+        self.tails.read().is_ok_and(|m| m.contains_key(at))
+    }
+
     fn get_merged(&self, at: &MergedAt) -> Option<Arc<Merged>> {
         self.merged.read().ok()?.get(at).cloned()
     }
@@ -518,21 +531,91 @@ pub fn build(
     parallel: bool,
     tails: Option<&TailMemo>,
 ) -> (Entry, u32) {
+    let (blocks, absorbing) = blocks_at(trie, start);
+    // Past an absorbing run, what is left to walk is small: no threads. After a fresh word
+    // the rest of the vocabulary is still to walk, so threads as asked.
+    build_with(trie, key, start, parallel && !absorbing, tails, &blocks)
+}
+
+/// The blocks a miss at `start` takes (see the module documentation), and whether it is
+/// an absorbing run's (the only one then).
+fn blocks_at(trie: &TokenTrie, start: WalkStart<'_>) -> (SmallVec<[Block; 2]>, bool) {
     let max = trie.max_len();
+    let block = |r: Absorbing| Block {
+        pure: trie.pure(&r.bytes),
+        lead: r.lead,
+        len: r.len,
+    };
+    let mut blocks: SmallVec<[Block; 2]> = SmallVec::new();
     let run = absorbing_run(start.lang, start.scan, &start.allowed, max)
-        .filter(|r| r.bytes.iter().map(|w| w.count_ones()).sum::<u32>() >= RUN_MIN_BYTES)
-        .and_then(|r| Some((trie.pure(&r.bytes)?, r.len)));
-    if let Some((pure, len)) = run {
-        // What is left to walk is small: no threads.
-        return build_with(trie, key, start, false, tails, Some((&pure, len)));
+        .filter(|r| r.bytes.iter().map(|w| w.count_ones()).sum::<u32>() >= RUN_MIN_BYTES);
+    if let Some(run) = run {
+        blocks.push(block(run));
+        return (blocks, true);
     }
-    // A fresh word: the space-led tokens are still to walk, so threads as asked.
-    let word = word_run(start.lang, start.scan, &start.allowed, max)
-        .and_then(|r| Some((trie.pure(&r.bytes)?, r.len)));
-    match word {
-        Some((pure, len)) => build_with(trie, key, start, parallel, tails, Some((&pure, len))),
-        None => build_with(trie, key, start, parallel, tails, None),
+    // A fresh word, and one after a blank the token begins with.
+    blocks.extend(word_run(start.lang, start.scan, &start.allowed, max).map(block));
+    for lead in BLANK_LEADS {
+        blocks.extend(blank_led(start, lead, max).map(block));
     }
+    (blocks, false)
+}
+
+/// The blocks a miss at `start` takes as CI without visiting them, as the bytes their
+/// tokens begin with, the bytes that follow and the longest spelling: what the tests
+/// read to know that a case took its block.
+pub fn block_runs(trie: &TokenTrie, start: WalkStart<'_>) -> Vec<(ByteSet, ByteSet, usize)> {
+    blocks_at(trie, start)
+        .0
+        .iter()
+        .map(|b| (b.lead, b.pure.bytes, b.len))
+        .collect()
+}
+
+/// The bytes a token may begin a blank with before a word: the run of [`blank_led`].
+const BLANK_LEADS: [u8; 4] = [b' ', b'\n', b'\t', b'\r'];
+
+/// The run of a token that begins with `lead` and goes on with a word, where `lead` keeps
+/// or starts a blank at the key's start and hands nothing to the parser: the word's run
+/// after that blank ([`word_run`]), one byte longer, with `lead` as its only first byte.
+/// The token `lead` alone is CI there too (a blank in progress, case (a) of
+/// [`crate::mask`]).
+fn blank_led(start: WalkStart<'_>, lead: u8, max: usize) -> Option<Absorbing> {
+    let lang = start.lang;
+    let skip = lang.terms().skip;
+    let (mut after, mut off) = (start.scan.clone(), start.offset);
+    let mut log = Vec::new();
+    let mut host = StackFree {
+        log: &mut log,
+        skip,
+        allowed: start.allowed,
+        handed_over: false,
+        relation_in_a: lang.relation_expected(&start.allowed),
+    };
+    scan_byte(lang, &mut after, &mut off, lead, &mut host).ok()?;
+    let blank = !after.rem.is_empty()
+        && log.is_empty()
+        && lang
+            .live(after.q, after.w)
+            .intersects(&start.allowed.union(&skip));
+    if !blank {
+        return None;
+    }
+    let word = word_run(lang, &after, &start.allowed, max.saturating_sub(1))?;
+    Some(Absorbing {
+        lead: byte_set(lead),
+        bytes: word.bytes,
+        len: 1 + word.len,
+    })
+}
+
+/// Tokens a walk takes as CI without visiting them: the pure tokens of `pure` whose first
+/// byte is in `lead`, spelled with at most `len` bytes. The blocks of one walk have
+/// disjoint `lead`s, so a child of the root is in at most one.
+struct Block {
+    pure: Arc<PureTokens>,
+    lead: ByteSet,
+    len: usize,
 }
 
 /// [`build`] visiting every node it does not prune, absorbing runs or not: the reference
@@ -544,18 +627,17 @@ pub fn build_every_node(
     parallel: bool,
     tails: Option<&TailMemo>,
 ) -> (Entry, u32) {
-    build_with(trie, key, start, parallel, tails, None)
+    build_with(trie, key, start, parallel, tails, &[])
 }
 
-/// [`build`], taking the pure tokens of `run` spelled with at most its length as CI
-/// without visiting them.
+/// [`build`], taking the tokens of `blocks` as CI without visiting them.
 fn build_with(
     trie: &TokenTrie,
     key: &CacheKey,
     start: WalkStart<'_>,
     parallel: bool,
     tails: Option<&TailMemo>,
-    run: Option<(&PureTokens, usize)>,
+    blocks: &[Block],
 ) -> (Entry, u32) {
     let mut root = Part::default();
     // The empty spelling (if a token has it) keeps the output as it is: viable, CI.
@@ -565,7 +647,7 @@ fn build_with(
         trie,
         start,
         tails,
-        run,
+        blocks,
     };
     let range = |c: usize| c..c + trie.size(c);
     // One part per thread (in parallel) or for the whole walk: a class is hashed once per
@@ -592,9 +674,22 @@ fn build_with(
     let mut ci_bits = vec![0u32; trie.n_ids().div_ceil(32)];
     let mut ci_count = 0;
     let mut ci_first: Option<u32> = None;
-    if let Some((pure, len)) = run {
-        ci_count = pure.set_upto(len, &mut ci_bits) as u32;
-        ci_first = pure.first_upto(len);
+    for (k, b) in blocks.iter().enumerate() {
+        // `set_upto` reads bits that hold none of its pure ids: a later block's into its
+        // own words.
+        if k == 0 {
+            ci_count += b.pure.set_upto(&b.lead, b.len, &mut ci_bits) as u32;
+        } else {
+            let mut own = vec![0u32; ci_bits.len()];
+            ci_count += b.pure.set_upto(&b.lead, b.len, &mut own) as u32;
+            for (w, o) in ci_bits.iter_mut().zip(own) {
+                *w |= o;
+            }
+        }
+        ci_first = match (ci_first, b.pure.first_upto(&b.lead, b.len)) {
+            (Some(a), Some(f)) => Some(a.min(f)),
+            (a, f) => a.or(f),
+        };
     }
     let mut parts: Vec<Part> = std::iter::once(root).chain(parts).collect();
     // The classes merge into those of the part with most of them, which are not hashed again.
@@ -639,6 +734,60 @@ fn build_with(
         .collect();
     let entry = Entry::new(key, ci_bits.into(), ci_count, ci_first, classes.into());
     (entry, visited)
+}
+
+/// Walks and keeps the tails that every key whose lexeme in progress is whole meets: below
+/// each child of the root, from the scan state after its byte once that lexeme was handed
+/// over (a fresh scan of the byte). After a word, ` ` opens the space-led half of the
+/// vocabulary; after `(` or `,`, a letter opens the words. Done when a language is built,
+/// it takes the first walk of those tails off the first questions; the tails are the ones
+/// a miss would have walked and kept (a tail is a function of its node and scan state in
+/// the namespace), so no mask changes. Returns the tails walked (none already kept).
+pub fn warm_tails(trie: &TokenTrie, lang: &Language, memo: &TailMemo, parallel: bool) -> usize {
+    let fresh = Scan::fresh(lang, 0);
+    let walker = Walker {
+        trie,
+        start: WalkStart {
+            lang,
+            scan: &fresh,
+            offset: 0,
+            allowed: TermSet::default(),
+        },
+        tails: Some(memo),
+        blocks: &[],
+    };
+    let skip = lang.terms().skip;
+    let one = |&c: &usize| -> usize {
+        let (mut f, mut off) = (fresh.clone(), 0);
+        let mut log = Vec::new();
+        let mut host = StackFree {
+            log: &mut log,
+            skip,
+            allowed: TermSet::default(),
+            handed_over: true,
+            relation_in_a: false,
+        };
+        // A byte no lexeme begins with prunes the subtree; one that reads a `schema.table`
+        // dot files it exact: no tail either way.
+        if scan_byte(lang, &mut f, &mut off, trie.byte(c), &mut host).is_err() {
+            return 0;
+        }
+        let at = TailAt::of(c, &f);
+        if memo.holds(&at) {
+            return 0;
+        }
+        walker.tail(&at, c, &f, off);
+        1
+    };
+    let children: Vec<usize> = trie
+        .children(0)
+        .filter(|&c| trie.size(c) > memo.min_nodes)
+        .collect();
+    if parallel {
+        children.par_iter().map(one).sum()
+    } else {
+        children.iter().map(one).sum()
+    }
 }
 
 /// A walk's buffers, kept across the subtrees one thread walks.
@@ -688,13 +837,21 @@ impl ScanHost for StackFree<'_> {
     }
 }
 
+/// What lies above the nodes a walk starts from.
+#[derive(Clone, Copy)]
+enum Above<'b> {
+    /// The key's start: nothing handed over yet, and the block of the root's child walked.
+    Start(Option<&'b Block>),
+    /// A lexeme was handed over (a tail): nothing reads `A`, and no block applies.
+    HandedOver,
+}
+
 struct Walker<'a> {
     trie: &'a TokenTrie,
     start: WalkStart<'a>,
     tails: Option<&'a TailMemo>,
-    /// The pure tokens of the start's absorbing run and its length: those spelled with at
-    /// most that many bytes are CI, filed by the caller, and not visited.
-    run: Option<(&'a PureTokens, usize)>,
+    /// The blocks of the start: their tokens are CI, filed by the caller, and not visited.
+    blocks: &'a [Block],
 }
 
 impl Walker<'_> {
@@ -702,7 +859,9 @@ impl Walker<'_> {
     /// has) from the key's scan state at their parent, the root, into `part`.
     fn walk(&self, nodes: Range<usize>, s: &mut Scratch, part: &mut Part) {
         let (scan, offset) = (self.start.scan, self.start.offset);
-        self.walk_from(scan, offset, nodes, false, s, part);
+        let lead = self.trie.byte(nodes.start);
+        let block = self.blocks.iter().find(|b| has_byte(&b.lead, lead));
+        self.walk_from(scan, offset, nodes, Above::Start(block), s, part);
     }
 
     /// The tail below `node`, from scan state `scan` there (a lexeme was handed over on the
@@ -718,7 +877,7 @@ impl Walker<'_> {
             scan,
             offset,
             below,
-            true,
+            Above::HandedOver,
             &mut Scratch::default(),
             &mut part,
         );
@@ -762,17 +921,22 @@ impl Walker<'_> {
     }
 
     /// Walks `nodes` (sibling subtrees, in trie order) from `scan` at their parent. In a
-    /// tail (`handed_over`), a lexeme was handed over above the parent: nothing reads `A`,
-    /// and every token is filed in a class keyed by the emissions below the parent.
+    /// tail ([`Above::HandedOver`]), a lexeme was handed over above the parent: nothing
+    /// reads `A`, and every token is filed in a class keyed by the emissions below the
+    /// parent.
     fn walk_from(
         &self,
         scan: &Scan,
         offset: usize,
         nodes: Range<usize>,
-        handed_over: bool,
+        above: Above<'_>,
         s: &mut Scratch,
         part: &mut Part,
     ) {
+        let (handed_over, block) = match above {
+            Above::Start(block) => (false, block),
+            Above::HandedOver => (true, None),
+        };
         let trie = self.trie;
         let WalkStart { lang, allowed, .. } = self.start;
         let skip = lang.terms().skip;
@@ -803,8 +967,8 @@ impl Walker<'_> {
             }
             let d = ends.len() + 1;
             // From the key's start (the root), a subtree of tokens all in the run: filed.
-            let run = self.run.filter(|_| !handed_over);
-            if run.is_some_and(|(p, len)| p.covers(i, len)) {
+            let run = block;
+            if run.is_some_and(|b| b.pure.covers(i, b.len)) {
                 i += trie.size(i);
                 continue;
             }
@@ -852,7 +1016,7 @@ impl Walker<'_> {
                 continue;
             }
             log_len[d] = log.len();
-            let in_run = run.is_some_and(|(p, len)| d <= len && p.is_pure(i));
+            let in_run = run.is_some_and(|b| d <= b.len && b.pure.is_pure(i));
             if trie.token(i).is_some() && !in_run {
                 let ci = !handed_over
                     && match log.len() {

@@ -82,8 +82,9 @@ impl TokenTrie {
     /// The largest vocabulary the packed node's 24-bit token field can hold.
     pub const MAX_IDS: usize = (TOKEN_MASK - 1) as usize;
 
-    /// The most byte sets whose pure tokens a trie keeps ([`TokenTrie::pure`]): sixteen
-    /// lexeme bodies and the fresh word's (letters and `_`).
+    /// The most byte sets whose pure tokens a trie keeps ([`TokenTrie::pure`]): the bodies
+    /// of a few lexemes (a quoted name, a literal, a comment, a word) in the dialects that
+    /// share the trie. Past it the oldest goes.
     pub const PURE_SETS: usize = 17;
 
     /// Builds the trie of `vocab`'s non-special tokens.
@@ -196,21 +197,21 @@ impl TokenTrie {
         self.starts.get_or_init(|| TokenStarts::build(self))
     }
 
-    /// The tokens spelled only with bytes of `bytes` ([`PureTokens`]), built on first use
-    /// and kept; `None` once [`TokenTrie::PURE_SETS`] sets are kept (a scanner has a few
-    /// lexeme bodies, so more sets means the callers ask for sets no body has).
-    pub fn pure(&self, bytes: &ByteSet) -> Option<Arc<PureTokens>> {
+    /// The tokens spelled after their first byte only with bytes of `bytes`
+    /// ([`PureTokens`]), built on first use and kept, at most [`TokenTrie::PURE_SETS`] sets.
+    pub fn pure(&self, bytes: &ByteSet) -> Arc<PureTokens> {
         let mut kept = self.pure.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = kept.iter().find(|p| p.bytes == *bytes) {
-            return Some(p.clone());
+            return p.clone();
         }
         if kept.len() >= Self::PURE_SETS {
-            return None;
+            // The oldest goes (a walker still holding it keeps its own reference).
+            kept.remove(0);
         }
         // Built under the lock: two walkers that want one set build it once.
         let p = Arc::new(PureTokens::build(self, *bytes));
         kept.push(p.clone());
-        Some(p)
+        p
     }
 
     /// Number of nodes, the root included.

@@ -18,6 +18,7 @@ use grid_core::cache::walk::{self, WalkStart};
 use grid_core::cache::{CacheKey, MaskCache};
 use grid_core::mask::Masker;
 use grid_core::oracle::oracle_mask;
+use grid_core::trie::pure::has_byte;
 use grid_core::trie::TokenTrie;
 use grid_core::Policy;
 use grid_vocab::Vocabulary;
@@ -106,6 +107,21 @@ fn run_vocab() -> Vocabulary {
         "id",
         " id",
         ";",
+        // Words after a blank the token begins with, and their stops.
+        "  name",
+        "\nFROM",
+        "\tid",
+        " na",
+        " employees,",
+        " na1",
+        " \u{00e9}",
+        " emp_",
+        // A word's first byte that goes on a word of the lexicon, and others.
+        "ame",
+        "mployees",
+        "ployees",
+        "z_q",
+        "xyz",
     ] {
         toks.push(f.as_bytes().to_vec());
     }
@@ -148,6 +164,10 @@ fn runs_taken_as_a_block_equal_the_walk_cache_off_and_the_oracle() {
     let mut in_blocks = 0;
     // Keys after a blank (or at no lexeme) whose walk took the fresh words as a block.
     let mut blank_blocks = 0;
+    // Keys whose walk took the words after a blank a token begins with as a block, and
+    // those inside a word whose first byte is one of fewer bytes than the later ones.
+    let mut blank_led = 0;
+    let mut word_first = 0;
     let checked = common::over_offsets_by(&lang, &byte_ids, STATEMENTS, &mut |s, cfg, what| {
         let allowed = s.allowed(cfg);
         let key = CacheKey::of(&lang, scope, &cfg.scan, allowed);
@@ -157,6 +177,13 @@ fn runs_taken_as_a_block_equal_the_walk_cache_off_and_the_oracle() {
             offset: cfg.offset,
             allowed,
         };
+        for (lead, bytes, _) in walk::block_runs(&trie, start) {
+            let ones = |s: [u64; 4]| s.iter().map(|w| w.count_ones()).sum::<u32>();
+            blank_led += usize::from(
+                ones(lead) == 1 && [b' ', b'\n', b'\t'].iter().any(|&b| has_byte(&lead, b)),
+            );
+            word_first += usize::from(ones(lead) > 1 && lead != bytes && !cfg.scan.rem.is_empty());
+        }
         let (fast, fast_visited) = walk::build(&trie, &key, start, true, None);
         let (every, every_visited) = walk::build_every_node(&trie, &key, start, false, None);
         if fast != every {
@@ -204,5 +231,13 @@ fn runs_taken_as_a_block_equal_the_walk_cache_off_and_the_oracle() {
     assert!(
         blank_blocks > 20,
         "{blank_blocks} keys after a blank took the words as a block"
+    );
+    assert!(
+        blank_led > 20,
+        "{blank_led} keys took the words after a token's own blank as a block"
+    );
+    assert!(
+        word_first > 20,
+        "{word_first} keys inside a word took a first byte apart from the later ones"
     );
 }
