@@ -12,6 +12,7 @@ use std::cmp::Ordering;
 
 use smallvec::SmallVec;
 
+use super::pure::ByteSet;
 use super::TokenTrie;
 use crate::lexer::is_word_byte;
 
@@ -45,6 +46,11 @@ pub struct TokenStarts {
     /// introduces ([`uses_own_name`] of the spelling alone): the ones to check after an
     /// empty remainder.
     multi_own: Vec<u32>,
+    /// Per token of `multi`: whether it is in `multi_own`, and the first bytes (folded) of
+    /// the names that may begin in it, or `None` when one of them has no byte yet (a quote
+    /// at the end): a name the lexeme in progress introduces is used in the token only by
+    /// one of them.
+    multi_uses: Vec<(bool, Option<ByteSet>)>,
     /// Per token node, ascending: where its spelling is in `bytes`.
     spelled: Vec<(u32, u32, u16)>,
 }
@@ -111,9 +117,11 @@ impl TokenStarts {
             }
             if names >= 2 {
                 ts.multi.push(n as u32);
-                if uses_own_name(&path, 0) {
+                let own = uses_own_name(&path, 0);
+                if own {
                     ts.multi_own.push(n as u32);
                 }
+                ts.multi_uses.push((own, use_firsts(&path)));
             }
         }
         let bytes = std::mem::take(&mut ts.bytes);
@@ -161,8 +169,34 @@ impl TokenStarts {
             out.extend_from_slice(&self.multi_own);
             return;
         }
+        // The first bytes of the names that may begin in `rem`, or `None` for any.
+        let mut firsts: ByteSet = [0; 4];
+        let mut any = false;
+        let mut named = false;
+        for a in (0..rem.len()).filter(|&a| name_at(rem, a)) {
+            named = true;
+            let at = if rem[a] == b'"' { a + 1 } else { a };
+            match rem.get(at) {
+                Some(&b) => {
+                    let b = b.to_ascii_lowercase();
+                    firsts[usize::from(b / 64)] |= 1 << (b % 64);
+                }
+                None => any = true,
+            }
+        }
+        if !named {
+            // Only the token's own lexemes introduce a name ([`uses_own_name`] of the
+            // spelling alone is a superset then: `rem` only takes starts away).
+            out.extend_from_slice(&self.multi_own);
+            return;
+        }
         let mut s: SmallVec<[u8; 96]> = SmallVec::new();
-        for &node in &self.multi {
+        for (&node, &(own, uses)) in self.multi.iter().zip(&self.multi_uses) {
+            let may =
+                own || any || uses.is_none_or(|u| u.iter().zip(&firsts).any(|(x, y)| x & y != 0));
+            if !may {
+                continue;
+            }
             s.clear();
             s.extend_from_slice(rem);
             s.extend_from_slice(self.spelling(node));
@@ -237,6 +271,18 @@ fn name_lexeme(s: &[u8], i: usize) -> (&[u8], usize, bool) {
     (&s[i..e], e, e < s.len())
 }
 
+/// The first bytes (folded) of the names that may begin in `t`, or `None` when one of them
+/// has none in `t` (a quote at its end).
+fn use_firsts(t: &[u8]) -> Option<ByteSet> {
+    let mut set: ByteSet = [0; 4];
+    for j in (0..t.len()).filter(|&j| name_at(t, j)) {
+        let at = if t[j] == b'"' { j + 1 } else { j };
+        let b = t.get(at)?.to_ascii_lowercase();
+        set[usize::from(b / 64)] |= 1 << (b % 64);
+    }
+    Some(set)
+}
+
 /// Whether a name lexeme of `s` starting at or after `from` may use a name that an earlier
 /// name lexeme of `s` introduces: the earlier one ends within `s`, before the later one
 /// starts, and the later one spells it (folded, quotes aside), or a prefix of it where `s`
@@ -304,6 +350,61 @@ mod tests {
             ("", 0, false),
         ] {
             assert_eq!(uses_own_name(s.as_bytes(), from), uses, "{s:?} from {from}");
+        }
+    }
+
+    /// The prefilters of `multi_using_own` (no name in the remainder; first bytes) keep
+    /// every token the check of the whole spelling keeps.
+    #[test]
+    fn the_tokens_using_own_names_equal_the_check_of_each() {
+        let toks: Vec<Vec<u8>> = [
+            "<eos>",
+            "n ORDER BY n",
+            " ORDER BY \"",
+            "a b",
+            "x x",
+            ") s WHERE s.n",
+            "\"a\" a",
+            "a\"",
+            "b, a",
+            "\"",
+            "\"\"",
+            " \"To",
+            "tal\" BY \"To",
+            "ab cd ab",
+            "1 a",
+            ".x y",
+            "_ _",
+            "$a $a",
+            "A a",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+        let v = Vocabulary::from_served(toks, &[0], Some(0)).unwrap();
+        let trie = TokenTrie::build(&v).unwrap();
+        let st = TokenStarts::build(&trie);
+        for rem in [
+            "", "n", "x", "\"", "\"a", "\"a\"", "a ", " ", "(", "cnt", "s", "ab", "A", "1", "$",
+            "\"To", "To", "b,",
+        ] {
+            let rem = rem.as_bytes();
+            let mut got = Vec::new();
+            st.multi_using_own(rem, &mut got);
+            got.sort_unstable();
+            let mut want: Vec<u32> = st
+                .multi()
+                .iter()
+                .copied()
+                .filter(|&n| uses_own_name(&[rem, st.spelling(n)].concat(), rem.len()))
+                .collect();
+            want.sort_unstable();
+            // A superset of the check, and every token the check keeps.
+            assert!(
+                want.iter().all(|n| got.contains(n)),
+                "after {:?}: {got:?} misses some of {want:?}",
+                String::from_utf8_lossy(rem)
+            );
         }
     }
 
