@@ -169,31 +169,21 @@ impl TokenStarts {
             out.extend_from_slice(&self.multi_own);
             return;
         }
-        // The first bytes of the names that may begin in `rem`, or `None` for any.
-        let mut firsts: ByteSet = [0; 4];
-        let mut any = false;
-        let mut named = false;
-        for a in (0..rem.len()).filter(|&a| name_at(rem, a)) {
-            named = true;
-            let at = if rem[a] == b'"' { a + 1 } else { a };
-            match rem.get(at) {
-                Some(&b) => {
-                    let b = b.to_ascii_lowercase();
-                    firsts[usize::from(b / 64)] |= 1 << (b % 64);
-                }
-                None => any = true,
-            }
-        }
-        if !named {
+        if !(0..rem.len()).any(|a| name_at(rem, a)) {
             // Only the token's own lexemes introduce a name ([`uses_own_name`] of the
             // spelling alone is a superset then: `rem` only takes starts away).
             out.extend_from_slice(&self.multi_own);
             return;
         }
+        // The first bytes of the names that may begin in `rem`, or `None` for any.
+        let firsts = use_firsts(rem);
         let mut s: SmallVec<[u8; 96]> = SmallVec::new();
         for (&node, &(own, uses)) in self.multi.iter().zip(&self.multi_uses) {
-            let may =
-                own || any || uses.is_none_or(|u| u.iter().zip(&firsts).any(|(x, y)| x & y != 0));
+            let may = own
+                || match (uses, firsts) {
+                    (Some(u), Some(f)) => u.iter().zip(&f).any(|(x, y)| x & y != 0),
+                    _ => true,
+                };
             if !may {
                 continue;
             }
@@ -353,11 +343,25 @@ mod tests {
         }
     }
 
+    /// The vocabulary of `toks` (the first is EOS), its trie and the trie's starts.
+    fn starts_of_vocab(toks: &[&str]) -> (Vocabulary, TokenTrie, TokenStarts) {
+        let toks = toks.iter().map(|s| s.as_bytes().to_vec()).collect();
+        let v = Vocabulary::from_served(toks, &[0], Some(0)).unwrap();
+        let trie = TokenTrie::build(&v).unwrap();
+        let st = TokenStarts::build(&trie);
+        (v, trie, st)
+    }
+
+    fn starts_of(toks: &[&str]) -> (TokenTrie, TokenStarts) {
+        let (_, trie, st) = starts_of_vocab(toks);
+        (trie, st)
+    }
+
     /// The prefilters of `multi_using_own` (no name in the remainder; first bytes) keep
     /// every token the check of the whole spelling keeps.
     #[test]
     fn the_tokens_using_own_names_equal_the_check_of_each() {
-        let toks: Vec<Vec<u8>> = [
+        let (_, st) = starts_of(&[
             "<eos>",
             "n ORDER BY n",
             " ORDER BY \"",
@@ -377,13 +381,7 @@ mod tests {
             "_ _",
             "$a $a",
             "A a",
-        ]
-        .iter()
-        .map(|s| s.as_bytes().to_vec())
-        .collect();
-        let v = Vocabulary::from_served(toks, &[0], Some(0)).unwrap();
-        let trie = TokenTrie::build(&v).unwrap();
-        let st = TokenStarts::build(&trie);
+        ]);
         for rem in [
             "", "n", "x", "\"", "\"a", "\"a\"", "a ", " ", "(", "cnt", "s", "ab", "A", "1", "$",
             "\"To", "To", "b,",
@@ -410,16 +408,10 @@ mod tests {
 
     #[test]
     fn finds_the_tokens_a_name_may_start_in() {
-        let toks: Vec<Vec<u8>> = [
+        let (v, trie, st) = starts_of_vocab(&[
             "<eos>", "t", " t", "To", ".tot", "total", "total,", "totals", " TOTAL)", "xt", "_t",
             "a b", "(\"Tot",
-        ]
-        .iter()
-        .map(|s| s.as_bytes().to_vec())
-        .collect();
-        let v = Vocabulary::from_served(toks, &[0], Some(0)).unwrap();
-        let trie = TokenTrie::build(&v).unwrap();
-        let st = TokenStarts::build(&trie);
+        ]);
         let spell = |nodes: &[u32]| -> Vec<String> {
             let mut v: Vec<String> = nodes
                 .iter()
