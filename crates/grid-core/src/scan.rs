@@ -287,13 +287,18 @@ pub(crate) fn absorbing_run(
     })
 }
 
-/// The word bytes a fresh lexeme may start with and go on with: ASCII letters and `_` (no
-/// digit, which cannot start an identifier; no byte of a multi-byte character, whose
-/// spelling the automaton may read apart).
-pub(crate) fn word_bytes() -> ByteSet {
+/// The word bytes a fresh lexeme may start with and go on with: ASCII letters and `_`, and
+/// with `high` the bytes ≥ 0x80, letters to PostgreSQL's scanner (a multi-byte character's
+/// bytes each go on an identifier there; a dialect whose identifiers are ASCII ends every
+/// word on them). No digit, which cannot start an identifier.
+pub(crate) fn word_bytes(high: bool) -> ByteSet {
     let mut bytes: ByteSet = [0; 4];
     for b in (b'a'..=b'z').chain(b'A'..=b'Z').chain([b'_']) {
         bytes[usize::from(b / 64)] |= 1 << (b % 64);
+    }
+    if high {
+        bytes[2] = u64::MAX;
+        bytes[3] = u64::MAX;
     }
     bytes
 }
@@ -305,6 +310,10 @@ pub(crate) fn word_bytes() -> ByteSet {
 /// lexicon decides, whatever the word-trie node: so such a token is allowed and
 /// context-independent (case (a) of [`crate::mask`]), at any stacks with this `allowed`.
 /// `None` when there is no such run.
+///
+/// The run takes the bytes ≥ 0x80 too where that costs it no length (where the automaton
+/// keeps them in the identifier: most of a large vocabulary's words are not ASCII), and
+/// is the ASCII one otherwise.
 ///
 /// Exact by construction: `len` is the largest `k` such that every automaton state reached
 /// from the start state on `1..=k` of the bytes is alive with an undecided terminal of
@@ -318,9 +327,27 @@ pub(crate) fn word_run(
     allowed: &TermSet,
     max_len: usize,
 ) -> Option<Absorbing> {
+    let wide = word_run_of(lang, scan, allowed, max_len, word_bytes(true));
+    if wide.is_some_and(|r| r.len == max_len) {
+        return wide;
+    }
+    let ascii = word_run_of(lang, scan, allowed, max_len, word_bytes(false));
+    match (wide, ascii) {
+        (Some(w), Some(a)) if w.len >= a.len => Some(w),
+        (_, a) => a,
+    }
+}
+
+/// [`word_run`] over the bytes of `bytes`, a set of word bytes.
+fn word_run_of(
+    lang: &Language,
+    scan: &Scan,
+    allowed: &TermSet,
+    max_len: usize,
+    bytes: ByteSet,
+) -> Option<Absorbing> {
     let dfa = lang.dfa();
     let t = lang.terms();
-    let bytes = word_bytes();
     let in_bytes = || (0..=255u8).filter(|&b| has_byte(&bytes, b));
     if let Some(&last) = scan.rem.last() {
         let whole_blank = matches!(scan.last, Some((len, c))
@@ -341,6 +368,21 @@ pub(crate) fn word_run(
     let wanted = allowed.union(&t.skip);
     let decided = t.lexicon_all.union(&t.dynamic_all);
     let ok = |q: u32| q != DEAD && dfa.live(q).minus(&decided).intersects(&wanted);
+    // One byte of each of the automaton's classes among the bytes: the others go where it
+    // goes.
+    let mut classes: SmallVec<[(u8, u8); 8]> = SmallVec::new();
+    for b in in_bytes() {
+        if !classes.iter().any(|&(c, _)| c == dfa.class(b)) {
+            classes.push((dfa.class(b), b));
+        }
+    }
+    let run = |len: usize| {
+        (len > 0).then_some(Absorbing {
+            lead: bytes,
+            bytes,
+            len,
+        })
+    };
     // The states first reached after `k` bytes, and every state reached so far.
     let mut frontier: Vec<u32> = vec![dfa.start];
     let mut seen: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
@@ -348,14 +390,10 @@ pub(crate) fn word_run(
     while len < max_len {
         let mut next = Vec::new();
         for &q in &frontier {
-            for b in in_bytes() {
+            for &(_, b) in &classes {
                 let to = dfa.next(q, b);
                 if !ok(to) {
-                    return (len > 0).then_some(Absorbing {
-                        lead: bytes,
-                        bytes,
-                        len,
-                    });
+                    return run(len);
                 }
                 if seen.insert(to) {
                     next.push(to);
@@ -370,11 +408,7 @@ pub(crate) fn word_run(
         }
         frontier = next;
     }
-    (len > 0).then_some(Absorbing {
-        lead: bytes,
-        bytes,
-        len,
-    })
+    run(len)
 }
 
 /// Why recognition stopped.

@@ -37,8 +37,9 @@
 //!
 //! Likewise where a word starts a fresh lexeme with nothing handed to the parser (after a
 //! blank, at an expression's start) and every state the automaton reaches on letters keeps
-//! a terminal of `A` that no lexicon decides ([`word_run`]): the tokens spelled with letters
-//! and `_` come as a block, and so do those that begin with a blank byte the key's start
+//! a terminal of `A` that no lexicon decides ([`word_run`]): the tokens spelled with letters,
+//! `_` and (where the automaton keeps them in an identifier) the bytes ≥ 0x80 come as a
+//! block, and so do those that begin with a blank byte the key's start
 //! takes as a blank and go on with such a word (` name`, [`blank_led`]). Otherwise nothing
 //! is handed over before the leaves, and the walk read `A` at every node of the trie. A
 //! block's tokens are the trie's [`PureTokens`] of the run's later bytes whose first byte

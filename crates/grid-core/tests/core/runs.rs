@@ -116,6 +116,17 @@ fn run_vocab() -> Vocabulary {
         " na1",
         " \u{00e9}",
         " emp_",
+        // Words with bytes >= 0x80 (letters to PostgreSQL's scanner, not in ASCII-only
+        // identifiers), whole characters and cut ones, and their stops.
+        " \u{4e2d}\u{6587}",
+        "\u{4e2d}\u{6587}",
+        " na\u{00ef}ve",
+        "\u{00fc}ber",
+        "\n\u{00e9}t\u{00e9}",
+        " caf\u{00e9}",
+        " \u{00e9}1",
+        " \u{00e9}.x",
+        " \u{00e9}\"",
         // A word's first byte that goes on a word of the lexicon, and others.
         "ame",
         "mployees",
@@ -125,6 +136,9 @@ fn run_vocab() -> Vocabulary {
     ] {
         toks.push(f.as_bytes().to_vec());
     }
+    toks.push(b" \xe4\xb8".to_vec());
+    toks.push(b"\xb8\xad\xe6".to_vec());
+    toks.push(b"  \xc3".to_vec());
     // Aliases: one spelling with three ids, inside and outside every run.
     for t in ["Zip", "a\"", "'"] {
         toks.push(t.as_bytes().to_vec());
@@ -149,26 +163,67 @@ const STATEMENTS: &[&str] = &[
     "SELECT count(*) ,  max(id) FROM employees GROUP BY  name HAVING  count(*)  >  2",
 ];
 
+/// What the blocks of [`check_runs`] held, key by key.
+#[derive(Debug, Default)]
+struct Taken {
+    /// Statements and offsets checked.
+    checked: usize,
+    /// Keys whose walk took a block, and the nodes the blocks spared.
+    blocks: usize,
+    in_blocks: u32,
+    /// Keys after a blank (or at no lexeme) whose walk took the fresh words as a block.
+    blank_blocks: usize,
+    /// Keys whose walk took the words after a blank a token begins with as a block.
+    blank_led: usize,
+    /// Keys inside a word whose first byte is one of fewer bytes than the later ones.
+    word_first: usize,
+    /// Keys whose fresh words' block went on with the bytes >= 0x80.
+    high: usize,
+}
+
 #[test]
 fn runs_taken_as_a_block_equal_the_walk_cache_off_and_the_oracle() {
+    let t = check_runs(&common::dialect(), STATEMENTS);
+    assert!(t.checked > 400, "{t:?}");
+    // Inside every quoted name, literal and comment above, and after the blanks before
+    // words.
+    assert!(t.blocks > 200 && t.in_blocks > 50_000, "{t:?}");
+    assert!(t.blank_blocks > 20, "{t:?}");
+    assert!(t.blank_led > 20, "{t:?}");
+    assert!(t.word_first > 20, "{t:?}");
+    // PostgreSQL's identifiers take the bytes >= 0x80: the words' blocks do too.
+    assert!(t.high > 20, "{t:?}");
+}
+
+/// In the dialect of generated statements an unquoted identifier is ASCII: a byte >= 0x80
+/// ends a word there, and the words' blocks are the ASCII ones.
+#[test]
+fn words_blocks_of_ascii_identifiers_leave_the_bytes_above_ascii_to_the_walk() {
+    let dialect = Arc::new(grid_core::Dialect::postgres_without_comments().expect("dialect"));
+    let without_comments: Vec<&str> = STATEMENTS
+        .iter()
+        .copied()
+        .filter(|s| !s.contains("/*") && !s.contains("--"))
+        .collect();
+    let t = check_runs(&dialect, &without_comments);
+    assert!(t.checked > 300, "{t:?}");
+    assert!(t.blank_blocks > 20 && t.blank_led > 20, "{t:?}");
+    assert_eq!(t.high, 0, "{t:?}");
+}
+
+/// Checks every block over every offset of `statements` against the walk that visits every
+/// node, cache off and the oracle, and counts the blocks taken.
+fn check_runs(dialect: &Arc<grid_core::Dialect>, statements: &[&str]) -> Taken {
     let vocab = run_vocab();
     let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
-    let lang = language(&common::dialect(), &hr_schema(), &Policy::default());
+    let lang = language(dialect, &hr_schema(), &Policy::default());
     let scope = scope_of(&lang, trie.fingerprint());
     let cache = Arc::new(MaskCache::new(8));
     let mut on = Masker::with_cache(trie.clone(), cache);
     let mut off = Masker::new(trie.clone());
     let byte_ids = common::byte_ids(&vocab);
-    // Keys whose walk took a block, and ids the blocks held.
-    let mut blocks = 0;
-    let mut in_blocks = 0;
-    // Keys after a blank (or at no lexeme) whose walk took the fresh words as a block.
-    let mut blank_blocks = 0;
-    // Keys whose walk took the words after a blank a token begins with as a block, and
-    // those inside a word whose first byte is one of fewer bytes than the later ones.
-    let mut blank_led = 0;
-    let mut word_first = 0;
-    let checked = common::over_offsets_by(&lang, &byte_ids, STATEMENTS, &mut |s, cfg, what| {
+    let mut t = Taken::default();
+    t.checked = common::over_offsets_by(&lang, &byte_ids, statements, &mut |s, cfg, what| {
         let allowed = s.allowed(cfg);
         let key = CacheKey::of(&lang, scope, &cfg.scan, allowed);
         let start = WalkStart {
@@ -179,10 +234,13 @@ fn runs_taken_as_a_block_equal_the_walk_cache_off_and_the_oracle() {
         };
         for (lead, bytes, _) in walk::block_runs(&trie, start) {
             let ones = |s: [u64; 4]| s.iter().map(|w| w.count_ones()).sum::<u32>();
-            blank_led += usize::from(
+            t.blank_led += usize::from(
                 ones(lead) == 1 && [b' ', b'\n', b'\t'].iter().any(|&b| has_byte(&lead, b)),
             );
-            word_first += usize::from(ones(lead) > 1 && lead != bytes && !cfg.scan.rem.is_empty());
+            t.word_first +=
+                usize::from(ones(lead) > 1 && lead != bytes && !cfg.scan.rem.is_empty());
+            t.high +=
+                usize::from(lead == bytes && has_byte(&bytes, 0xc3) && !has_byte(&bytes, b'0'));
         }
         let (fast, fast_visited) = walk::build(&trie, &key, start, true, None);
         let (every, every_visited) = walk::build_every_node(&trie, &key, start, false, None);
@@ -209,9 +267,9 @@ fn runs_taken_as_a_block_equal_the_walk_cache_off_and_the_oracle() {
             );
         }
         if fast_visited < every_visited {
-            blank_blocks += usize::from(cfg.scan.rem.iter().all(|&b| b == b' '));
-            blocks += 1;
-            in_blocks += every_visited - fast_visited;
+            t.blank_blocks += usize::from(cfg.scan.rem.iter().all(|&b| b == b' '));
+            t.blocks += 1;
+            t.in_blocks += every_visited - fast_visited;
         }
         let m = on.mask(s, cfg);
         let plain = off.mask(s, cfg);
@@ -221,23 +279,5 @@ fn runs_taken_as_a_block_equal_the_walk_cache_off_and_the_oracle() {
         assert_same_mask(&m, &oracle, &vocab, &format!("{what}: oracle"), false);
         plain
     });
-    assert!(checked > 400, "{checked}");
-    // Inside every quoted name, literal and comment above, and after the blanks before
-    // words.
-    assert!(
-        blocks > 200 && in_blocks > 50_000,
-        "{blocks} keys took a block of {in_blocks} nodes in all"
-    );
-    assert!(
-        blank_blocks > 20,
-        "{blank_blocks} keys after a blank took the words as a block"
-    );
-    assert!(
-        blank_led > 20,
-        "{blank_led} keys took the words after a token's own blank as a block"
-    );
-    assert!(
-        word_first > 20,
-        "{word_first} keys inside a word took a first byte apart from the later ones"
-    );
+    t
 }
