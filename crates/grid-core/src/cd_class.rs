@@ -52,7 +52,8 @@ impl CdKey {
 /// A verdict-equivalence class of CD tokens allowed at one step.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CdClass {
-    pub key: CdKey,
+    /// Shared with the cache entry the class came from.
+    pub key: Arc<CdKey>,
     /// Alias-expanded ids, ascending. Shared with the cache entry the class came from.
     pub ids: Arc<[u32]>,
 }

@@ -453,7 +453,7 @@ impl Masker {
         m.allowed += k;
         m.blocked -= k;
         m.cd_classes.push(CdClass {
-            key: CdKey::Dynamic,
+            key: Arc::new(CdKey::Dynamic),
             ids: extra.into(),
         });
         first
@@ -539,7 +539,7 @@ impl Masker {
         after.clear();
         after.resize(entry.emissions.len(), None);
         for (class, &g) in entry.classes.iter().zip(entry.class_emission.iter()) {
-            let pass = match class.key {
+            let pass = match *class.key {
                 CdKey::Exact { .. } | CdKey::Dynamic => exact_verdict(session, cfg, &class.rep),
                 CdKey::Scanned { .. } => {
                     let a = after[g as usize].get_or_insert_with(|| {
@@ -707,7 +707,7 @@ fn cd_verdict(
     after: &Option<After>,
     memo: &mut CutbackMemo,
 ) -> bool {
-    let (Some((stacks, wanted)), CdKey::Scanned { trail: t, .. }) = (after, &class.key) else {
+    let (Some((stacks, wanted)), CdKey::Scanned { trail: t, .. }) = (after, &*class.key) else {
         return false;
     };
     if t.idle || t.live.intersects(wanted) {
@@ -815,7 +815,7 @@ impl Out {
             .map(|(key, mut ids)| {
                 ids.sort_unstable();
                 CdClass {
-                    key,
+                    key: Arc::new(key),
                     ids: ids.into(),
                 }
             })

@@ -37,7 +37,7 @@ impl StepModel for Walker {
             .mask
             .cd_classes
             .iter()
-            .filter(|c| c.key == CdKey::Dynamic)
+            .filter(|c| *c.key == CdKey::Dynamic)
             .flat_map(|c| c.ids.iter().copied())
             .collect();
         let pick = |ids: &[u32], h: u64| ids[(h >> 16) as usize % ids.len()];

@@ -66,7 +66,8 @@ impl Eq for Entry {}
 /// stacks with the key's `A`.
 #[derive(Clone, Debug)]
 pub struct CdCandidates {
-    pub key: CdKey,
+    /// Shared with the walk's merged tails and with the masks' [`crate::CdClass`]es.
+    pub key: Arc<CdKey>,
     /// Alias-expanded ids, as ascending runs, disjoint (a miss files a class from the
     /// lists of the walk tails it spans). Sorted into one list only when the class is
     /// first allowed ([`CdCandidates::ids`]): most classes of a cold entry never are.
@@ -94,7 +95,7 @@ impl Eq for CdCandidates {}
 impl CdCandidates {
     /// A class of the ids in `runs`: each ascending, no id in two.
     pub fn new(
-        key: CdKey,
+        key: Arc<CdKey>,
         runs: SmallVec<[Arc<[u32]>; 1]>,
         rep_node: u32,
         rep: SmallVec<[u8; 16]>,
@@ -207,7 +208,9 @@ impl Entry {
             .classes
             .iter()
             .map(|c| {
+                // The key counted whole, though a merged tail's classes share theirs.
                 size_of::<CdCandidates>()
+                    + size_of::<CdKey>()
                     + c.len() * size_of::<u32>()
                     + std::mem::size_of_val(c.key.emitted())
             })
@@ -230,7 +233,7 @@ impl Entry {
         out.extend_from_slice(&self.ci_first.map_or(u32::MAX, |n| n).to_le_bytes());
         out.extend_from_slice(&(self.classes.len() as u32).to_le_bytes());
         for c in self.classes.iter() {
-            match &c.key {
+            match &*c.key {
                 CdKey::Scanned { emitted, trail: t } => {
                     out.push(0);
                     out.extend_from_slice(&(emitted.len() as u32).to_le_bytes());
@@ -287,7 +290,7 @@ mod tests {
         let classes: Box<[CdCandidates]> = (0..40u32)
             .map(|c| {
                 CdCandidates::new(
-                    if c % 7 == 6 {
+                    Arc::new(if c % 7 == 6 {
                         CdKey::Exact { node: c }
                     } else {
                         CdKey::Scanned {
@@ -304,7 +307,7 @@ mod tests {
                                 }),
                             },
                         }
-                    },
+                    }),
                     // Two runs, interleaved: the encoding reads them merged.
                     [0, 1]
                         .into_iter()

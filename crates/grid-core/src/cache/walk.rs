@@ -110,7 +110,9 @@ struct Part {
 /// spelling below the tail's node).
 #[derive(Clone, Debug)]
 struct PartClass {
-    key: CdKey,
+    /// Shared: a merged tail's classes are filed into many entries, and an entry's
+    /// classes into the masks that allow them.
+    key: Arc<CdKey>,
     /// [`key_hash`] of `key`.
     hash: u64,
     ids: ClassIds,
@@ -227,7 +229,7 @@ impl Part {
         match self.find(hash, &key) {
             Some(c) => c,
             None => self.open(PartClass {
-                key,
+                key: Arc::new(key),
                 hash,
                 ids: ClassIds::default(),
                 rep_node: node,
@@ -239,7 +241,7 @@ impl Part {
     /// The index of the class keyed `key`, whose hash is `hash`.
     fn find(&self, hash: u64, key: &CdKey) -> Option<usize> {
         let classes = &self.classes;
-        self.index.find(hash, |&c| classes[c].key == *key).copied()
+        self.index.find(hash, |&c| *classes[c].key == *key).copied()
     }
 
     /// Files `class`, whose key no class here has, and returns its index.
@@ -324,7 +326,7 @@ impl Merged {
             classes: Vec::with_capacity(tail.0.classes.len()),
         };
         for class in &tail.0.classes {
-            let (below, t) = match &class.key {
+            let (below, t) = match &*class.key {
                 CdKey::Scanned { emitted, trail } => (emitted, trail),
                 // By node, with the whole spelling: the same class on any path. (A tail
                 // holds no dynamic class; it would merge the same way.)
@@ -350,7 +352,7 @@ impl Merged {
             let rep: Arc<[u8]> = path.iter().chain(class.rep.iter()).copied().collect();
             m.classes.push(PartClass {
                 hash: key_hash(&key),
-                key,
+                key: Arc::new(key),
                 ids: class.ids.clone(),
                 rep_node: class.rep_node,
                 rep,
@@ -359,9 +361,18 @@ impl Merged {
         m
     }
 
-    /// Heap bytes beside the tail's own (the ids are the tail's lists).
+    /// Heap bytes beside the tail's own (the ids are the tail's lists): the classes, each
+    /// with a key and a spelling of its own.
     fn heap_bytes(&self) -> usize {
-        self.classes.len() * std::mem::size_of::<PartClass>()
+        self.classes
+            .iter()
+            .map(|c| {
+                std::mem::size_of::<PartClass>()
+                    + std::mem::size_of::<CdKey>()
+                    + 2 * std::mem::size_of::<usize>()
+                    + c.rep.len()
+            })
+            .sum::<usize>()
             + self.ci.len() * std::mem::size_of::<Arc<[u32]>>()
     }
 }

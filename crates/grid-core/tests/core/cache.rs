@@ -564,7 +564,7 @@ fn qualified_names_cache_on_equals_cache_off() {
     assert!(
         m.cd_classes
             .iter()
-            .any(|c| matches!(c.key, grid_core::cd_class::CdKey::Exact { .. })),
+            .any(|c| matches!(*c.key, grid_core::cd_class::CdKey::Exact { .. })),
         "no exact class"
     );
     let first = on.cache_stats().expect("cached");

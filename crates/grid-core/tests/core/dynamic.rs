@@ -278,7 +278,7 @@ impl Fixture {
         self.dynamic_classes += fast
             .cd_classes
             .iter()
-            .filter(|c| c.key == grid_core::cd_class::CdKey::Dynamic)
+            .filter(|c| *c.key == grid_core::cd_class::CdKey::Dynamic)
             .count();
         fast
     }
@@ -324,7 +324,7 @@ fn random_walks_through_names_agree() {
                 let dynamic: Vec<u32> = m
                     .cd_classes
                     .iter()
-                    .filter(|c| c.key == grid_core::cd_class::CdKey::Dynamic)
+                    .filter(|c| *c.key == grid_core::cd_class::CdKey::Dynamic)
                     .flat_map(|c| c.ids.iter().copied())
                     .collect();
                 let all: Vec<u32> = m.ids().filter(|&id| !fx.vocab.is_special(id)).collect();

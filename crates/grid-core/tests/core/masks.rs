@@ -873,7 +873,7 @@ fn qualified_names_only_where_a_table_may_be_named() {
     let class = m.cd_classes.iter().find(|k| k.ids.contains(&id));
     assert!(
         matches!(
-            class.map(|k| &k.key),
+            class.map(|k| &*k.key),
             Some(grid_core::cd_class::CdKey::Exact { .. })
         ),
         "{class:?}"
