@@ -248,7 +248,8 @@ impl MaskCache {
     }
 
     /// Walks ahead, in the namespace of `lang` over `trie`, the tails that the first masks
-    /// of every statement meet ([`walk::warm_tails`]), and builds the trie's index of name
+    /// of every statement meet ([`walk::warm_tails`]), builds the trie's pure-token sets
+    /// their blocks read ([`walk::warm_blocks`]) and the trie's index of name
     /// starts if the language reads the statement's names, so that a new language's first
     /// questions do neither; returns the tails it walked. Masks are the same with or
     /// without it.
@@ -257,6 +258,7 @@ impl MaskCache {
             // Built once per trie, on the first mask that reads the statement's names.
             trie.starts();
         }
+        walk::warm_blocks(trie, lang);
         let ns = self.namespace(key::scope_of(lang, trie.fingerprint()));
         walk::warm_tails(trie, lang, ns.tails(), self.parallel)
     }

@@ -65,7 +65,8 @@ use crate::cd_class::CdKey;
 use crate::language::Language;
 use crate::lexer::is_word_byte;
 use crate::scan::{
-    absorbing_run, scan_byte, splits, word_run, Absorbing, Scan, ScanHost, ScanStop, TrailKey,
+    absorbing_run, scan_byte, splits, word_bytes, word_run, Absorbing, Scan, ScanHost, ScanStop,
+    TrailKey,
 };
 use crate::termset::TermSet;
 use crate::trie::pure::{byte_set, has_byte, ByteSet, PureTokens};
@@ -746,6 +747,44 @@ fn build_with(
         .collect();
     let entry = Entry::new(key, ci_bits.into(), ci_count, ci_first, classes.into());
     (entry, visited)
+}
+
+/// Builds the trie's pure-token sets ([`TokenTrie::pure`]) that the blocks of a statement's
+/// first keys read: a fresh word's, with the bytes above ASCII and without (the words after
+/// a blank read them too), and the runs inside a word, a quoted name and a string literal
+/// as they stand one byte in. Done when a language is built, like [`warm_tails`]: a set is
+/// a function of the trie and its bytes, so a key that wants another builds it as before,
+/// and no mask changes. Returns the sets asked for.
+pub fn warm_blocks(trie: &TokenTrie, lang: &Language) -> usize {
+    let mut sets = vec![word_bytes(true), word_bytes(false)];
+    let all = (0..lang.terms().names.len().min(TermSet::CAPACITY) as u16).fold(
+        TermSet::EMPTY,
+        |mut a, t| {
+            a.insert(t);
+            a
+        },
+    );
+    for opening in [b"q".as_slice(), b"\"q", b"'q"] {
+        let (mut f, mut off) = (Scan::fresh(lang, 0), 0);
+        let mut log = Vec::new();
+        let mut host = StackFree {
+            log: &mut log,
+            skip: lang.terms().skip,
+            allowed: all,
+            handed_over: false,
+            relation_in_a: false,
+        };
+        if opening
+            .iter()
+            .all(|&b| scan_byte(lang, &mut f, &mut off, b, &mut host).is_ok())
+        {
+            sets.extend(absorbing_run(lang, &f, &all, trie.max_len()).map(|r| r.bytes));
+        }
+    }
+    for bytes in &sets {
+        trie.pure(bytes);
+    }
+    sets.len()
 }
 
 /// Walks and keeps the tails that every key whose lexeme in progress is whole meets: below

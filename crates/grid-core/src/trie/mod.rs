@@ -214,6 +214,12 @@ impl TokenTrie {
         p
     }
 
+    /// The byte sets whose pure tokens are kept, oldest first.
+    pub fn pure_kept(&self) -> Vec<ByteSet> {
+        let kept = self.pure.lock().unwrap_or_else(|p| p.into_inner());
+        kept.iter().map(|p| p.bytes).collect()
+    }
+
     /// Number of nodes, the root included.
     #[inline]
     pub fn len(&self) -> usize {

@@ -281,3 +281,57 @@ fn check_runs(dialect: &Arc<grid_core::Dialect>, statements: &[&str]) -> Taken {
     });
     t
 }
+
+/// The sets walked ahead when a language is built are the ones the blocks of the first
+/// keys read: a fresh word's, and those inside a word, a quoted name and a literal.
+#[test]
+fn warm_blocks_build_the_sets_the_first_keys_read() {
+    let vocab = run_vocab();
+    let byte_ids = common::byte_ids(&vocab);
+    for dialect in [
+        common::dialect(),
+        Arc::new(grid_core::Dialect::postgres_without_comments().expect("dialect")),
+    ] {
+        let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
+        let lang = language(&dialect, &hr_schema(), &Policy::default());
+        let warmed = walk::warm_blocks(&trie, &lang);
+        let kept = trie.pure_kept();
+        assert!(
+            warmed >= 4 && kept.len() >= 4,
+            "{warmed} sets warmed, {} kept",
+            kept.len()
+        );
+        // Which kinds of key found their block's set already built.
+        let (mut word, mut quoted, mut literal, mut inside) = (0, 0, 0, 0);
+        let without_comments: Vec<&str> = STATEMENTS
+            .iter()
+            .copied()
+            .filter(|s| !s.contains("/*") && !s.contains("--"))
+            .collect();
+        common::over_offsets_by(&lang, &byte_ids, &without_comments, &mut |s, cfg, _| {
+            let start = WalkStart {
+                lang: &lang,
+                scan: &cfg.scan,
+                offset: cfg.offset,
+                allowed: s.allowed(cfg),
+            };
+            for (_, bytes, _) in walk::block_runs(&trie, start) {
+                if !kept.contains(&bytes) {
+                    continue;
+                }
+                match cfg.scan.rem.first() {
+                    None | Some(b' ') => word += 1,
+                    Some(b'"') => quoted += 1,
+                    Some(b'\'') => literal += 1,
+                    Some(_) => inside += 1,
+                }
+            }
+            Masker::new(trie.clone()).mask(s, cfg)
+        });
+        assert!(
+            word > 20 && quoted > 20 && literal > 20 && inside > 10,
+            "warmed sets read: {word} fresh words, {quoted} quoted names, {literal} literals, \
+             {inside} inside words"
+        );
+    }
+}
