@@ -65,8 +65,7 @@ use crate::cd_class::CdKey;
 use crate::language::Language;
 use crate::lexer::is_word_byte;
 use crate::scan::{
-    absorbing_run, scan_byte, splits, word_bytes, word_run, Absorbing, Scan, ScanHost, ScanStop,
-    TrailKey,
+    absorbing_run, scan_byte, splits, word_run, Absorbing, Scan, ScanHost, ScanStop, TrailKey,
 };
 use crate::termset::TermSet;
 use crate::trie::pure::{byte_set, has_byte, ByteSet, PureTokens};
@@ -750,13 +749,12 @@ fn build_with(
 }
 
 /// Builds the trie's pure-token sets ([`TokenTrie::pure`]) that the blocks of a statement's
-/// first keys read: a fresh word's, with the bytes above ASCII and without (the words after
-/// a blank read them too), and the runs inside a word, a quoted name and a string literal
-/// as they stand one byte in. Done when a language is built, like [`warm_tails`]: a set is
+/// first keys read: a fresh word's (the words after a blank read it too; with the bytes
+/// above ASCII only where the dialect's identifiers take them), and the runs inside a word,
+/// a quoted name and a string literal as they stand one byte in. Done when a language is built, like [`warm_tails`]: a set is
 /// a function of the trie and its bytes, so a key that wants another builds it as before,
 /// and no mask changes. Returns the sets asked for.
 pub fn warm_blocks(trie: &TokenTrie, lang: &Language) -> usize {
-    let mut sets = vec![word_bytes(true), word_bytes(false)];
     let all = (0..lang.terms().names.len().min(TermSet::CAPACITY) as u16).fold(
         TermSet::EMPTY,
         |mut a, t| {
@@ -764,8 +762,13 @@ pub fn warm_blocks(trie: &TokenTrie, lang: &Language) -> usize {
             a
         },
     );
+    let fresh = Scan::fresh(lang, 0);
+    let mut sets: Vec<ByteSet> = word_run(lang, &fresh, &all, trie.max_len())
+        .map(|r| r.bytes)
+        .into_iter()
+        .collect();
     for opening in [b"q".as_slice(), b"\"q", b"'q"] {
-        let (mut f, mut off) = (Scan::fresh(lang, 0), 0);
+        let (mut f, mut off) = (fresh.clone(), 0);
         let mut log = Vec::new();
         let mut host = StackFree {
             log: &mut log,
