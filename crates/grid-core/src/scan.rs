@@ -312,8 +312,8 @@ pub(crate) fn word_bytes(high: bool) -> ByteSet {
 /// `None` when there is no such run.
 ///
 /// The run takes the bytes ≥ 0x80 too where that costs it no length (where the automaton
-/// keeps them in the identifier: most of a large vocabulary's words are not ASCII), and
-/// is the ASCII one otherwise.
+/// keeps them in the identifier: a large vocabulary holds many words of other scripts),
+/// and is the ASCII one otherwise.
 ///
 /// Exact by construction: `len` is the largest `k` such that every automaton state reached
 /// from the start state on `1..=k` of the bytes is alive with an undecided terminal of
