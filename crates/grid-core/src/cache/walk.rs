@@ -756,13 +756,7 @@ fn build_with(
 /// a 152k vocabulary). A set is a function of the trie and its bytes: a key that wants
 /// another builds it as before, and no mask changes. Returns the sets asked for.
 pub fn warm_blocks(trie: &TokenTrie, lang: &Language) -> usize {
-    let all = (0..lang.terms().names.len().min(TermSet::CAPACITY) as u16).fold(
-        TermSet::EMPTY,
-        |mut a, t| {
-            a.insert(t);
-            a
-        },
-    );
+    let all: TermSet = (0..lang.terms().names.len().min(TermSet::CAPACITY) as u16).collect();
     let fresh = Scan::fresh(lang, 0);
     let mut sets: Vec<ByteSet> = word_run(lang, &fresh, &all, trie.max_len())
         .map(|r| r.bytes)
