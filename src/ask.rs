@@ -52,83 +52,104 @@ fn denied_functions(what: &str) -> Vec<String> {
 /// every role's asks share the worker, and one role's long asks must not hold it.
 fn within_ceilings(what: &str) {
     use crate::guc;
-    use pgrx::prelude::*;
     // SAFETY: a catalog lookup for the current user, in a transaction.
     if unsafe { pgrx::pg_sys::superuser() } {
         return;
     }
+    let ms = |d: std::time::Duration| d.as_millis();
     let (timeout, limit) = (guc::timeout(), guc::timeout_limit());
     if timeout > limit {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!(
-                "{what}: grid.timeout is {} ms, above grid.timeout_limit ({} ms), the most a DBA \
-                 lets this role ask with",
-                timeout.as_millis(),
-                limit.as_millis()
-            ),
-            "SET grid.timeout to at most grid.timeout_limit, or have a DBA raise the limit for \
-             the role (ALTER ROLE ... SET grid.timeout_limit)."
+        above_ceiling(
+            what,
+            "grid.timeout",
+            format!("{} ms", ms(timeout)),
+            format!("{} ms", ms(limit)),
         );
     }
     let (tokens, limit) = (guc::max_tokens(), guc::max_tokens_limit());
     if tokens > limit {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!(
-                "{what}: grid.max_tokens is {tokens}, above grid.max_tokens_limit ({limit}), the \
-                 most a DBA lets this role ask with"
-            ),
-            "SET grid.max_tokens to at most grid.max_tokens_limit, or have a DBA raise the limit \
-             for the role (ALTER ROLE ... SET grid.max_tokens_limit)."
+        above_ceiling(
+            what,
+            "grid.max_tokens",
+            tokens.to_string(),
+            limit.to_string(),
         );
     }
 }
 
-/// Refuses a snapshot above `grid.max_snapshot_relations`, `grid.max_snapshot_columns`
-/// or `grid.max_snapshot_size` (SQLSTATE 54000), before the worker is asked: what one
-/// role may use bounds what its ask costs everyone. Only trusted objects are in it, so
-/// another role cannot push an asker over a bound by granting it objects.
-fn within_bounds(what: &str, snapshot: &serde_json::Value) {
+/// The error of a `setting` whose `value` is above its ceiling `<setting>_limit`.
+fn above_ceiling(what: &str, setting: &str, value: String, limit: String) -> ! {
     use pgrx::prelude::*;
-    let (max_relations, max_columns, max_bytes) = crate::guc::snapshot_bounds();
+    ereport!(
+        ERROR,
+        PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+        format!(
+            "{what}: {setting} is {value}, above {setting}_limit ({limit}), the most a DBA lets \
+             this role ask with"
+        ),
+        format!(
+            "SET {setting} to at most {setting}_limit, or have a DBA raise the limit for the \
+             role (ALTER ROLE ... SET {setting}_limit)."
+        )
+    );
+}
+
+/// Refuses a snapshot with more relations or columns than `grid.max_snapshot_relations`
+/// or `grid.max_snapshot_columns` (SQLSTATE 54000), before the worker is asked and
+/// before its hints and descriptions are read: what one role may use bounds what its ask
+/// costs everyone. Only trusted objects are in it, so another role cannot push an asker
+/// over a bound by granting it objects.
+fn within_counts(what: &str, snapshot: &serde_json::Value) {
+    let (max_relations, max_columns, _) = crate::guc::snapshot_bounds();
     let relations = snapshot["relations"].as_array().map_or(0, Vec::len);
+    if relations > max_relations {
+        above_bound(
+            what,
+            "relations",
+            relations,
+            "grid.max_snapshot_relations",
+            max_relations,
+        );
+    }
     let columns: usize = snapshot["relations"]
         .as_array()
         .into_iter()
         .flatten()
         .map(|r| r["columns"].as_array().map_or(0, Vec::len))
         .sum();
-    let bytes = serde_json::to_vec(snapshot).map_or(0, |v| v.len());
-    let over = if relations > max_relations {
-        Some((
-            "relations",
-            relations,
-            "grid.max_snapshot_relations",
-            max_relations,
-        ))
-    } else if columns > max_columns {
-        Some(("columns", columns, "grid.max_snapshot_columns", max_columns))
-    } else if bytes > max_bytes {
-        Some(("bytes", bytes, "grid.max_snapshot_size", max_bytes))
-    } else {
-        None
-    };
-    if let Some((unit, n, setting, max)) = over {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            format!(
-                "{what}: what this role may use holds {n} {unit}, above {setting} ({max} {unit})"
-            ),
-            format!(
-                "A DBA raises {setting} (for the role: ALTER ROLE ... SET {setting}), or the \
-                 role is granted fewer relations or columns."
-            )
+    if columns > max_columns {
+        above_bound(
+            what,
+            "columns",
+            columns,
+            "grid.max_snapshot_columns",
+            max_columns,
         );
     }
+}
+
+/// Refuses a snapshot, hints and descriptions in, that encodes to more than
+/// `grid.max_snapshot_size` bytes (SQLSTATE 54000), before the worker is asked.
+fn within_size(what: &str, snapshot: &serde_json::Value) {
+    let (_, _, max_bytes) = crate::guc::snapshot_bounds();
+    let bytes = serde_json::to_vec(snapshot).map_or(0, |v| v.len());
+    if bytes > max_bytes {
+        above_bound(what, "bytes", bytes, "grid.max_snapshot_size", max_bytes);
+    }
+}
+
+/// The error of a snapshot holding `n` `unit`s, above `setting`'s `max`.
+fn above_bound(what: &str, unit: &str, n: usize, setting: &str, max: usize) -> ! {
+    use pgrx::prelude::*;
+    ereport!(
+        ERROR,
+        PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+        format!("{what}: what this role may use holds {n} {unit}, above {setting} ({max} {unit})"),
+        format!(
+            "A DBA raises {setting} (for the role: ALTER ROLE ... SET {setting}), or the role is \
+             granted fewer relations or columns."
+        )
+    );
 }
 
 /// Says (a NOTICE) which relations the caller may use are left out of its language
@@ -236,12 +257,11 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
             format!("{what}: reading the catalog: {e}"),
         ),
     };
-    // Before the hints and descriptions are read for it, and again after.
-    within_bounds(what, &snapshot);
+    within_counts(what, &snapshot);
     tell_left_out(what);
     let shown_values = crate::descriptions::add(what, &mut snapshot);
     crate::value_hints::add(what, &mut snapshot, &caller_path, &shown_values);
-    within_bounds(what, &snapshot);
+    within_size(what, &snapshot);
     let denied = denied_functions(what);
     if !denied.is_empty() {
         if let Some(s) = snapshot.as_object_mut() {
@@ -362,15 +382,17 @@ fn advisory_locks() -> Vec<String> {
 /// locks the caller held before are left as they were. A statement can take one through
 /// a function a trusted view calls.
 fn release_advisory_locks(before: &[String]) {
-    use pgrx::prelude::*;
-    if before.is_empty() {
-        // Nothing of the caller's to keep: every hold of every lock goes at once.
-        if let Err(e) = Spi::run("SELECT pg_catalog.pg_advisory_unlock_all()") {
+    let unlock = |call: &str| {
+        if let Err(e) = pgrx::Spi::run(&format!("SELECT {call}")) {
             crate::worker::raise(
-                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                pgrx::PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
                 format!("grid.run: releasing the statement's advisory locks: {e}"),
             );
         }
+    };
+    if before.is_empty() {
+        // Nothing of the caller's to keep: every hold of every lock goes at once.
+        unlock("pg_catalog.pg_advisory_unlock_all()");
         return;
     }
     // Each round releases one hold of each lock taken; taking a hold cost the statement
@@ -383,13 +405,8 @@ fn release_advisory_locks(before: &[String]) {
         if taken.is_empty() {
             break;
         }
-        for unlock in &taken {
-            if let Err(e) = Spi::run(&format!("SELECT {unlock}")) {
-                crate::worker::raise(
-                    PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                    format!("grid.run: releasing the statement's advisory locks: {e}"),
-                );
-            }
+        for call in &taken {
+            unlock(call);
         }
     }
 }

@@ -247,6 +247,18 @@ fn store_owner(what: &str) -> pg_sys::Oid {
     })
 }
 
+/// The relation argument of `what`, which must name one. Kept open by the caller while
+/// it writes, as the argument was.
+fn named(what: &str, relation: Option<pgrx::PgRelation>) -> pgrx::PgRelation {
+    match relation {
+        Some(r) => r,
+        None => raise(
+            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            format!("{what}: the relation is NULL: name one, e.g. 'public.orders'"),
+        ),
+    }
+}
+
 /// `grid.describe`'s body: see [`grid::describe`].
 fn describe(relation: pg_sys::Oid, column: Option<&str>, text: Option<&str>) {
     let t = checked_target("grid.describe", relation, column);
@@ -369,13 +381,7 @@ mod grid {
         column_name: Option<&str>,
         description: Option<&str>,
     ) {
-        let Some(relation) = relation else {
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-                "grid.describe: the relation is NULL: name one, e.g. 'public.orders'"
-            );
-        };
+        let relation = super::named("grid.describe", relation);
         super::describe(relation.oid(), column_name, description);
     }
 
@@ -391,13 +397,7 @@ mod grid {
         column_name: Option<&str>,
         shown: default!(bool, true),
     ) {
-        let Some(relation) = relation else {
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-                "grid.show_values: the relation is NULL: name one, e.g. 'public.orders'"
-            );
-        };
+        let relation = super::named("grid.show_values", relation);
         super::show_values(relation.oid(), column_name, shown);
     }
 }

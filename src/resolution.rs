@@ -56,7 +56,9 @@ unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) 
                     node as *mut pg_sys::Query,
                     Some(walk),
                     context,
-                    QTW_EXAMINE_RTES_BEFORE,
+                    // The walker sees each range table entry (for its relation) before
+                    // the walk goes into its expressions.
+                    pg_sys::QTW_EXAMINE_RTES_BEFORE as i32,
                 );
             }
             pg_sys::NodeTag::T_RangeTblEntry => {
@@ -78,10 +80,6 @@ unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) 
         pg_sys::expression_tree_walker(node, Some(walk), context)
     }
 }
-
-/// `QTW_EXAMINE_RTES_BEFORE` of nodes/nodeFuncs.h: the walker sees each range table
-/// entry (for its relation) before the walk goes into its expressions.
-const QTW_EXAMINE_RTES_BEFORE: i32 = 0x10;
 
 /// Parses, analyses and rewrites `sql` as the current role under the current
 /// `search_path`, and collects what its trees bind. Raises PostgreSQL's error for a
