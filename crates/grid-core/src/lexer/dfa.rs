@@ -62,6 +62,9 @@ struct Raw {
     n_classes: usize,
     start: u32,
     accept: Vec<TermSet>,
+    /// In a product, the transitions to the dead state that only the text automaton
+    /// takes (by `trans`' index): see [`Raw::finish`].
+    text_kills: Vec<bool>,
 }
 
 impl Raw {
@@ -134,6 +137,7 @@ impl Raw {
             n_classes,
             start: start_id,
             accept,
+            text_kills: Vec::new(),
         })
     }
 
@@ -202,6 +206,7 @@ impl Raw {
             n_classes,
             start: start_id,
             accept,
+            text_kills: Vec::new(),
         })
     }
 
@@ -237,6 +242,7 @@ impl Raw {
         };
         let start = intern(self.start, text.start, &mut ids, &mut order);
         let mut trans = vec![DEAD; n_classes];
+        let mut text_kills = vec![false; n_classes];
         let mut accept = vec![TermSet::EMPTY];
         let mut i = 0;
         while i < order.len() {
@@ -247,6 +253,7 @@ impl Raw {
                     [p as usize * self.n_classes + usize::from(self.classes[usize::from(b)])];
                 let to_q = text.trans
                     [q as usize * text.n_classes + usize::from(text.classes[usize::from(b)])];
+                text_kills.push(to_p != DEAD && to_q == DEAD);
                 trans.push(intern(to_p, to_q, &mut ids, &mut order));
             }
             accept.push(if text.accept[q as usize].is_empty() {
@@ -261,6 +268,7 @@ impl Raw {
             n_classes,
             start,
             accept,
+            text_kills,
         }
     }
 
@@ -271,6 +279,7 @@ impl Raw {
             n_classes,
             start,
             accept,
+            text_kills,
         } = self;
         let n = accept.len();
         let mut live = accept.clone();
@@ -297,7 +306,14 @@ impl Raw {
                 let mut best = dies_within[s];
                 for c in 0..n_classes {
                     let t = trans[s * n_classes + c] as usize;
-                    let d = if t == DEAD as usize {
+                    // A byte that only the text refuses kills the lexeme to no end: cut
+                    // back, its tail holds the same unfinished character (lexemes end on a
+                    // character's end), which refuses the byte again. So it bounds no
+                    // search for a cut-back; counted, every string body would die within
+                    // one byte (a continuation byte) and the search try every detour.
+                    let d = if text_kills.get(s * n_classes + c) == Some(&true) {
+                        continue;
+                    } else if t == DEAD as usize {
                         0
                     } else if accept[t].is_empty() && dies_within[t] != u32::MAX {
                         dies_within[t] + 1
