@@ -246,6 +246,10 @@ NEVER MERGED_OPERATOR (?:\|\||\^|%|!=)[+\-]+
 # stops inside a literal, and refused.
 NEVER STRING_UNSAFE '(?:[^']|'')*[\\\x00-\x08\x0b-\x1f\x7f](?:[^']|'')*'
 NEVER ESTRING_UNSAFE [eE]'(?:[^'\\]|\\(?s:.)|'')*(?:\\'|\\[\x00-\x08\x0b-\x1f\x7f]|[\x00-\x08\x0b-\x1f\x7f])(?:[^'\\]|\\(?s:.)|'')*'
+# A quoted name with a control byte, which generated SQL's names never hold (Shape::GENERATED
+# in dialect.rs; the full dialect's names take any byte but the quote, as PostgreSQL's):
+# scanned whole and refused, so that the scanner never stops inside a quoted name.
+NEVER QUOTED_UNSAFE "(?:[^"]|"")*[\x00-\x1f\x7f](?:[^"]|"")*"
 # A number followed by a letter after its dot (`1.x`, `1.e`): PostgreSQL 16 refuses it
 # ("trailing junk after numeric literal"), 15 reads `1.` and the label `x`.
 # (Without the dot, `1x` is already refused: a lexeme never ends between two word
