@@ -58,11 +58,14 @@ SELECT grid.describe('salaries', 'salary', 'Monthly gross pay in euros');
 SELECT grid.ask('What is the total amount of orders per employee?') AS sql;
 SELECT * FROM grid.run('What is the total amount of orders per employee?');
 
-\echo '== value hints (superuser-only, off by default): the DBA turns them on for the analyst;'
-\echo '   its next prompt shows the few values of employees.dept beside the column, read as the'
-\echo '   analyst, so the model can write the value as it is stored (sales, not Sales)'
+\echo '== value hints (superuser-only, off by default): the DBA turns them on for the analyst'
+\echo '   and opts employees.dept in (a curator or the owner may: a column shows its values only'
+\echo '   once someone who knows it holds categories says so); the analyst''s next prompt shows'
+\echo '   the few values of employees.dept beside the column, read as the analyst, so the model'
+\echo '   can write the value as it is stored (sales, not Sales)'
 \c - postgres
 ALTER ROLE analyst SET grid.value_hints = 10;
+SELECT grid.show_values('employees', 'dept');
 \c - analyst
 SELECT grid.ask('How many employees work in Sales?') AS sql;
 SELECT * FROM grid.run('How many employees work in Sales?');

@@ -156,7 +156,10 @@ if [ "$check" -eq 1 ]; then
           WHERE g.current_user_name = 'analyst' AND g.question ILIKE '%per employee%'" t
     expect "the curator's descriptions are stored as the curator's, the hidden one included" \
         "SELECT string_agg(relation::text || '.' || column_name || ' by ' || added_by, ', ' ORDER BY relation::text)
-           FROM grid.descriptions" "orders.employee_id by curator, salaries.salary by curator"
+           FROM grid.descriptions WHERE description IS NOT NULL" "orders.employee_id by curator, salaries.salary by curator"
+    expect "the DBA opted employees.dept's values in (grid.show_values), and only it" \
+        "SELECT string_agg(relation::text || '.' || column_name || ' by ' || added_by, ', ')
+           FROM grid.descriptions WHERE show_values" "employees.dept by postgres"
     expect "the analyst's ask after the DBA turned value hints on showed employees.dept's values, read as the analyst" \
         "SELECT bool_and(position('values: ''research'', ''sales''' in a.content_json -> 'prompt' ->> 'user') > 0)
            FROM grid.generations g JOIN grid.artifacts a ON a.kind = 'prompt' AND a.digest = g.prompt_digest

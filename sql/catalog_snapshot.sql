@@ -21,9 +21,18 @@
 --     pg_catalog, information_schema, TOAST and temporary schemas and the
 --     extension's own schema grid never appear;
 --   * of those, the columns the caller holds a column privilege on;
---   * comments (of relations and columns) only when their author, the relation's
---     owner, is one the caller trusts (grid.trusted_author, sql/provenance.sql):
---     another role's words never reach the caller's prompt;
+--   * only objects the caller can trust (docs/security.md, "Whose objects"): a
+--     relation whose owner is an author the caller trusts (grid.trusted_author,
+--     sql/provenance.sql: the caller, superusers, grid_curator members), and whose
+--     code (a view's query, row-security policies, triggers, column defaults and
+--     generation expressions, check constraints) names no function, operator, type or
+--     relation owned by anyone else; of it, the columns whose type's owner is trusted.
+--     Another role's view, policy or function carries code that PostgreSQL would run
+--     as the caller (at plan time, for a STABLE function in a policy), and another
+--     role's names and sizes would reach the caller's prompt and lexicon: objects
+--     the caller was granted by an untrusted role are not in its language at all;
+--   * comments (of relations and columns): their author is the relation's owner,
+--     trusted by the rule above, so another role's words never reach the prompt;
 --   * a primary key or foreign key only when every column it names (on both
 --     sides, for a foreign key) appears: a key over hidden columns would leak
 --     their names into the prompt;
@@ -35,6 +44,20 @@
 -- Order: schema, name, column number. Names are the stored (case-folded) names.
 WITH path AS (
     SELECT coalesce($1::pg_catalog.text[]::pg_catalog.name[], '{}'::name[]) AS schemas
+),
+-- Evaluated once per role, not once per object: a catalog has far fewer roles.
+trusted AS (
+    SELECT r.oid FROM pg_roles r WHERE grid.trusted_author(r.oid)
+),
+-- A relation whose code (grid.relation_code: a view's query, policies, triggers,
+-- defaults, checks) names an object the caller does not trust as an author. One level
+-- deep: a trusted view over an untrusted relation is out by its own row; what a
+-- trusted relation reaches further is checked again, as the caller, on every
+-- statement before it is planned or run (src/resolution.rs).
+untrusted_code AS (
+    SELECT DISTINCT rc.relid
+      FROM grid.relation_code rc
+     WHERE rc.owner IS NULL OR rc.owner NOT IN (SELECT oid FROM trusted)
 ),
 candidate AS (
     SELECT c.oid, n.nspname, c.relname, c.relkind, c.relowner,
@@ -49,14 +72,15 @@ candidate AS (
        AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'grid')
        AND n.nspname !~ '^pg_(toast|temp_|toast_temp_)'
        AND has_schema_privilege(n.oid, 'USAGE')
+       AND c.relowner IN (SELECT oid FROM trusted)
+       AND c.oid NOT IN (SELECT relid FROM untrusted_code)
 ),
 visible_column AS (
     SELECT *
       FROM (SELECT a.attrelid, a.attnum, a.attname,
                    format_type(a.atttypid, a.atttypmod) AS type,
                    a.attnotnull,
-                   CASE WHEN grid.trusted_author(r.relowner)
-                        THEN col_description(a.attrelid, a.attnum) END AS comment,
+                   col_description(a.attrelid, a.attnum) AS comment,
                    ARRAY(SELECT p.verb
                            FROM unnest(ARRAY['select', 'insert', 'update'])
                                 WITH ORDINALITY AS p(verb, ord)
@@ -64,7 +88,9 @@ visible_column AS (
                           ORDER BY p.ord) AS privileges
               FROM pg_attribute a
               JOIN candidate r ON r.oid = a.attrelid
-             WHERE a.attnum > 0 AND NOT a.attisdropped) col
+              JOIN pg_type ty ON ty.oid = a.atttypid
+             WHERE a.attnum > 0 AND NOT a.attisdropped
+               AND ty.typowner IN (SELECT oid FROM trusted)) col
      WHERE cardinality(col.privileges) > 0
 ),
 visible_relation AS (
@@ -129,8 +155,7 @@ SELECT jsonb_build_object(
                                        AND array_position((SELECT schemas FROM path), 'pg_catalog') IS NULL)
                                    OR array_position((SELECT schemas FROM path), n2.nspname)
                                       < array_position((SELECT schemas FROM path), r.nspname))),
-                   'comment', CASE WHEN grid.trusted_author(r.relowner)
-                                   THEN obj_description(r.oid, 'pg_class') END,
+                   'comment', obj_description(r.oid, 'pg_class'),
                    'privileges', to_jsonb(r.privileges),
                    'columns', coalesce((
                        SELECT jsonb_agg(jsonb_build_object(

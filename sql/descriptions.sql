@@ -19,16 +19,27 @@
 -- description stays under the old name and is no longer shown). Dropping a relation or
 -- a column deletes its descriptions (the event trigger below), so that none outlives
 -- what it described or attaches to a later object that reuses the oid.
+--
+-- Value hints (grid.value_hints): a column's values are shown to askers only when a
+-- row here opts it in (show_values, set with grid.show_values by the same roles who may
+-- describe it). Values are words whoever wrote the rows chose, and no catalog says who
+-- that was (a role whose INSERT was since revoked, or one writing through a trusted
+-- owner's view or SECURITY DEFINER function): so the curator, who knows the column
+-- holds categories (a status, a country), decides, not a rule about who may write now.
 CREATE TABLE grid.descriptions (
     relation regclass NOT NULL,
     column_name name,
-    description text NOT NULL,
+    -- NULL when the row only opts the column's values in.
+    description text,
     added_by name NOT NULL DEFAULT current_user,
     added_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
-    UNIQUE NULLS NOT DISTINCT (relation, column_name)
+    show_values boolean NOT NULL DEFAULT false,
+    UNIQUE NULLS NOT DISTINCT (relation, column_name),
+    CHECK (description IS NOT NULL OR show_values),
+    CHECK (NOT show_values OR column_name IS NOT NULL)
 );
 COMMENT ON TABLE grid.descriptions IS
-    'grid_pg: descriptions of relations and columns written for the model (grid.describe); shown in place of the comment to askers who may see the object';
+    'grid_pg: descriptions of relations and columns written for the model (grid.describe), and the columns whose values may be shown (grid.show_values); shown to askers who may see the object';
 
 REVOKE ALL ON grid.descriptions FROM PUBLIC;
 GRANT SELECT ON grid.descriptions TO grid_curator;

@@ -29,3 +29,4 @@ GRANT EXECUTE ON FUNCTION grid.ask(text), grid.run(text, integer), grid.explain(
 -- (the function itself checks who may describe what: sql/descriptions.sql). An owner
 -- role that is neither needs its own GRANT EXECUTE.
 GRANT EXECUTE ON FUNCTION grid.describe(regclass, text, text) TO grid_curator, grid_user;
+GRANT EXECUTE ON FUNCTION grid.show_values(regclass, text, boolean) TO grid_curator, grid_user;

@@ -47,6 +47,150 @@ fn denied_functions(what: &str) -> Vec<String> {
     }
 }
 
+/// Refuses an ask whose `grid.timeout` or `grid.max_tokens` is above the DBA's ceiling
+/// (`grid.timeout_limit`, `grid.max_tokens_limit`), unless the caller is a superuser:
+/// every role's asks share the worker, and one role's long asks must not hold it.
+fn within_ceilings(what: &str) {
+    use crate::guc;
+    use pgrx::prelude::*;
+    // SAFETY: a catalog lookup for the current user, in a transaction.
+    if unsafe { pgrx::pg_sys::superuser() } {
+        return;
+    }
+    let (timeout, limit) = (guc::timeout(), guc::timeout_limit());
+    if timeout > limit {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "{what}: grid.timeout is {} ms, above grid.timeout_limit ({} ms), the most a DBA \
+                 lets this role ask with",
+                timeout.as_millis(),
+                limit.as_millis()
+            ),
+            "SET grid.timeout to at most grid.timeout_limit, or have a DBA raise the limit for \
+             the role (ALTER ROLE ... SET grid.timeout_limit)."
+        );
+    }
+    let (tokens, limit) = (guc::max_tokens(), guc::max_tokens_limit());
+    if tokens > limit {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "{what}: grid.max_tokens is {tokens}, above grid.max_tokens_limit ({limit}), the \
+                 most a DBA lets this role ask with"
+            ),
+            "SET grid.max_tokens to at most grid.max_tokens_limit, or have a DBA raise the limit \
+             for the role (ALTER ROLE ... SET grid.max_tokens_limit)."
+        );
+    }
+}
+
+/// Refuses a snapshot above `grid.max_snapshot_relations`, `grid.max_snapshot_columns`
+/// or `grid.max_snapshot_size` (SQLSTATE 54000), before the worker is asked: what one
+/// role may use bounds what its ask costs everyone. Only trusted objects are in it, so
+/// another role cannot push an asker over a bound by granting it objects.
+fn within_bounds(what: &str, snapshot: &serde_json::Value) {
+    use pgrx::prelude::*;
+    let (max_relations, max_columns, max_bytes) = crate::guc::snapshot_bounds();
+    let relations = snapshot["relations"].as_array().map_or(0, Vec::len);
+    let columns: usize = snapshot["relations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| r["columns"].as_array().map_or(0, Vec::len))
+        .sum();
+    let bytes = serde_json::to_vec(snapshot).map_or(0, |v| v.len());
+    let over = if relations > max_relations {
+        Some((
+            "relations",
+            relations,
+            "grid.max_snapshot_relations",
+            max_relations,
+        ))
+    } else if columns > max_columns {
+        Some(("columns", columns, "grid.max_snapshot_columns", max_columns))
+    } else if bytes > max_bytes {
+        Some(("bytes", bytes, "grid.max_snapshot_size", max_bytes))
+    } else {
+        None
+    };
+    if let Some((unit, n, setting, max)) = over {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            format!(
+                "{what}: what this role may use holds {n} {unit}, above {setting} ({max} {unit})"
+            ),
+            format!(
+                "A DBA raises {setting} (for the role: ALTER ROLE ... SET {setting}), or the \
+                 role is granted fewer relations or columns."
+            )
+        );
+    }
+}
+
+/// Says (a NOTICE) which relations the caller may use are left out of its language
+/// because their owner, or code attached to them, is not of an author it trusts
+/// (docs/security.md, "Whose objects"): a DBA who installs grid_pg over an application
+/// schema owned by an ordinary role learns at the first ask what to vouch for. Nothing in
+/// it is hidden from the caller: the catalogs it reads say as much.
+fn tell_left_out(what: &str) {
+    use pgrx::prelude::*;
+    let query = "
+WITH trusted AS (
+    SELECT r.oid FROM pg_catalog.pg_roles r WHERE grid.trusted_author(r.oid)
+),
+left_out AS (
+    SELECT c.oid, c.relowner
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog.\"char\"[])
+       AND n.nspname OPERATOR(pg_catalog.<>) ALL ('{pg_catalog,information_schema,grid}'::pg_catalog.name[])
+       AND n.nspname OPERATOR(pg_catalog.!~) '^pg_(toast|temp_|toast_temp_)'
+       AND (NOT EXISTS (SELECT FROM trusted t WHERE t.oid OPERATOR(pg_catalog.=) c.relowner)
+            OR EXISTS (SELECT FROM grid.relation_code rc
+                        WHERE rc.relid OPERATOR(pg_catalog.=) c.oid
+                          AND NOT EXISTS (SELECT FROM trusted t
+                                           WHERE t.oid OPERATOR(pg_catalog.=) rc.owner)))
+       AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')
+       AND (pg_catalog.has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE, DELETE')
+            OR pg_catalog.has_any_column_privilege(c.oid, 'SELECT, INSERT, UPDATE'))
+)
+SELECT pg_catalog.jsonb_build_array(
+           (SELECT count(*) FROM left_out),
+           (SELECT coalesce(pg_catalog.jsonb_agg(o.rolname ORDER BY o.rolname), '[]')
+              FROM (SELECT DISTINCT pg_catalog.pg_get_userbyid(l.relowner)::pg_catalog.text AS rolname
+                      FROM left_out l ORDER BY 1 LIMIT 4) o))";
+    let Ok(Some(found)) = Spi::get_one::<pgrx::JsonB>(query) else {
+        return;
+    };
+    let n = found.0[0].as_i64().unwrap_or(0);
+    if n == 0 {
+        return;
+    }
+    let owners: Vec<String> = found.0[1]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o.as_str())
+        .take(3)
+        .map(|o| grid_core::message::ascii(o).into_owned())
+        .collect();
+    let more = if found.0[1].as_array().map_or(0, Vec::len) > 3 {
+        ", ..."
+    } else {
+        ""
+    };
+    pgrx::notice!(
+        "{what}: {n} relation(s) this role may use are left out of its language: they are owned \
+         by, or carry code of, roles it does not trust as authors (owners: {}{more}). A DBA who \
+         vouches for an owner grants it grid_curator (docs/security.md, \"Whose objects\").",
+        owners.join(", ")
+    );
+}
+
 /// Sends `question` to the worker as the caller and returns the generated statement, or
 /// raises the worker's error. `what` names the SQL function for messages.
 pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generated {
@@ -70,6 +214,7 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
         raise(e.sqlstate(), e.to_string().replacen("grid.ask", what, 1));
     }
     require_store_database(what);
+    within_ceilings(what);
     // What the caller reaches unqualified is offered unqualified: the schemas of its
     // path, resolved under that path for this one query.
     let pinned = one::<String>(what, "SELECT pg_catalog.current_setting('search_path')");
@@ -91,8 +236,12 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
             format!("{what}: reading the catalog: {e}"),
         ),
     };
-    crate::value_hints::add(what, &mut snapshot, &caller_path);
-    crate::descriptions::add(what, &mut snapshot);
+    // Before the hints and descriptions are read for it, and again after.
+    within_bounds(what, &snapshot);
+    tell_left_out(what);
+    let shown_values = crate::descriptions::add(what, &mut snapshot);
+    crate::value_hints::add(what, &mut snapshot, &caller_path, &shown_values);
+    within_bounds(what, &snapshot);
     let denied = denied_functions(what);
     if !denied.is_empty() {
         if let Some(s) = snapshot.as_object_mut() {
@@ -209,12 +358,24 @@ fn advisory_locks() -> Vec<String> {
 }
 
 /// Releases the session-level advisory locks taken since `before` was read (every hold
-/// of each, so that a lock taken twice is gone too); locks the caller held before are
-/// left as they were. A statement can take one through a function a view calls.
-fn release_advisory_locks(before: &[String]) -> usize {
+/// of each, however many the statement took, so that a lock taken twice is gone too);
+/// locks the caller held before are left as they were. A statement can take one through
+/// a function a trusted view calls.
+fn release_advisory_locks(before: &[String]) {
     use pgrx::prelude::*;
-    let mut released = 0;
-    for _ in 0..1000 {
+    if before.is_empty() {
+        // Nothing of the caller's to keep: every hold of every lock goes at once.
+        if let Err(e) = Spi::run("SELECT pg_catalog.pg_advisory_unlock_all()") {
+            crate::worker::raise(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                format!("grid.run: releasing the statement's advisory locks: {e}"),
+            );
+        }
+        return;
+    }
+    // Each round releases one hold of each lock taken; taking a hold cost the statement
+    // at least what releasing it costs here, so the rounds are bounded by its own time.
+    loop {
         let taken: Vec<String> = advisory_locks()
             .into_iter()
             .filter(|l| !before.contains(l))
@@ -223,18 +384,23 @@ fn release_advisory_locks(before: &[String]) -> usize {
             break;
         }
         for unlock in &taken {
-            if Spi::run(&format!("SELECT {unlock}")).is_ok() {
-                released += 1;
+            if let Err(e) = Spi::run(&format!("SELECT {unlock}")) {
+                crate::worker::raise(
+                    PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                    format!("grid.run: releasing the statement's advisory locks: {e}"),
+                );
             }
         }
     }
-    released
 }
 
 /// Runs the read-only `sql` as the caller ([`in_rolled_back_subtransaction`], bounded
 /// by [`RUN_TIMEOUT_MS`] when the caller has no `statement_timeout`) and returns at most
-/// `max_rows` rows as one jsonb array. Advisory locks the statement took at session
-/// level are released.
+/// `max_rows` rows as one jsonb array. What it binds is checked first, in the same
+/// subtransaction ([`crate::resolution`]): another role's code never runs, judged or not.
+/// It leaves nothing behind: the subtransaction is rolled back after the rows are read
+/// (every `set_config`, `application_name` included, with it), and the advisory locks
+/// the statement took at session level are released.
 fn run_read_only(sql: &str, max_rows: i32, search_path: &str) -> serde_json::Value {
     use pgrx::prelude::*;
     let query = format!(
@@ -243,7 +409,11 @@ fn run_read_only(sql: &str, max_rows: i32, search_path: &str) -> serde_json::Val
     );
     let locks_before = advisory_locks();
     let rows = in_rolled_back_subtransaction(search_path, RUN_TIMEOUT_MS, || {
-        Spi::get_one::<pgrx::JsonB>(&query)
+        let untrusted = crate::resolution::untrusted_objects(sql)?;
+        if !untrusted.is_empty() {
+            return Ok(Err(untrusted));
+        }
+        Spi::get_one::<pgrx::JsonB>(&query).map(Ok)
     });
     release_advisory_locks(&locks_before);
     let rows = match rows {
@@ -251,7 +421,18 @@ fn run_read_only(sql: &str, max_rows: i32, search_path: &str) -> serde_json::Val
         Err(e) => e.rethrow(),
     };
     match rows {
-        Ok(v) => v.map(|j| j.0).unwrap_or_default(),
+        Ok(Ok(v)) => v.map(|j| j.0).unwrap_or_default(),
+        Ok(Err(untrusted)) => {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "grid.run: {}",
+                    grid_core::message::ascii(&crate::resolution::refusal(&untrusted))
+                ),
+                crate::resolution::REFUSAL_HINT
+            );
+        }
         Err(e) => crate::worker::raise(
             PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
             format!("grid.run: {e}"),
@@ -373,6 +554,7 @@ mod tests {
         {"match": "-- Question:\nlist the employees in detail", "sql": "SELECT id, name FROM grid_t_employees"},
         {"match": "list the far items", "sql": "SELECT label FROM grid_t_app.grid_t_items"},
         {"match": "list the items", "sql": "SELECT label FROM grid_t_items"},
+        {"match": "list the many labels", "sql": "SELECT label, note FROM grid_t_many"},
         {"match": "list the grades", "sql": "SELECT grade FROM grid_t_employees"},
         {"match": "the kanji names", "sql": "SELECT \"名前\" FROM grid_t_employees"},
         {"match": "capitalise the names", "sql": "SELECT initcap(name) FROM grid_t_employees"},
@@ -1060,16 +1242,15 @@ mod tests {
             run("RESET ROLE");
             a.unwrap_or_default()
         };
-        // Provenance: the comment is withheld from hr's snapshot (so from its prompt), and
-        // the question is answered as asked.
+        // Provenance: mallory's table, and so its comment, is not in hr's snapshot (so
+        // not in its prompt), and the question is answered as asked.
         run("SET ROLE grid_t_hr");
-        let note: Option<String> = select_one(
-            "SELECT c->>'comment' FROM jsonb_array_elements(grid.catalog_snapshot()->'relations') r,
-                    jsonb_array_elements(r->'columns') c
-              WHERE r->>'name' = 'grid_t_inbox' AND c->>'name' = 'note'",
+        let listed: Option<i64> = select_one(
+            "SELECT count(*) FROM jsonb_array_elements(grid.catalog_snapshot()->'relations') r
+              WHERE r->>'name' = 'grid_t_inbox'",
         );
         run("RESET ROLE");
-        assert_eq!(note, None, "the comment reached hr's snapshot");
+        assert_eq!(listed, Some(0), "mallory's table reached hr's snapshot");
         assert_eq!(
             as_hr("what is the average salary"),
             "ok:SELECT salary FROM grid_t_salaries"
@@ -1114,17 +1295,112 @@ mod tests {
         assert!(m.contains("<U+540D><U+524D>"), "{m}");
     }
 
+    /// A role that is not a superuser asks within the DBA's ceilings on grid.timeout and
+    /// grid.max_tokens; a DBA raises them per role. Refused before the worker is asked.
+    #[pg_test]
+    fn a_role_cannot_raise_its_timeout_or_budget_above_the_dbas_ceiling() {
+        fixture();
+        run("SET ROLE grid_t_analyst");
+        run("SET grid.timeout = '20min'");
+        let m = assert_refused("SELECT grid.ask('list the employees')", "42501");
+        assert!(m.contains("grid.timeout_limit (600000 ms)"), "{m}");
+        run("SET grid.timeout = '60s'");
+        run("SET grid.max_tokens = 4096");
+        let m = assert_refused("SELECT grid.ask('list the employees')", "42501");
+        assert!(m.contains("grid.max_tokens_limit (2048)"), "{m}");
+        run("SET grid.max_tokens = 64");
+        assert_eq!(
+            ask("list the employees"),
+            "SELECT name FROM grid_t_employees"
+        );
+        // Only a superuser sets the ceilings; one set for the role lets it ask longer.
+        assert_refused("SET grid.timeout_limit = '1h'", "42501");
+        run("RESET ROLE");
+        run("SET grid.max_tokens_limit = 8192");
+        run("SET ROLE grid_t_analyst");
+        run("SET grid.max_tokens = 4096");
+        assert_eq!(
+            ask("list the employees"),
+            "SELECT name FROM grid_t_employees"
+        );
+        run("RESET ROLE");
+        run("RESET grid.max_tokens_limit");
+        // A superuser is not bound by them.
+        run("SET grid.max_tokens = 4096");
+        assert_eq!(
+            ask("list the employees"),
+            "SELECT name FROM grid_t_employees"
+        );
+    }
+
+    /// What a role may use is bounded before the worker is asked, with the setting that
+    /// raises the bound named (not a frame error from the worker's socket).
+    #[pg_test]
+    fn a_snapshot_above_its_bounds_is_refused_naming_the_setting() {
+        fixture();
+        for (setting, unit) in [
+            (
+                "grid.max_snapshot_relations = 1",
+                "grid.max_snapshot_relations (1 relations)",
+            ),
+            (
+                "grid.max_snapshot_columns = 2",
+                "grid.max_snapshot_columns (2 columns)",
+            ),
+            (
+                "grid.max_snapshot_size = '64kB'",
+                "grid.max_snapshot_size (65536 bytes)",
+            ),
+        ] {
+            run(&format!("SET {setting}"));
+            if setting.starts_with("grid.max_snapshot_size") {
+                // 64 kB holds the fixture: a wide table (about 130 kB of snapshot) fills it.
+                let columns: Vec<String> = (0..1000)
+                    .map(|i| format!("a_rather_long_column_name_number_{i} int"))
+                    .collect();
+                run(&format!(
+                    "CREATE TABLE public.grid_t_wide ({})",
+                    columns.join(", ")
+                ));
+                run("GRANT SELECT ON public.grid_t_wide TO grid_t_analyst");
+            }
+            run("SET ROLE grid_t_analyst");
+            let m = assert_refused("SELECT grid.ask('list the employees')", "54000");
+            run("RESET ROLE");
+            assert!(m.contains(unit), "{m}");
+            run(&format!(
+                "RESET {}",
+                setting.split(' ').next().unwrap_or_default()
+            ));
+        }
+        run("SET ROLE grid_t_analyst");
+        assert_eq!(
+            ask("list the employees"),
+            "SELECT name FROM grid_t_employees"
+        );
+        run("RESET ROLE");
+    }
+
     /// grid.run releases the session-level advisory locks its statement took (a view the
     /// caller may read calls a function that takes one), and leaves the caller's own.
     #[pg_test]
     fn grid_run_releases_the_advisory_locks_its_statement_took() {
         fixture();
+        // A trusted author's view (the superuser's): another role's would never run.
         for sql in [
             "CREATE FUNCTION public.grid_t_lock(k bigint) RETURNS bigint LANGUAGE sql
                  AS $$ SELECT pg_catalog.pg_advisory_lock(k); SELECT k $$",
+            "CREATE FUNCTION public.grid_t_tell(v text) RETURNS text LANGUAGE sql
+                 AS $$ SELECT pg_catalog.set_config('application_name', v, false);
+                       SELECT pg_catalog.set_config('grid_t.note', v, false) $$",
             "CREATE VIEW public.grid_t_items AS
                  SELECT public.grid_t_lock(4242) AS label FROM public.grid_t_employees",
-            "GRANT SELECT ON public.grid_t_items TO grid_t_analyst",
+            "CREATE VIEW public.grid_t_many AS
+                 SELECT public.grid_t_lock(4243) + public.grid_t_lock(10000 + g) - g AS label,
+                        public.grid_t_tell('leaked ' || g) AS note
+                   FROM pg_catalog.generate_series(1, 1001) AS g",
+            "GRANT SELECT ON public.grid_t_items, public.grid_t_many TO grid_t_analyst",
+            "SET application_name = 'grid_t_app'",
         ] {
             run(sql);
         }
@@ -1142,9 +1418,32 @@ mod tests {
         assert_eq!(rows, Some(2));
         // The view took lock 4242 twice (once per row); both holds are gone, lock 7 stays.
         assert_eq!(held(), Some(1));
+        // Lock 4243 taken 1,001 times and 1,001 others, settings changed on the way: gone,
+        // with the caller's own lock 7 kept (one release per hold) and without it (all at
+        // once).
+        run("SET ROLE grid_t_analyst");
+        let rows: Option<i64> = select_one("SELECT count(*) FROM grid.run('list the many labels')");
+        run("RESET ROLE");
+        assert_eq!(rows, Some(1000));
+        assert_eq!(held(), Some(1));
         let mine: Option<bool> = select_one("SELECT pg_advisory_unlock(7)");
         assert_eq!(mine, Some(true));
         assert_eq!(held(), Some(0));
+        run("SET ROLE grid_t_analyst");
+        let rows: Option<i64> =
+            select_one("SELECT count(*) FROM grid.run('list the many labels', 2000)");
+        run("RESET ROLE");
+        assert_eq!(rows, Some(1001));
+        assert_eq!(held(), Some(0));
+        let left: Option<String> = select_one(
+            "SELECT current_setting('application_name') || ' ' ||
+                    coalesce(current_setting('grid_t.note', true), '')",
+        );
+        assert_eq!(left.as_deref(), Some("grid_t_app "));
+        let shown: Option<String> = select_one(
+            "SELECT application_name FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+        );
+        assert_eq!(shown.as_deref(), Some("grid_t_app"));
     }
 
     #[pg_test]
@@ -1335,6 +1634,27 @@ mod tests {
             &prompt_fp,
             &format!("pg_catalog.decode('{prompt_digest}', 'hex')"),
             &format!("content_json = $j${prompt_before}$j$::jsonb"),
+        );
+        let ((ok, _, reason), _) = audit_verdicts(g);
+        assert!(ok, "put back: {reason}");
+
+        // 3. A second row beside the sealed one: the generation's lexicons fingerprint, a
+        // forged comment, no digest. The seal still finds its own content, but an auditor
+        // reading the snapshot by fingerprint would find two: verify names the row.
+        run(&format!(
+            "INSERT INTO grid.artifacts (kind, fingerprint, content_json)
+             SELECT 'lexicons', a.fingerprint, jsonb_set(a.content_json, '{{snapshot,role}}',
+                    '\"forged\"')
+               FROM grid.artifacts a
+              WHERE a.kind = 'lexicons' AND a.fingerprint = pg_catalog.decode('{lex_fp}', 'hex')
+                AND a.digest = {lex_at}"
+        ));
+        let ((ok, _, reason), _) = audit_verdicts(g);
+        assert!(!ok, "an artifact row no seal binds passes verify_audit");
+        assert!(
+            reason.contains("1 row(s) of grid.artifacts are bound by no seal")
+                && reason.contains(&format!("the lexicons {lex_fp} (content digest none)")),
+            "{reason}"
         );
     }
 

@@ -5,7 +5,9 @@
 //! SET`), so that a caller can neither redirect the worker to a host of its choosing nor
 //! switch its own auditing or its mask off; the worker's thread count and cache size come
 //! from the configuration file; the timeout, the token budget and the temperature are
-//! per-session knobs within bounded ranges.
+//! per-session knobs within bounded ranges, and for roles that are not superusers
+//! within the DBA's ceilings (`grid.timeout_limit`, `grid.max_tokens_limit`), so that
+//! no role holds the shared worker longer than the DBA allows.
 //!
 //! `grid.api_key` is a secret: it is `SUPERUSER_ONLY` (SHOW, `current_setting` and
 //! `pg_settings` refuse it to roles without `pg_read_all_settings`) and `NO_SHOW_ALL` (not
@@ -78,6 +80,11 @@ static VALUE_HINTS_ROWS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 // (bench/RESULTS.md, "Anchors"); with an empty store (no curator wrote one) nothing is shown.
 static EXAMPLES: GucSetting<i32> = GucSetting::<i32>::new(3);
 static EXAMPLES_BYTES: GucSetting<i32> = GucSetting::<i32>::new(4096);
+static TIMEOUT_LIMIT_MS: GucSetting<i32> = GucSetting::<i32>::new(600_000);
+static MAX_TOKENS_CEILING: GucSetting<i32> = GucSetting::<i32>::new(2048);
+static SNAPSHOT_RELATIONS: GucSetting<i32> = GucSetting::<i32>::new(5_000);
+static SNAPSHOT_COLUMNS: GucSetting<i32> = GucSetting::<i32>::new(100_000);
+static SNAPSHOT_KB: GucSetting<i32> = GucSetting::<i32>::new(8_192);
 static DEBUG_FAULT: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
 static DATABASE: GucSetting<Option<CString>> =
     GucSetting::<Option<CString>>::new(Some(c"postgres"));
@@ -237,6 +244,56 @@ pub fn register() {
         GucContext::Suset,
         GucFlags::default(),
     );
+    GucRegistry::define_int_guc(
+        c"grid.timeout_limit",
+        c"Highest grid.timeout a role that is not a superuser may ask with.",
+        c"The asks of a session share the worker with every other role's: a DBA bounds how long one may hold it (per role with ALTER ROLE ... SET).",
+        &TIMEOUT_LIMIT_MS,
+        100,
+        3_600_000,
+        GucContext::Suset,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"grid.max_tokens_limit",
+        c"Highest grid.max_tokens a role that is not a superuser may ask with.",
+        c"",
+        &MAX_TOKENS_CEILING,
+        1,
+        MAX_TOKENS_LIMIT,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"grid.max_snapshot_relations",
+        c"Most relations an ask's catalog snapshot (what the asker may use) may hold.",
+        c"A larger snapshot is refused with SQLSTATE 54000 before the worker is asked. Only objects of authors the asker trusts count.",
+        &SNAPSHOT_RELATIONS,
+        1,
+        1_000_000,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"grid.max_snapshot_columns",
+        c"Most columns an ask's catalog snapshot may hold, over all its relations.",
+        c"",
+        &SNAPSHOT_COLUMNS,
+        1,
+        100_000_000,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"grid.max_snapshot_size",
+        c"Most bytes an ask's catalog snapshot may take, encoded, as it is sent to the worker.",
+        c"At most 12MB: the worker's frames hold 16MB with the rest of the ask.",
+        &SNAPSHOT_KB,
+        64,
+        12_288,
+        GucContext::Suset,
+        GucFlags::UNIT_KB,
+    );
     GucRegistry::define_enum_guc(
         c"grid.audit",
         c"What the audit store records: full (every step and the seal) or off.",
@@ -303,6 +360,28 @@ pub fn timeout() -> std::time::Duration {
 /// `grid.max_tokens`.
 pub fn max_tokens() -> u32 {
     u32::try_from(MAX_TOKENS.get()).unwrap_or(1)
+}
+
+/// `grid.timeout_limit`: the highest `grid.timeout` a role that is not a superuser may
+/// ask with.
+pub fn timeout_limit() -> std::time::Duration {
+    std::time::Duration::from_millis(u64::try_from(TIMEOUT_LIMIT_MS.get()).unwrap_or(0))
+}
+
+/// `grid.max_tokens_limit`.
+pub fn max_tokens_limit() -> u32 {
+    u32::try_from(MAX_TOKENS_CEILING.get()).unwrap_or(1)
+}
+
+/// The bounds of an ask's catalog snapshot: `grid.max_snapshot_relations`,
+/// `grid.max_snapshot_columns` and `grid.max_snapshot_size` (bytes).
+pub fn snapshot_bounds() -> (usize, usize, usize) {
+    let n = |v: i32| usize::try_from(v).unwrap_or(0);
+    (
+        n(SNAPSHOT_RELATIONS.get()),
+        n(SNAPSHOT_COLUMNS.get()),
+        n(SNAPSHOT_KB.get()).saturating_mul(1024),
+    )
 }
 
 /// `grid.temperature`.

@@ -6,7 +6,9 @@
 //! and the settings `grid.run()` pins (read-only among them), bounded by the caller's
 //! `statement_timeout` or else [`JUDGE_TIMEOUT_MS`]. This catches what the mask and the
 //! checker cannot: type errors, wrong or ambiguous bindings, column privileges,
-//! functions the role may not execute.
+//! functions the role may not execute. Before the `EXPLAIN`, what the statement binds
+//! must be the objects of authors the caller trusts ([`crate::resolution`]): planning
+//! can already run a view's or a policy's code.
 //!
 //! PostgreSQL's error becomes the verdict (its SQLSTATE, its message and hint); the
 //! pipeline sanitizes the message before it quotes it to the model, seals it or returns
@@ -36,16 +38,26 @@ pub fn judge(candidate: &Candidate, search_path: &str) -> Verdict {
             ),
         );
     }
-    let explain = format!(
-        "EXPLAIN (COSTS OFF) {}",
-        crate::subtransaction::without_terminator(&candidate.sql)
-    );
+    let statement = crate::subtransaction::without_terminator(&candidate.sql);
+    let explain = format!("EXPLAIN (COSTS OFF) {statement}");
+    // What the statement binds is checked before it is planned: planning alone runs
+    // code (a STABLE function of a row-security policy is folded at plan time).
     let outcome =
         crate::subtransaction::in_rolled_back_subtransaction(search_path, JUDGE_TIMEOUT_MS, || {
-            Spi::run(&explain)
+            let untrusted = crate::resolution::untrusted_objects(statement)?;
+            if !untrusted.is_empty() {
+                return Ok(Some(untrusted));
+            }
+            Spi::run(&explain).map(|()| None)
         });
     match outcome {
-        Ok(Ok(())) => Verdict::Pass,
+        Ok(Ok(None)) => Verdict::Pass,
+        Ok(Ok(Some(untrusted))) => Verdict::Fail {
+            code: crate::worker::protocol::sqlstate_text(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            ),
+            message: crate::resolution::refusal(&untrusted),
+        },
         Ok(Err(e)) => Verdict::Fail {
             code: crate::worker::protocol::sqlstate_text(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR),
             message: e.to_string(),

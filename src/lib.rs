@@ -17,6 +17,8 @@
 //! - `store`: the stores askers may not read, read and written as their owner;
 //! - `provenance`: whose text may reach a prompt, `grid.trusted_author()` and
 //!   `grid_curator` (sql/provenance.sql);
+//! - `resolution`: what a statement binds as the caller, and whether the caller trusts
+//!   all of it, checked before anything plans or runs it;
 //! - `worker`: the mask worker (a background worker) and the backends' socket client;
 //! - `ask`: `grid.ask()`, the backend's half of a generation.
 //!
@@ -46,6 +48,7 @@ mod meaning;
 mod policy;
 mod provenance;
 mod question;
+mod resolution;
 mod store;
 mod subtransaction;
 mod value_hints;

@@ -1,9 +1,11 @@
 //! Value hints (`grid.value_hints`): the few distinct values of the caller's readable text
 //! columns, read as the caller in the asking backend and put into the catalog snapshot the
 //! worker renders the prompt from (so the audit archives what the model was shown, and a
-//! replay renders it again). Which columns qualify is decided in SQL at every ask
-//! (sql/value_hint_columns.sql: string types, SELECT as the caller, every writer a
-//! trusted author), so a REVOKE or a new untrusted writer takes effect at the next ask.
+//! replay renders it again). Only columns a curator or the owner opted in
+//! (`grid.show_values`, read with the descriptions by the same provenance rule) are read;
+//! which of those qualify is decided in SQL at every ask (sql/value_hint_columns.sql:
+//! string types, SELECT as the caller), so a REVOKE or an opt-out takes effect at the
+//! next ask.
 //! What counts as a category is `grid_core::catalog::ValueHint::of`.
 //!
 //! The values read are kept per backend for [`FRESH_FOR`], by role and column, within
@@ -49,29 +51,25 @@ struct Column {
 }
 
 /// Adds a value hint to every qualifying column of `snapshot` (the caller's, as
-/// grid.catalog_snapshot's query returns it), when `grid.value_hints` is above 0.
+/// grid.catalog_snapshot's query returns it) among the `opted` ones (what
+/// `crate::descriptions::add` returned), when `grid.value_hints` is above 0.
 /// `search_path` is the caller's. A cancel is raised; any other error while reading
 /// leaves the snapshot without hints (the question is still asked).
-pub fn add(what: &str, snapshot: &mut Value, search_path: &str) {
+pub fn add(
+    what: &str,
+    snapshot: &mut Value,
+    search_path: &str,
+    opted: &[crate::descriptions::OptedIn],
+) {
     let max = crate::guc::value_hints();
-    if max == 0 {
+    if max == 0 || opted.is_empty() {
         return;
     }
     let rows = crate::guc::value_hints_rows();
-    let tables: Vec<(String, String)> = snapshot["relations"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|r| matches!(r["kind"].as_str(), Some("table" | "materialized_view")))
-        .filter_map(|r| Some((r["schema"].as_str()?.into(), r["name"].as_str()?.into())))
-        .collect();
-    if tables.is_empty() {
-        return;
-    }
     let role = snapshot["role"].as_str().unwrap_or_default().to_string();
     let read =
         crate::subtransaction::in_rolled_back_subtransaction(search_path, READ_TIMEOUT_MS, || {
-            let columns = qualifying(&tables)?;
+            let columns = qualifying(opted)?;
             let mut hints = Vec::with_capacity(columns.len());
             for c in columns {
                 let key: Key = (
@@ -123,11 +121,16 @@ pub fn add(what: &str, snapshot: &mut Value, search_path: &str) {
     }
 }
 
-fn qualifying(tables: &[(String, String)]) -> Result<Vec<Column>, pgrx::spi::Error> {
-    let schemas: Vec<String> = tables.iter().map(|t| t.0.clone()).collect();
-    let names: Vec<String> = tables.iter().map(|t| t.1.clone()).collect();
+fn qualifying(opted: &[crate::descriptions::OptedIn]) -> Result<Vec<Column>, pgrx::spi::Error> {
+    let schemas: Vec<String> = opted.iter().map(|t| t.0.clone()).collect();
+    let relations: Vec<String> = opted.iter().map(|t| t.1.clone()).collect();
+    let columns: Vec<String> = opted.iter().map(|t| t.2.clone()).collect();
     Spi::connect(|c| {
-        let rows = c.select(COLUMNS_QUERY, None, &[schemas.into(), names.into()])?;
+        let rows = c.select(
+            COLUMNS_QUERY,
+            None,
+            &[schemas.into(), relations.into(), columns.into()],
+        )?;
         let mut out = Vec::new();
         for r in rows {
             let (Some(schema), Some(relation), Some(name)) = (
@@ -226,8 +229,9 @@ mod tests {
     ]}"#;
 
     /// A staff table the analyst reads in part (not `band`); orders under row security
-    /// that hide returned ones from the analyst; an inbox another (untrusted) role may
-    /// write; hints for columns of at most 3 values.
+    /// that hide returned ones from the analyst; an inbox whose rows another role wrote
+    /// (its INSERT since revoked); hints for columns of at most 3 values, opted in for
+    /// every text column but the inbox's.
     fn fixture() {
         scripted_mock(
             "grid_v",
@@ -249,6 +253,10 @@ mod tests {
                 "GRANT SELECT (id, name, country, note) ON public.grid_v_staff TO grid_v_analyst",
                 "GRANT SELECT ON public.grid_v_orders, public.grid_v_inbox TO grid_v_analyst",
                 "GRANT INSERT ON public.grid_v_inbox TO grid_v_clerk",
+                "REVOKE INSERT ON public.grid_v_inbox FROM grid_v_clerk",
+                "SELECT grid.show_values('public.grid_v_staff', c)
+                   FROM unnest(ARRAY['name', 'country', 'band', 'note']) AS c",
+                "SELECT grid.show_values('public.grid_v_orders', 'status')",
                 "SET search_path = public",
                 "SET grid.max_tokens = 48",
                 "SET grid.timeout = '60s'",
@@ -284,7 +292,8 @@ mod tests {
             "{p}"
         );
         assert!(!p.contains("returned"), "{p}");
-        // Another role may write the inbox: its rows are that role's words.
+        // The inbox's rows are another role's words, though no role but trusted ones may
+        // write it now: not opted in, not shown.
         assert!(p.contains("  tag text\n"), "{p}");
         assert!(!p.contains("write an INSERT"), "{p}");
         // The audit archived the hints it showed: verify and replay render the prompt
@@ -295,20 +304,66 @@ mod tests {
     }
 
     #[pg_test]
-    fn a_revoke_or_an_untrusted_writer_ends_the_hints_at_the_next_ask() {
+    fn a_revoke_or_an_opt_out_ends_the_hints_at_the_next_ask() {
         fixture();
         assert!(ask_as_analyst("which staff, first").contains("'FR', 'US'"));
         run("REVOKE SELECT (country) ON public.grid_v_staff FROM grid_v_analyst");
         let p = ask_as_analyst("which staff, after the revoke");
         assert!(!p.contains("country") && !p.contains("'FR'"), "{p}");
         run("GRANT SELECT (country) ON public.grid_v_staff TO grid_v_analyst");
-        run("GRANT UPDATE (country) ON public.grid_v_staff TO grid_v_clerk");
-        let p = ask_as_analyst("which staff, with an untrusted writer");
+        run("SELECT grid.show_values('public.grid_v_staff', 'country', false)");
+        let p = ask_as_analyst("which staff, opted out");
         assert!(p.contains("  country text,\n"), "{p}");
+        // The curator's choice, not the writers': the inbox opted in shows its rows.
+        run("SELECT grid.show_values('public.grid_v_inbox', 'tag')");
+        run("SET ROLE grid_v_analyst");
+        let _ = crate::testing::refusal("SELECT grid.ask('which staff, inbox opted in')");
+        run("RESET ROLE");
+        let p = shown("which staff, inbox opted in");
+        assert!(p.contains("'write an INSERT'"), "{p}");
         // Off, as by default: no hints.
         run("SET grid.value_hints = 0");
-        run("REVOKE UPDATE (country) ON public.grid_v_staff FROM grid_v_clerk");
+        run("SELECT grid.show_values('public.grid_v_staff', 'country')");
         let p = ask_as_analyst("which staff, hints off");
         assert!(p.contains("  country text,\n"), "{p}");
+    }
+
+    /// Who may opt a column in: who may describe its relation (owner, curator); a
+    /// description and the opt-in share a row, and each outlives the other's removal.
+    #[pg_test]
+    fn only_owners_and_curators_opt_columns_in() {
+        fixture();
+        run("SET ROLE grid_v_analyst");
+        let m = crate::testing::assert_refused(
+            "SELECT grid.show_values('public.grid_v_staff', 'country')",
+            "42501",
+        );
+        run("RESET ROLE");
+        assert!(m.contains("grid.show_values: permission denied"), "{m}");
+        crate::testing::assert_refused(
+            "SELECT grid.show_values('public.grid_v_staff', NULL)",
+            "22004",
+        );
+        crate::testing::assert_refused(
+            "SELECT grid.show_values('public.grid_v_staff', 'nope')",
+            "42703",
+        );
+        let row = |c: &str| -> Option<String> {
+            crate::testing::select_one::<String>(&format!(
+                "SELECT (SELECT coalesce(description, '-') || ' ' || show_values
+                           FROM grid.descriptions
+                          WHERE relation = 'public.grid_v_staff'::regclass
+                            AND column_name = '{c}')"
+            ))
+        };
+        run("SELECT grid.describe('public.grid_v_staff', 'country', 'ISO code')");
+        assert_eq!(row("country").as_deref(), Some("ISO code true"));
+        run("SELECT grid.describe('public.grid_v_staff', 'country', NULL)");
+        assert_eq!(row("country").as_deref(), Some("- true"));
+        run("SELECT grid.describe('public.grid_v_staff', 'country', 'ISO code')");
+        run("SELECT grid.show_values('public.grid_v_staff', 'country', false)");
+        assert_eq!(row("country").as_deref(), Some("ISO code false"));
+        run("SELECT grid.describe('public.grid_v_staff', 'country', NULL)");
+        assert_eq!(row("country"), None);
     }
 }

@@ -37,8 +37,9 @@ ARMS = {
     # "fail" (with PostgreSQL's SQLSTATE).
     "grid-no-judge":   ({**NO_EXAMPLES, "grid.judge": "off"},                     {"decode_mode": MASKED,
                                                                                     "verdict": {'{"verdict":"off"}', None}}),
-    # Value hints (issue 22): up to 10 values of each text column the role reads and
-    # trusts, beside the column in the prompt (grid.value_hints, superuser-only).
+    # Value hints (issue 22): up to 10 values of each text column the role reads (the
+    # harness opts every text column in, grid.show_values), beside the column in the
+    # prompt (grid.value_hints, superuser-only).
     "grid+values":     ({**NO_EXAMPLES, "grid.value_hints": "10"},                {"decode_mode": MASKED}),
     # Curated examples (issue 22): up to 3 question/SQL pairs in the prompt (grid.examples,
     # superuser-only). Spider has none: before each ask of this arm the harness stores, as

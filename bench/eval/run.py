@@ -135,6 +135,14 @@ def load_databases(cl, su, dbs, fixups):
         su.execute(pgsql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(s, r))
         su.execute(pgsql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(s, r))
         su.execute(pgsql.SQL("GRANT grid_user TO {}").format(r))
+        # Value hints show only the columns a curator opted in (grid.show_values); the
+        # harness, as the DBA who loaded them, opts in every text column of its tables,
+        # which the arms with grid.value_hints then read as the role.
+        su.execute("SELECT grid.show_values(a.attrelid::regclass, a.attname::text) "
+                   "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+                   "JOIN pg_type t ON t.oid = a.atttypid "
+                   "WHERE c.relnamespace = %s::regnamespace AND c.relkind IN ('r', 'p', 'm') "
+                   "AND a.attnum > 0 AND NOT a.attisdropped AND t.typcategory = 'S'", (schema,))
         out[db_id] = Database(db_id, schema, role, tables, has_rows)
     return out, (len(keys) - len(refused), refused)
 

@@ -371,6 +371,68 @@ pub fn first_unbound() -> Result<Option<AlteredArtifact>, StoreError> {
     found(suspect)
 }
 
+/// The artifact rows no seal binds, and the first of them as `kind fingerprint digest`.
+/// A row is bound when a seal names its fingerprint and either its content digest is
+/// a sealed prompt digest (a prompt) or listed by a sealed prompt artifact (the others),
+/// or a seal without a prompt digest (sealed before prompts were) names its fingerprint
+/// and would load it ([`load`]'s choice: the first stored, a row without a digest
+/// preferred).
+/// Artifacts are stored in the transaction of the seals that name them, so a row no
+/// seal binds was added by hand: an auditor who reads a snapshot by its fingerprint
+/// would find two.
+pub fn unbound_rows() -> Result<(i64, Option<String>), StoreError> {
+    // Joins, not a scan of the seals per row: a store holds many of both.
+    const QUERY: &str = "
+WITH sealed_fp AS (
+    SELECT k.kind, k.fp, pg_catalog.bool_or(g.prompt_digest IS NULL) AS by_old_seal
+      FROM grid.generations g
+     CROSS JOIN LATERAL (VALUES ('grammar', g.grammar_fp), ('lexicons', g.lexicons_fp),
+                                ('policy', g.policy_fp), ('vocabulary', g.vocabulary_fp),
+                                ('prompt', pg_catalog.substring(g.prompt_digest, 1, 16)))
+           AS k(kind, fp)
+     WHERE k.fp IS NOT NULL
+     GROUP BY k.kind, k.fp
+),
+listed AS (
+    SELECT 'prompt' AS kind, g.prompt_digest AS digest
+      FROM grid.generations g WHERE g.prompt_digest IS NOT NULL
+    UNION
+    SELECT e.key, pg_catalog.decode(e.value, 'hex')
+      FROM grid.generations g
+      JOIN grid.artifacts p ON p.kind = 'prompt' AND p.digest = g.prompt_digest
+     CROSS JOIN LATERAL pg_catalog.jsonb_each_text(p.content_json -> 'artifacts') AS e
+     WHERE e.value ~ '^[0-9a-f]{64}$'
+),
+row_ AS (
+    SELECT a.kind, a.fingerprint, a.digest,
+           pg_catalog.row_number() OVER (PARTITION BY a.kind, a.fingerprint
+                                         ORDER BY a.digest IS NOT NULL, a.created_at) AS nth
+      FROM grid.artifacts a
+),
+unbound AS (
+    SELECT r.*
+      FROM row_ r
+      LEFT JOIN sealed_fp s ON s.kind = r.kind AND s.fp = r.fingerprint
+     WHERE s.kind IS NULL
+        OR NOT ((s.by_old_seal AND r.nth = 1)
+                OR (r.digest IS NOT NULL
+                    AND EXISTS (SELECT 1 FROM listed l
+                                 WHERE l.kind = r.kind AND l.digest = r.digest)))
+)
+SELECT (SELECT count(*) FROM unbound),
+       (SELECT u.kind || ' ' || pg_catalog.encode(u.fingerprint, 'hex') || ' (content digest '
+               || coalesce(pg_catalog.encode(u.digest, 'hex'), 'none') || ')'
+          FROM unbound u ORDER BY u.kind, u.fingerprint, u.digest NULLS FIRST LIMIT 1)";
+    Spi::connect(|client| {
+        let table = client.select(QUERY, Some(1), &[])?;
+        if table.is_empty() {
+            return Ok((0, None));
+        }
+        let row = table.first();
+        Ok((row.get::<i64>(1)?.unwrap_or(0), row.get::<String>(2)?))
+    })
+}
+
 /// Sealed generations without a prompt digest (written before prompts were sealed): their
 /// artifacts are checked for presence only.
 pub fn unbound_generations() -> Result<i64, StoreError> {

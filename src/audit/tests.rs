@@ -288,7 +288,19 @@ mod tests {
                 (SELECT generation FROM grid.generations WHERE entry >= (SELECT entry FROM grid.generations WHERE generation = {g2}));
              DELETE FROM grid.generations WHERE entry >= (SELECT entry FROM grid.generations WHERE generation = {g2})"
         ));
-        // Inside the database the shorter log is a valid chain ...
+        // The dropped generations' own artifacts are left bound by no seal: found ...
+        let (ok, _, _, _, reason) = verify(None);
+        assert!(!ok);
+        let reason = reason.unwrap_or_default();
+        assert!(reason.contains("bound by no seal"), "{reason}");
+        // ... until they are dropped too.
+        tamper(
+            "DELETE FROM grid.artifacts a WHERE NOT EXISTS (
+                 SELECT 1 FROM grid.generations g
+                  WHERE a.fingerprint IN (g.grammar_fp, g.lexicons_fp, g.policy_fp,
+                                          g.vocabulary_fp, substring(g.prompt_digest, 1, 16)))",
+        );
+        // Inside the database the shorter log is then a valid chain ...
         let (ok, _, _, _, reason) = verify(None);
         assert!(ok, "{reason:?}");
         // ... but not the one the auditor anchored.

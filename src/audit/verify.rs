@@ -5,9 +5,9 @@
 //! texts stored beside them (grid-core's `text_digest`), so that an edit of
 //! `grid.generations.question` or `.final_sql` shows too; and once the chains hold, every
 //! artifact a seal names must be in `grid.artifacts` (else the generation cannot be
-//! replayed), every stored artifact must still have its content digest, and every seal
-//! with a prompt digest must find the prompt and the artifact contents it bound
-//! (`artifacts`).
+//! replayed), every stored artifact must still have its content digest, every seal
+//! with a prompt digest must find the prompt and the artifact contents it bound, and
+//! every stored artifact must be one a seal binds (`artifacts`).
 
 use std::collections::VecDeque;
 
@@ -251,6 +251,22 @@ pub fn verify_store(expected_head: Option<Head>) -> Result<Outcome, StoreError> 
                             generation: a.generations.first().copied(),
                             step: None,
                             reason: a.reason,
+                        }),
+                        unsealed: 0,
+                        unbound: 0,
+                    });
+                }
+                // And whether every stored artifact is one a seal binds.
+                if let (n @ 1.., Some(first)) = artifacts::unbound_rows()? {
+                    return Ok(Outcome {
+                        checked,
+                        finding: Some(Finding {
+                            generation: None,
+                            step: None,
+                            reason: format!(
+                                "{n} row(s) of grid.artifacts are bound by no seal (stored by \
+                                 hand, not by a generation), the first: the {first}"
+                            ),
                         }),
                         unsealed: 0,
                         unbound: 0,

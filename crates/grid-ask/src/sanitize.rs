@@ -452,6 +452,15 @@ pub const MESSAGE_WORDS: &[&str] = &[
     "able",
     "unable",
     "ever",
+    // The extension's own refusal of objects the asker does not trust
+    // (src/resolution.rs).
+    "untrusted",
+    "code",
+    "asker",
+    "runs",
+    "objects",
+    "authors",
+    "trusts",
 ];
 
 /// Built-in type names: message words, and names after `for type` / `of type`.

@@ -1,0 +1,457 @@
+//! What a generated statement resolves to, as the caller, and whether the caller can
+//! trust all of it (docs/security.md, "Whose objects"). The mask and the checker read
+//! names; PostgreSQL binds them to objects, and another role's object can carry code
+//! that PostgreSQL runs as the caller: a view's query, a row-security policy (a STABLE
+//! function in it runs while the statement is merely planned, so under the judge's
+//! `EXPLAIN`), a trigger, a default, or an overload that wins a built-in's name
+//! (`public.round(integer)` over `pg_catalog.round(numeric)` for `round(id)`).
+//!
+//! So before anything plans or runs a statement (the judge's `EXPLAIN`, `grid.run()`'s
+//! execution, an example's vetting), [`untrusted_objects`] parses, analyses and
+//! rewrites it as the caller, under the caller's `search_path` (nothing is planned or
+//! executed by that), walks the rewritten trees (views expanded, the caller's
+//! row-security quals and check options added, subqueries and CTEs included) and
+//! collects every function and operator's function, every relation and every domain
+//! they bind. The statement passes only when each of those, and each object the code
+//! of those relations and domains names (`grid.relation_code`, domain constraints), is
+//! owned by an author the caller trusts (`grid.trusted_author`: the caller, superusers,
+//! `grid_curator` members). pg_catalog's built-ins are the bootstrap superuser's.
+
+use std::ffi::{c_void, CString};
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+
+/// The objects a statement's rewritten query trees bind, by OID.
+#[derive(Debug, Default)]
+struct Bound {
+    functions: Vec<pg_sys::Oid>,
+    relations: Vec<pg_sys::Oid>,
+    domains: Vec<pg_sys::Oid>,
+}
+
+/// `check_functions_in_node`'s callback: records the function, walks on.
+#[pg_guard]
+unsafe extern "C-unwind" fn record_function(func: pg_sys::Oid, context: *mut c_void) -> bool {
+    // SAFETY: `context` is the `Bound` that `bind` passes to the walk.
+    let bound = unsafe { &mut *(context as *mut Bound) };
+    bound.functions.push(func);
+    false
+}
+
+/// The tree walker: every node of every query tree, range table entries included
+/// (`QTW_EXAMINE_RTES_BEFORE`), sublinks' and CTEs' queries through recursion.
+#[pg_guard]
+unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) -> bool {
+    if node.is_null() {
+        return false;
+    }
+    // SAFETY: `node` is a node of a query tree that parse analysis built in this
+    // backend; `context` is the `Bound` that `bind` passes to the walk.
+    unsafe {
+        let bound = &mut *(context as *mut Bound);
+        match (*node).type_ {
+            pg_sys::NodeTag::T_Query => {
+                return pg_sys::query_tree_walker(
+                    node as *mut pg_sys::Query,
+                    Some(walk),
+                    context,
+                    QTW_EXAMINE_RTES_BEFORE,
+                );
+            }
+            pg_sys::NodeTag::T_RangeTblEntry => {
+                let rte = node as *mut pg_sys::RangeTblEntry;
+                if (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION {
+                    bound.relations.push((*rte).relid);
+                }
+                // The entry's own expressions (function scans, values lists, security
+                // quals) are walked by the range table walker after this.
+                return false;
+            }
+            pg_sys::NodeTag::T_CoerceToDomain => {
+                let c = node as *mut pg_sys::CoerceToDomain;
+                bound.domains.push((*c).resulttype);
+            }
+            _ => {}
+        }
+        pg_sys::check_functions_in_node(node, Some(record_function), context);
+        pg_sys::expression_tree_walker(node, Some(walk), context)
+    }
+}
+
+/// `QTW_EXAMINE_RTES_BEFORE` of nodes/nodeFuncs.h: the walker sees each range table
+/// entry (for its relation) before the walk goes into its expressions.
+const QTW_EXAMINE_RTES_BEFORE: i32 = 0x10;
+
+/// Parses, analyses and rewrites `sql` as the current role under the current
+/// `search_path`, and collects what its trees bind. Raises PostgreSQL's error for a
+/// statement that does not parse or analyse (the caller runs this where an error is
+/// caught: in a rolled-back subtransaction).
+fn bind(sql: &str) -> Bound {
+    let mut bound = Bound::default();
+    let Ok(text) = CString::new(sql) else {
+        // A NUL cannot be in a statement PostgreSQL reads; SPI refuses it too.
+        error!("the statement holds a NUL byte");
+    };
+    // SAFETY: in a transaction, in the backend's main thread; every list and node is
+    // allocated by PostgreSQL in the current memory context and read only here.
+    unsafe {
+        let raw = pg_sys::raw_parser(text.as_ptr(), pg_sys::RawParseMode::RAW_PARSE_DEFAULT);
+        let raws = pgrx::PgList::<pg_sys::RawStmt>::from_pg(raw);
+        for stmt in raws.iter_ptr() {
+            let queries = pg_sys::pg_analyze_and_rewrite_fixedparams(
+                stmt,
+                text.as_ptr(),
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+            );
+            let queries = pgrx::PgList::<pg_sys::Query>::from_pg(queries);
+            for q in queries.iter_ptr() {
+                walk(
+                    q as *mut pg_sys::Node,
+                    &mut bound as *mut Bound as *mut c_void,
+                );
+            }
+        }
+    }
+    bound
+}
+
+/// What the caller cannot trust among what `sql` binds: one line per object, `kind
+/// name (owner role)`, sorted; empty when the statement may be planned and run. Run it
+/// as the caller under the caller's `search_path`, in the subtransaction that then plans
+/// or runs the statement (so that what was checked is what runs).
+pub(crate) fn untrusted_objects(sql: &str) -> Result<Vec<String>, pgrx::spi::Error> {
+    let bound = bind(sql);
+    let oids =
+        |v: &[pg_sys::Oid]| -> Vec<i64> { v.iter().map(|o| i64::from(o.to_u32())).collect() };
+    let (functions, relations, domains) = (
+        oids(&bound.functions),
+        oids(&bound.relations),
+        oids(&bound.domains),
+    );
+    Spi::get_one_with_args::<Vec<String>>(
+        UNTRUSTED_QUERY,
+        &[functions.into(), relations.into(), domains.into()],
+    )
+    .map(Option::unwrap_or_default)
+}
+
+/// `$1` functions, `$2` relations, `$3` domains (bigint[] of OIDs): the objects whose
+/// owner the caller does not trust, and the objects the code of those relations
+/// (`grid.relation_code`) and domains (their constraints) names whose owner it does not
+/// trust. Every operator is schema-qualified (a bare `=`, `IN` or `CASE x WHEN` would
+/// resolve under the caller's `search_path`, which it runs under).
+const UNTRUSTED_QUERY: &str = "
+WITH trusted AS (
+    SELECT r.oid FROM pg_catalog.pg_roles r WHERE grid.trusted_author(r.oid)
+),
+bound AS (
+    SELECT 'function' AS kind,
+           pg_catalog.format('%I.%I(%s)', n.nspname, p.proname,
+                             pg_catalog.pg_get_function_identity_arguments(p.oid)) AS name,
+           p.proowner AS owner
+      FROM pg_catalog.pg_proc p
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+     WHERE p.oid::pg_catalog.int8 OPERATOR(pg_catalog.=) ANY ($1::pg_catalog.int8[])
+    UNION ALL
+    SELECT CASE WHEN c.relkind OPERATOR(pg_catalog.=) 'v' THEN 'view'
+                WHEN c.relkind OPERATOR(pg_catalog.=) 'm' THEN 'materialized view'
+                ELSE 'relation' END,
+           pg_catalog.format('%I.%I', n.nspname, c.relname), c.relowner
+      FROM pg_catalog.pg_class c
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+     WHERE c.oid::pg_catalog.int8 OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.int8[])
+    UNION ALL
+    SELECT 'type', pg_catalog.format('%I.%I', n.nspname, t.typname), t.typowner
+      FROM pg_catalog.pg_type t
+      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) t.typnamespace
+     WHERE t.oid::pg_catalog.int8 OPERATOR(pg_catalog.=) ANY ($3::pg_catalog.int8[])
+),
+code AS (
+    SELECT rc.refclassid, rc.refobjid, rc.owner
+      FROM grid.relation_code rc
+     WHERE rc.relid::pg_catalog.int8 OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.int8[])
+    UNION ALL
+    SELECT d.refclassid, d.refobjid, p.proowner
+      FROM pg_catalog.pg_constraint con
+      JOIN pg_catalog.pg_depend d
+        ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass
+       AND d.objid OPERATOR(pg_catalog.=) con.oid
+      JOIN pg_catalog.pg_proc p
+        ON d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+       AND p.oid OPERATOR(pg_catalog.=) d.refobjid
+     WHERE con.contypid::pg_catalog.int8 OPERATOR(pg_catalog.=) ANY ($3::pg_catalog.int8[])
+),
+named AS (
+    SELECT kind, name, owner FROM bound
+    UNION ALL
+    SELECT 'code naming ' OPERATOR(pg_catalog.||)
+           pg_catalog.pg_describe_object(code.refclassid, code.refobjid, 0),
+           '', code.owner
+      FROM code
+)
+SELECT coalesce(pg_catalog.array_agg(DISTINCT pg_catalog.btrim(pg_catalog.format('%s %s', n.kind, n.name))
+                    OPERATOR(pg_catalog.||) pg_catalog.format(' (owner %s)',
+                        coalesce(pg_catalog.pg_get_userbyid(n.owner)::pg_catalog.text, 'unknown'))),
+                '{}')
+  FROM named n
+ WHERE NOT EXISTS (SELECT FROM trusted t WHERE t.oid OPERATOR(pg_catalog.=) n.owner)";
+
+/// The refusal of a statement that binds `untrusted` objects (SQLSTATE 42501): the
+/// judge's verdict, which the pipeline sanitizes before the model or the asker reads
+/// it, and `grid.run()`'s error.
+pub(crate) fn refusal(untrusted: &[String]) -> String {
+    format!(
+        "untrusted code: {}; the asker runs only objects of authors it trusts",
+        untrusted.join(", ")
+    )
+}
+
+/// What a DBA does about a refusal: the hint beside [`refusal`] in `grid.run()`.
+pub(crate) const REFUSAL_HINT: &str = "Objects whose owner is not the asker, a superuser or a \
+     member of grid_curator are never planned or run for the asker (grid.trusted_author). A DBA \
+     who vouches for the owner grants it grid_curator.";
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use crate::testing::{ask, assert_refused, run, scripted_mock, select_one};
+    use grid_ask::{Candidate, Verdict};
+    use pgrx::prelude::*;
+
+    const SCRIPT: &str = r#"{"entries": [
+        {"match": "the average salary", "sql": "SELECT avg_salary FROM atk.average_salary"},
+        {"match": "round the ids", "sql": "SELECT round(id) FROM grid_r_t"},
+        {"match": "list the ids", "sql": "SELECT id FROM grid_r_t"}
+    ]}"#;
+
+    /// The trap: a sequence every trap function advances. `nextval` is not undone by a
+    /// rollback, so a call inside the judge's or `grid.run()`'s rolled-back
+    /// subtransaction still shows.
+    fn trap_calls() -> i64 {
+        select_one::<i64>(
+            "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM public.grid_r_trap",
+        )
+        .unwrap_or(-1)
+    }
+
+    /// A table and an analyst; an untrusted role, mallory, who may create in `public`
+    /// (as in every database upgraded from PostgreSQL 14 or older) and owns schema `atk`,
+    /// where it plants: a view over an IMMUTABLE function, a table whose row-security
+    /// policy calls a STABLE one, a trigger function and a domain whose check calls a
+    /// trap, each granted to PUBLIC. The superuser (a trusted author) wraps two of them:
+    /// a view over mallory's view, a table with mallory's trigger, a column of mallory's
+    /// domain.
+    fn fixture() {
+        scripted_mock(
+            "grid_r",
+            SCRIPT,
+            &[
+                "CREATE SEQUENCE public.grid_r_trap",
+                "GRANT USAGE ON SEQUENCE public.grid_r_trap TO PUBLIC",
+                "CREATE TABLE public.grid_r_t (id int)",
+                "INSERT INTO public.grid_r_t VALUES (1), (2)",
+                "CREATE ROLE grid_r_analyst NOLOGIN IN ROLE grid_user",
+                "GRANT SELECT ON public.grid_r_t TO grid_r_analyst",
+                "CREATE ROLE grid_r_mallory NOLOGIN",
+                "GRANT CREATE ON SCHEMA public TO grid_r_mallory",
+                "CREATE SCHEMA atk AUTHORIZATION grid_r_mallory",
+                "SET ROLE grid_r_mallory",
+                "CREATE FUNCTION atk.leak() RETURNS numeric LANGUAGE plpgsql IMMUTABLE
+                     AS $$ BEGIN PERFORM pg_catalog.nextval('public.grid_r_trap'); RETURN 1; END $$",
+                "CREATE VIEW atk.average_salary AS SELECT atk.leak() AS avg_salary",
+                "CREATE FUNCTION atk.probe() RETURNS int LANGUAGE plpgsql STABLE
+                     AS $$ BEGIN PERFORM pg_catalog.nextval('public.grid_r_trap'); RETURN 1; END $$",
+                "CREATE TABLE atk.rtb (k int)",
+                "INSERT INTO atk.rtb VALUES (1)",
+                "ALTER TABLE atk.rtb ENABLE ROW LEVEL SECURITY",
+                "CREATE POLICY rtb_k ON atk.rtb USING (k = atk.probe())",
+                "CREATE FUNCTION atk.on_write() RETURNS trigger LANGUAGE plpgsql
+                     AS $$ BEGIN PERFORM pg_catalog.nextval('public.grid_r_trap'); RETURN NEW; END $$",
+                "CREATE FUNCTION atk.fine(int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE
+                     AS $$ BEGIN PERFORM pg_catalog.nextval('public.grid_r_trap'); RETURN true; END $$",
+                "CREATE DOMAIN atk.fine_int AS int CHECK (atk.fine(VALUE))",
+                "GRANT USAGE ON SCHEMA atk TO PUBLIC",
+                "GRANT SELECT ON atk.average_salary, atk.rtb TO PUBLIC",
+                "RESET ROLE",
+                "CREATE VIEW public.grid_r_wrap AS SELECT avg_salary FROM atk.average_salary",
+                "CREATE TABLE public.grid_r_log (id int, d atk.fine_int)",
+                "CREATE TRIGGER grid_r_log_w BEFORE INSERT ON public.grid_r_log
+                     FOR EACH ROW EXECUTE FUNCTION atk.on_write()",
+                "CREATE TABLE public.grid_r_typed (id int, d atk.fine_int)",
+                "GRANT SELECT ON public.grid_r_wrap TO grid_r_analyst",
+                "GRANT SELECT, INSERT ON public.grid_r_log, public.grid_r_typed TO grid_r_analyst",
+                "SET search_path = public",
+                "SET grid.max_tokens = 48",
+                "SET grid.timeout = '60s'",
+            ],
+        );
+    }
+
+    /// `(schema.name, its columns)` of the analyst's snapshot, for the fixture's objects.
+    fn analysts_relations() -> Vec<(String, Vec<String>)> {
+        run("SET ROLE grid_r_analyst");
+        let s = select_one::<pgrx::JsonB>("SELECT grid.catalog_snapshot()")
+            .map(|j| j.0)
+            .unwrap_or_default();
+        run("RESET ROLE");
+        s["relations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| {
+                let name = format!("{}.{}", r["schema"].as_str()?, r["name"].as_str()?);
+                let columns = r["columns"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c["name"].as_str().map(str::to_string))
+                    .collect();
+                (name.starts_with("atk.") || name.starts_with("public.grid_r_"))
+                    .then_some((name, columns))
+            })
+            .collect()
+    }
+
+    /// The judge's verdict on `sql` as the analyst under `public`.
+    fn judged(sql: &str) -> Verdict {
+        run("SET ROLE grid_r_analyst");
+        let v = crate::judge::judge(
+            &Candidate {
+                ask: 0,
+                generation: 0,
+                sql: sql.to_string(),
+                session_user: select_one::<String>("SELECT session_user::text").unwrap_or_default(),
+                current_user: "grid_r_analyst".to_string(),
+                repairable: false,
+            },
+            "public",
+        );
+        run("RESET ROLE");
+        v
+    }
+
+    fn refused_as_untrusted(sql: &str, names: &str) {
+        match judged(sql) {
+            Verdict::Fail { code, message } => {
+                assert_eq!(code, "42501", "{sql}: {message}");
+                assert!(message.starts_with("untrusted code: "), "{sql}: {message}");
+                assert!(message.contains(names), "{sql}: {message}");
+            }
+            v => panic!("{sql}: judged {v:?}"),
+        }
+    }
+
+    #[pg_test]
+    fn another_roles_objects_are_not_in_the_askers_language() {
+        fixture();
+        let seen = analysts_relations();
+        let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+        // Mallory's view and table, the superuser's view over mallory's view and table
+        // with mallory's trigger are out; the typed table is in without the domain column.
+        assert_eq!(
+            names,
+            vec!["public.grid_r_t", "public.grid_r_typed"],
+            "{seen:?}"
+        );
+        assert_eq!(seen[1].1, vec!["id".to_string()]);
+        // A DBA who vouches for mallory (grid_curator) brings its objects in.
+        run("GRANT grid_curator TO grid_r_mallory");
+        let vouched: Vec<String> = analysts_relations().into_iter().map(|(n, _)| n).collect();
+        run("REVOKE grid_curator FROM grid_r_mallory");
+        for n in [
+            "atk.average_salary",
+            "atk.rtb",
+            "public.grid_r_wrap",
+            "public.grid_r_log",
+        ] {
+            assert!(vouched.iter().any(|v| v == n), "{n} not in {vouched:?}");
+        }
+        assert_eq!(trap_calls(), 0);
+    }
+
+    #[pg_test]
+    fn the_judge_never_plans_another_roles_code() {
+        fixture();
+        // Each statement, as the analyst: the judge refuses it before any EXPLAIN.
+        refused_as_untrusted(
+            "SELECT avg_salary FROM atk.average_salary",
+            "function atk.leak() (owner grid_r_mallory)",
+        );
+        refused_as_untrusted(
+            "SELECT avg_salary FROM public.grid_r_wrap",
+            "view atk.average_salary",
+        );
+        refused_as_untrusted(
+            "SELECT k FROM atk.rtb",
+            "function atk.probe() (owner grid_r_mallory)",
+        );
+        refused_as_untrusted(
+            "INSERT INTO public.grid_r_log (id) VALUES (1)",
+            "function atk.on_write()",
+        );
+        refused_as_untrusted(
+            "INSERT INTO public.grid_r_typed (d) VALUES (1)",
+            "type atk.fine_int (owner grid_r_mallory)",
+        );
+        // Nested deeper than the snapshot looks: a subquery, a CTE.
+        refused_as_untrusted(
+            "SELECT id FROM grid_r_t WHERE id IN (SELECT k FROM atk.rtb)",
+            "atk.probe()",
+        );
+        refused_as_untrusted(
+            "WITH a AS (SELECT avg_salary FROM atk.average_salary) SELECT * FROM a",
+            "atk.leak()",
+        );
+        assert_eq!(trap_calls(), 0, "the judge ran mallory's code");
+        assert_eq!(judged("SELECT id FROM grid_r_t"), Verdict::Pass);
+        // The trap is live: the analyst's own EXPLAIN, without the check, runs it.
+        run("SET ROLE grid_r_analyst");
+        run("EXPLAIN SELECT avg_salary FROM atk.average_salary");
+        run("RESET ROLE");
+        assert!(
+            trap_calls() > 0,
+            "the trap never fired: the test proves nothing"
+        );
+    }
+
+    #[pg_test]
+    fn a_built_in_name_never_binds_another_roles_overload() {
+        fixture();
+        run("SET ROLE grid_r_analyst");
+        assert_eq!(ask("round the ids"), "SELECT round(id) FROM grid_r_t");
+        run("RESET ROLE");
+        // round(integer) is an exact match where pg_catalog.round(numeric) needs a cast:
+        // mallory's overload would win for the same text.
+        run("SET ROLE grid_r_mallory");
+        run(
+            "CREATE FUNCTION public.round(integer) RETURNS integer LANGUAGE plpgsql
+                 AS $$ BEGIN PERFORM pg_catalog.nextval('public.grid_r_trap'); RETURN 0; END $$",
+        );
+        run("RESET ROLE");
+        run("SET ROLE grid_r_analyst");
+        let m = assert_refused("SELECT grid.ask('round the ids, again')", "42501");
+        assert!(m.contains("untrusted code"), "{m}");
+        assert_refused(
+            "SELECT * FROM grid.run('round the ids, once more')",
+            "42501",
+        );
+        run("RESET ROLE");
+        // Unjudged, the text comes back, and grid.run still checks before it runs.
+        run("SET grid.judge = off");
+        run("SET ROLE grid_r_analyst");
+        assert_eq!(
+            ask("round the ids, unjudged"),
+            "SELECT round(id) FROM grid_r_t"
+        );
+        let m = assert_refused("SELECT * FROM grid.run('round the ids, unjudged')", "42501");
+        assert!(m.contains("function public.round(integer)"), "{m}");
+        let rows: Option<i64> = select_one("SELECT count(*) FROM grid.run('list the ids')");
+        run("RESET ROLE");
+        run("RESET grid.judge");
+        assert_eq!(rows, Some(2));
+        assert_eq!(trap_calls(), 0, "mallory's overload ran");
+    }
+}
