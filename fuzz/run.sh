@@ -5,7 +5,8 @@
 #   bash fuzz/run.sh [--seconds N] [--targets a,b,...] [--corpus DIR]
 #
 # --seconds   time per target (default 30: the CI run; the recorded long run uses 1800)
-# --targets   default: lexer_parser,mask_oracle,audit_verify,endpoint_reply,reserve_completion;
+# --targets   default: lexer_parser,mask_oracle,audit_verify,endpoint_reply,reserve_completion,
+#             returned_text;
 #             pg_parse (the language against PostgreSQL's parser) builds libpg_query and is
 #             asked for by name (the CI run leaves it out; `cargo test -p grid-pgref` covers
 #             it there)
@@ -24,7 +25,7 @@ cd "$GRID_ROOT/fuzz"
 
 CARGO_FUZZ_VERSION=0.13.2
 seconds=30
-targets=lexer_parser,mask_oracle,audit_verify,endpoint_reply,reserve_completion
+targets=lexer_parser,mask_oracle,audit_verify,endpoint_reply,reserve_completion,returned_text
 corpus_root=corpus
 while [ $# -gt 0 ]; do
     case $1 in

@@ -65,6 +65,11 @@ TOK RBRACKET \]
 # - Neither holds a control character but tab and line feed: a carriage return, an
 #   escape or a backspace in a literal can make the text look like another statement on
 #   a terminal or in the audit.
+# - In generated SQL (the extension's dialect, Shape::GENERATED in dialect.rs) every
+#   lexeme is also valid UTF-8 without a C1 control, a format character (U+200B, U+202E,
+#   ...) or a line or paragraph separator (crates/grid-core/src/text.rs, HIDDEN), and a
+#   quoted name holds no control byte at all: these classes stay over bytes, which that
+#   rule narrows. The full dialect, which reads what people wrote, takes them.
 # - The refused ones are lexemes of their own (STRING_UNSAFE, ESTRING_UNSAFE below), not
 #   bytes where the scanner stops: a literal is scanned to its closing quote either way.
 TOK STRING '(?:[^'\\\x00-\x08\x0b-\x1f\x7f]|'')*'
@@ -241,6 +246,10 @@ NEVER MERGED_OPERATOR (?:\|\||\^|%|!=)[+\-]+
 # stops inside a literal, and refused.
 NEVER STRING_UNSAFE '(?:[^']|'')*[\\\x00-\x08\x0b-\x1f\x7f](?:[^']|'')*'
 NEVER ESTRING_UNSAFE [eE]'(?:[^'\\]|\\(?s:.)|'')*(?:\\'|\\[\x00-\x08\x0b-\x1f\x7f]|[\x00-\x08\x0b-\x1f\x7f])(?:[^'\\]|\\(?s:.)|'')*'
+# A quoted name with a control byte, which generated SQL's names never hold (Shape::GENERATED
+# in dialect.rs; the full dialect's names take any byte but the quote, as PostgreSQL's):
+# scanned whole and refused, so that the scanner never stops inside a quoted name.
+NEVER QUOTED_UNSAFE "(?:[^"]|"")*[\x00-\x1f\x7f](?:[^"]|"")*"
 # A number followed by a letter after its dot (`1.x`, `1.e`): PostgreSQL 16 refuses it
 # ("trailing junk after numeric literal"), 15 reads `1.` and the label `x`.
 # (Without the dot, `1x` is already refused: a lexeme never ends between two word

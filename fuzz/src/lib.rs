@@ -11,5 +11,6 @@ pub mod mask_oracle;
 #[cfg(feature = "pg")]
 pub mod pg_parse;
 pub mod reserve_completion;
+pub mod returned_text;
 #[cfg(test)]
 mod seeds;

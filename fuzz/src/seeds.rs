@@ -91,6 +91,17 @@ pub fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             b"SELECT\" \x85\x85\x85\xf1\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff|\x85\x85\x85\x85\x85\x85\x85\xe2_{\x04\0\0(millions)\"\"  *{ \x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x850\xae\x85\x84\x85\x85\x85\x85\x8a-joinUNION \xad\xba\xdf\x96lions)\"\"  *{ \x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x85\x850N SE-x\n",
         ),
     ));
+    // returned_text, last so that the seeds above keep their file names: into a quoted
+    // name and a literal, then the characters above ASCII the mask admits.
+    for lang in 0..2u8 {
+        out.push(("returned_text", vec![lang, 60]));
+        out.push(("returned_text", with(&[lang, 60, 0, 5, 0x80], &[0x81; 12])));
+        out.push((
+            "returned_text",
+            with(&[lang, 30], &[0x90, 3, 0x85, 7, 0xa0, 0xff]),
+        ));
+        out.push(("returned_text", with(&[lang, 200], &[0x11; 40])));
+    }
     out
 }
 
@@ -116,6 +127,7 @@ fn seeds_pass_their_targets() {
             "audit_verify" => crate::audit_verify::run(&seed),
             "endpoint_reply" => crate::endpoint_reply::run(&seed),
             "reserve_completion" => crate::reserve_completion::run(&seed),
+            "returned_text" => crate::returned_text::run(&seed),
             #[cfg(feature = "pg")]
             "pg_parse" => crate::pg_parse::run(&seed),
             #[cfg(not(feature = "pg"))]

@@ -178,11 +178,15 @@ impl Attempted {
         let a_deadline = a.job.deadline;
         let a_gone = a.job.cancelled();
         let timeout_ms = a.job.ask.settings.timeout_ms;
+        let unconstrained = a.job.ask.settings.ablation.unconstrained;
         let mut done = a.failed(Failure::internal(""));
-        let sql = String::from_utf8_lossy(&o.text).into_owned();
+        // Strictly: the statement returned is the bytes the mask admitted, never a
+        // replacement character in place of a byte the checks saw.
+        let text = grid_core::text::statement_text(&o.text);
+        let sql = text.as_ref().ok().cloned();
         let mut seal = seal;
         if let Some(s) = seal.as_mut() {
-            s.meta.sql_digest = Some(text_digest(&sql));
+            s.meta.sql_digest = sql.as_deref().map(text_digest);
         }
         done.seal = seal;
         done.steps = steps;
@@ -239,10 +243,23 @@ impl Attempted {
                     .map_or("unknown".to_string(), ToString::to_string)
             ))),
         };
-        if done.failure.is_none() {
-            done.violations = checker::check(&sql, &done.compiled.snapshot);
+        if let (None, Err(e)) = (&done.failure, &text) {
+            // Without a mask the model may write anything: its text is refused. Under a
+            // mask this cannot happen (the generated dialect admits no such byte).
+            done.failure = Some(match unconstrained {
+                true => Failure::new(
+                    FailureKind::Refused,
+                    format!("the model's output is not a statement PostgreSQL may be shown: {e}"),
+                ),
+                false => Failure::internal(format!(
+                    "the mask admitted an output that is not a statement's text: {e}"
+                )),
+            });
         }
-        done.sql = Some(sql);
+        if let (None, Some(sql)) = (&done.failure, &sql) {
+            done.violations = checker::check(sql, &done.compiled.snapshot);
+        }
+        done.sql = sql;
         done
     }
 

@@ -252,8 +252,8 @@ pub fn attach_descriptions(
 }
 
 /// A relation of the snapshot that the model is not offered, and why. Every relation of a
-/// format 1 snapshot can be named (off the search path, qualified), so none is omitted
-/// today; the type stays for the engine's callers and for any reason a later format brings.
+/// format 1 snapshot can be named (off the search path, qualified); one is omitted when
+/// the name the model would write is not one to show ([`shows_name`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Omitted {
     pub schema: String,
@@ -270,6 +270,20 @@ pub struct Offered<'a> {
     /// earlier on it).
     pub qualified: bool,
 }
+
+/// Whether a stored name may reach the prompt and the lexicon: it holds no character that
+/// hides what text does ([`crate::text::is_unsafe_name`]: a control, format or separator
+/// character, which the generated dialect could not spell anyway) and spells no model
+/// control token (`<|im_end|>` in a prompt ends the turn, or fails the whole request).
+/// Such a name is left out rather than escaped: escaped, it would no longer be the name
+/// the model must write; and it is no name a schema needs.
+pub fn shows_name(name: &str) -> bool {
+    !crate::text::is_unsafe_name(name)
+}
+
+/// Why a relation whose name [`shows_name`] refuses is omitted.
+const UNSHOWN_NAME: &str =
+    "its name holds a control or format character, or spells a model control token";
 
 impl Offered<'_> {
     /// How the lexicon and policy lists name it: `name`, or `schema.name` when qualified.
@@ -432,7 +446,18 @@ impl CatalogSnapshot {
             relation: r,
             qualified: true,
         }));
-        (shown, Vec::new())
+        let (shown, unshown): (Vec<Offered<'_>>, Vec<Offered<'_>>) = shown
+            .into_iter()
+            .partition(|o| shows_name(&o.relation.name) && o.qualifier().is_none_or(shows_name));
+        let omitted = unshown
+            .into_iter()
+            .map(|o| Omitted {
+                schema: o.relation.schema.clone(),
+                name: o.relation.name.clone(),
+                reason: UNSHOWN_NAME.to_string(),
+            })
+            .collect();
+        (shown, omitted)
     }
 
     /// The visible relations and the columns the role may touch, with keys among them. A
@@ -444,7 +469,12 @@ impl CatalogSnapshot {
             .enumerate()
             .map(|(i, o)| ((o.relation.schema.as_str(), o.relation.name.as_str()), i))
             .collect();
-        let position = |r: &Relation, c: &str| r.columns.iter().position(|x| x.name == c);
+        let position = |r: &Relation, c: &str| {
+            r.columns
+                .iter()
+                .filter(|x| shows_name(&x.name))
+                .position(|x| x.name == c)
+        };
         let tables = shown
             .iter()
             .map(|o| {
@@ -468,6 +498,7 @@ impl CatalogSnapshot {
                     columns: r
                         .columns
                         .iter()
+                        .filter(|c| shows_name(&c.name))
                         .map(|c| Column {
                             name: c.name.clone(),
                             ty: c.ty.clone(),

@@ -103,7 +103,17 @@ fn adjective(v: Verb) -> &'static str {
 }
 
 impl fmt::Display for Violation {
+    /// On one line, escaped ([`crate::message::one_line`]): a violation quotes names and
+    /// parts of a statement the model wrote, into refusals and repair prompts.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut text = String::new();
+        self.write_raw(&mut text)?;
+        f.write_str(&crate::message::one_line(&text))
+    }
+}
+
+impl Violation {
+    fn write_raw(&self, f: &mut impl fmt::Write) -> fmt::Result {
         let role = &self.role;
         match &self.kind {
             ViolationKind::Unparsable { message } => {

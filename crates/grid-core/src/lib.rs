@@ -10,6 +10,8 @@
 //! **Build**: from a dialect, a role and a schema to a compiled language.
 //! - `error`: errors of the build steps.
 //! - `termset`: fixed-width sets of terminal ids.
+//! - [`text`]: characters that hide what text does; the statement's text, strictly
+//!   decoded; prompt text, escaped.
 //! - [`schema`]: relations and columns, by the names PostgreSQL stores.
 //! - [`policy`]: what a role may write and which clauses it may not use.
 //! - `lexer`: the scanner's automata and PostgreSQL's word bytes.
@@ -66,6 +68,7 @@ pub mod schema;
 pub mod scope;
 pub mod statement;
 pub(crate) mod termset;
+pub mod text;
 pub mod trie;
 
 pub use error::{GridError, Result};

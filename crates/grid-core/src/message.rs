@@ -23,6 +23,27 @@ pub fn ascii(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` on one line that shows what it says: a line feed, a tab and every character
+/// that hides what text does ([`crate::text::is_hidden`]: a carriage return, an escape, C1,
+/// format and separator characters) written as `<U+XXXX>`, other characters kept. For a
+/// message that quotes names or a statement's parts: a name holding `\n-- Note: ...` would
+/// otherwise start a line of its own in a log, a terminal or a repair prompt.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    let escaped = |c: char| c == '\n' || c == '\t' || crate::text::is_hidden(c);
+    if !text.chars().any(escaped) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if escaped(c) {
+            out.push_str(&format!("<U+{:04X}>", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// [`ascii`] of the first `max` bytes of `text` (cut at a character boundary), with
 /// `...` when it was cut.
 pub fn ascii_snippet(text: &str, max: usize) -> String {
@@ -51,5 +72,18 @@ mod tests {
         for s in ["x\u{e9}y", "\u{7f}", "a\tb\nc"] {
             assert!(ascii(s).is_ascii());
         }
+        assert_eq!(
+            ascii("\r\x1b[2K\u{85}\u{202e}\u{200b}\u{2028}"),
+            "<U+000D><U+001B>[2K<U+0085><U+202E><U+200B><U+2028>"
+        );
+    }
+
+    #[test]
+    fn one_line_messages() {
+        assert!(matches!(one_line("caf\u{e9}"), Cow::Borrowed(_)));
+        assert_eq!(
+            one_line("\"nl\n-- Note\"\t\r\x1b\u{85}\u{202e}\u{e9}"),
+            "\"nl<U+000A>-- Note\"<U+0009><U+000D><U+001B><U+0085><U+202E>\u{e9}"
+        );
     }
 }

@@ -9,9 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::catalog::{CatalogSnapshot, Offered, Relation, RelationKind};
+use crate::catalog::{shows_name, CatalogSnapshot, Offered, Relation, RelationKind};
 use crate::lexicon::written;
 use crate::policy::Verb;
+use crate::text::prompt_text;
 
 /// Longest question accepted, in bytes.
 pub const MAX_QUESTION_BYTES: usize = 8 * 1024;
@@ -123,20 +124,30 @@ pub fn written_names<'a>(offered: &[Offered<'a>], is_reserved: &dyn Fn(&str) -> 
         .collect()
 }
 
-/// Comment text on one line.
+/// Free text (a comment, a description, a reason, a statement quoted back) on one line,
+/// escaped: a line break would start a line of its own, which could pass for a trusted
+/// comment; a control or format character or a control token's spelling is written so
+/// that it shows and ends no turn ([`prompt_text`]).
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    prompt_text(&s.split_whitespace().collect::<Vec<_>>().join(" "), true)
 }
 
-/// Values as the SQL string literals the model would write for them. A line break would
-/// end the `--` note they stand in; [`crate::catalog::ValueHint`] holds none, and a
-/// snapshot from elsewhere gets spaces.
+/// Values as the SQL string literals the model would write for them, escaped as
+/// [`one_line`] escapes (a line break would end the `--` note they stand in; a value
+/// holding a hidden character is one the model could not write anyway).
 fn literals(values: &[String]) -> String {
     let quoted: Vec<String> = values
         .iter()
-        .map(|v| format!("'{}'", v.replace('\'', "''").replace(char::is_control, " ")))
+        .map(|v| format!("'{}'", prompt_text(&v.replace('\'', "''"), true)))
         .collect();
     quoted.join(", ")
+}
+
+/// The question as the prompt shows it: its own lines kept (they are the asker's, whom its
+/// own prompt trusts), a carriage return read as a line break, escaped otherwise as
+/// [`prompt_text`] escapes.
+fn question_text(q: &str) -> String {
+    prompt_text(&q.replace("\r\n", "\n").replace('\r', "\n"), false)
 }
 
 /// One relation as compact DDL, named as `shown` writes it. `shown` is the relations in the
@@ -167,7 +178,8 @@ pub fn relation_ddl(r: &Relation, shown: &Shown<'_>, is_reserved: &dyn Fn(&str) 
     let name = name_of(&r.schema, &r.name).unwrap_or_else(|| spell(&r.name, is_reserved));
     s.push_str(&format!("CREATE {keyword} {name} (\n"));
     let mut lines: Vec<(String, Option<String>)> = Vec::new();
-    for c in &r.columns {
+    // A column whose name is not shown is in no lexicon either (the catalog's schema).
+    for c in r.columns.iter().filter(|c| shows_name(&c.name)) {
         let mut line = format!("  {} {}", spell(&c.name, is_reserved), c.ty);
         if c.not_null {
             line.push_str(" NOT NULL");
@@ -176,7 +188,7 @@ pub fn relation_ddl(r: &Relation, shown: &Shown<'_>, is_reserved: &dyn Fn(&str) 
             line.push_str(" PRIMARY KEY");
         }
         for fk in &r.foreign_keys {
-            if fk.columns.len() != 1 || fk.columns[0] != c.name {
+            if fk.columns.len() != 1 || fk.columns[0] != c.name || !shows_name(&fk.ref_columns[0]) {
                 continue;
             }
             if let Some(target) = name_of(&fk.ref_schema, &fk.ref_table) {
@@ -200,7 +212,7 @@ pub fn relation_ddl(r: &Relation, shown: &Shown<'_>, is_reserved: &dyn Fn(&str) 
         }
         lines.push((line, note));
     }
-    let in_list = |cols: &[String]| cols.iter().all(|c| r.column(c).is_some());
+    let in_list = |cols: &[String]| cols.iter().all(|c| r.column(c).is_some() && shows_name(c));
     if r.primary_key.len() > 1 && in_list(&r.primary_key) {
         let cols: Vec<String> = r
             .primary_key
@@ -211,7 +223,11 @@ pub fn relation_ddl(r: &Relation, shown: &Shown<'_>, is_reserved: &dyn Fn(&str) 
     }
     for fk in &r.foreign_keys {
         let target = name_of(&fk.ref_schema, &fk.ref_table);
-        if let (true, Some(target)) = (fk.columns.len() > 1 && in_list(&fk.columns), target) {
+        let refs_shown = fk.ref_columns.iter().all(|c| shows_name(c));
+        if let (true, Some(target)) = (
+            fk.columns.len() > 1 && in_list(&fk.columns) && refs_shown,
+            target,
+        ) {
             let cols: Vec<String> = fk.columns.iter().map(|c| spell(c, is_reserved)).collect();
             let refs: Vec<String> = fk
                 .ref_columns
@@ -432,7 +448,7 @@ fn examples_text(examples: &[Example]) -> String {
         s.push_str(&format!(
             "-- Example:\n{}\n-- SQL:\n{}\n",
             one_line(&e.question),
-            e.sql.trim()
+            prompt_text(e.sql.trim(), false)
         ));
     }
     s.push('\n');
@@ -449,9 +465,10 @@ fn schema_and_question(
 ) -> String {
     format!(
         "-- PostgreSQL tables visible to role {role}\n{ddl}\n{examples}-- Question:\n{q}\n",
-        role = snapshot.role,
+        role = one_line(&snapshot.role),
         ddl = schema_ddl(snapshot, q, budget, is_reserved),
         examples = examples_text(examples),
+        q = question_text(q),
     )
 }
 

@@ -182,7 +182,8 @@ fn byte_classes(dfa: &crate::lexer::dfa::LexDfa) -> Classes {
 
 /// From state `q`, the classes that all keep going to one state that `ok` takes, step after
 /// step, and for how many steps (at most `max`; `max` when the run has no end): each step
-/// keeps those of the classes so far that go where most of their bytes go.
+/// keeps those of the classes so far that go where most of their bytes go, of the states `ok`
+/// takes.
 fn narrow(
     dfa: &crate::lexer::dfa::LexDfa,
     mut q: u32,
@@ -193,7 +194,9 @@ fn narrow(
     let mut len = 0;
     let mut tally: SmallVec<[(u32, u32); 16]> = SmallVec::new();
     while len < max {
-        // The state most bytes of the run lead to.
+        // The live state most bytes of the run lead to: in text that must stay valid UTF-8
+        // most bytes kill a lexeme at a character's start (every continuation byte), and
+        // the run is the bytes that do not.
         tally.clear();
         for &(_, b, n) in &classes {
             let to = dfa.next(q, b);
@@ -204,13 +207,11 @@ fn narrow(
         }
         let Some(&(to, _)) = tally
             .iter()
+            .filter(|&&(s, _)| ok(s))
             .max_by_key(|&&(s, n)| (n, std::cmp::Reverse(s)))
         else {
             break;
         };
-        if !ok(to) {
-            break;
-        }
         let before = classes.len();
         classes.retain(|&mut (_, b, _)| dfa.next(q, b) == to);
         let fixed = to == q && classes.len() == before;

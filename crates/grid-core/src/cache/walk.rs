@@ -80,8 +80,11 @@ const TAIL_MIN_NODES: usize = 64;
 const TAIL_MEMO_MAX_IDS: usize = 1 << 22;
 
 /// An absorbing run is taken as a block only when at least this many byte values are in
-/// it: a small set spells few tokens, and each set costs a pass over the trie once.
-const RUN_MIN_BYTES: u32 = 128;
+/// it: a small set spells few tokens, and each set costs a pass over the trie once. Where
+/// the dialect keeps text to valid UTF-8, a run is ASCII only (a byte above it may begin a
+/// character the run cannot finish): a word's 64 bytes, a literal's or a quoted name's 95
+/// to 97, which still spell most of a vocabulary.
+const RUN_MIN_BYTES: u32 = 64;
 
 /// What a walk needs besides the trie: the language, the start state and `A`.
 #[derive(Clone, Copy)]

@@ -897,7 +897,9 @@ impl<'v> Decoder<'v> {
     ) -> Result<(), WriteError> {
         let mut meta = g.spec.meta.clone();
         if stop.ends_with_eos() {
-            meta.sql_digest = Some(text_digest(&String::from_utf8_lossy(&g.text)));
+            // The digest of the statement returned, which is decoded strictly: bytes that
+            // are not its text have none.
+            meta.sql_digest = std::str::from_utf8(&g.text).ok().map(text_digest);
         }
         audit.seal(
             g.spec.id,

@@ -28,6 +28,41 @@ pub const UNQUOTED_IDENT: &str = r"[A-Za-z_\x80-\xFF][A-Za-z0-9_$\x80-\xFF]{0,62
 pub const ASCII_IDENT: &str = r"[A-Za-z_][A-Za-z0-9_$]{0,62}";
 /// A double-quoted identifier, `""` standing for `"`: at most 63 bytes of name.
 pub const QUOTED_IDENT: &str = r#""(?:[^"]|""){1,63}""#;
+/// A double-quoted identifier of generated SQL: no control byte, not even a tab or a line
+/// feed (a name is one line of a listing). Over bytes, so that `{1,63}` counts bytes; the
+/// generated text ([`Shape::GENERATED`]) makes them whole characters.
+pub const SAFE_QUOTED_IDENT: &str = r#""(?:[^"\x00-\x1f\x7f]|""){1,63}""#;
+
+/// How a dialect spells what its grammar leaves to [`Dialect::load_with`]: identifiers, and
+/// which text any lexeme may be.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape<'a> {
+    pub unquoted_ident: &'a str,
+    pub quoted_ident: &'a str,
+    /// With it, no lexeme holds these characters, and every lexeme is valid UTF-8
+    /// ([`crate::text::generated_text_pattern`], [`LexDfa::build_with`]).
+    pub hidden: Option<&'a [(char, char)]>,
+}
+
+impl Shape<'static> {
+    /// PostgreSQL's own: the full dialect reads text people wrote (Spider, the grammar's
+    /// examples) as PostgreSQL does, names of any bytes included; nothing is generated in
+    /// it, and a curated example reaches a prompt only if the generated dialect admits it.
+    pub const POSTGRES: Shape<'static> = Shape {
+        unquoted_ident: UNQUOTED_IDENT,
+        quoted_ident: QUOTED_IDENT,
+        hidden: None,
+    };
+    /// Generated SQL's: ASCII unquoted names, and text that shows what it does: no
+    /// control, format or separator character in a name or a literal, and only bytes that
+    /// can still end a valid UTF-8 character (a byte the mask admitted could otherwise
+    /// come back as U+FFFD).
+    pub const GENERATED: Shape<'static> = Shape {
+        unquoted_ident: ASCII_IDENT,
+        quoted_ident: SAFE_QUOTED_IDENT,
+        hidden: Some(crate::text::HIDDEN),
+    };
+}
 
 /// The L1 grammar source shipped with the crate.
 pub const POSTGRES_Y: &str = include_str!("../../../../grammars/postgres.y");
@@ -110,7 +145,7 @@ impl Dialect {
     /// lexes them, so `1--1` is refused rather than read as `1 - -1`, which PostgreSQL
     /// would read as `1` and a comment.
     pub fn postgres_without_comments() -> Result<Dialect> {
-        let mut d = Dialect::load_with(POSTGRES_Y, POSTGRES_LEX, ASCII_IDENT)?;
+        let mut d = Dialect::load_with(POSTGRES_Y, POSTGRES_LEX, Shape::GENERATED)?;
         for name in ["LINE_COMMENT", "BLOCK_COMMENT"] {
             let t = d
                 .terms
@@ -130,11 +165,17 @@ impl Dialect {
     }
 
     pub fn load(y_src: &str, lex_src: &str) -> Result<Dialect> {
-        Dialect::load_with(y_src, lex_src, UNQUOTED_IDENT)
+        Dialect::load_with(y_src, lex_src, Shape::POSTGRES)
     }
 
-    /// [`Dialect::load`] with `unquoted_ident` as the shape of an unquoted identifier.
-    pub fn load_with(y_src: &str, lex_src: &str, unquoted_ident: &str) -> Result<Dialect> {
+    /// [`Dialect::load`] with `shape`'s identifiers and text.
+    pub fn load_with(y_src: &str, lex_src: &str, shape: Shape<'_>) -> Result<Dialect> {
+        let Shape {
+            unquoted_ident,
+            quoted_ident,
+            hidden,
+        } = shape;
+        let text = hidden.map(crate::text::generated_text_pattern);
         let expanded = template::expand(y_src)?;
         let cfg = Cfg::from_yacc(&expanded)?;
         let useless = cfg.useless_symbols()?;
@@ -156,22 +197,32 @@ impl Dialect {
                 // (the word trie holds the pairs that exist, so no schema × table
                 // product is ever spelled).
                 Some(TermKind::Ident(IdentCategory::Lexicon(k))) if k.is_relation() => {
-                    let part = format!("(?:{unquoted_ident}|{QUOTED_IDENT})");
+                    let part = format!("(?:{unquoted_ident}|{quoted_ident})");
                     format!("{part}(?:\\.{part})?")
                 }
-                Some(TermKind::Ident(_)) => format!("(?:{unquoted_ident}|{QUOTED_IDENT})"),
+                Some(TermKind::Ident(_)) => format!("(?:{unquoted_ident}|{quoted_ident})"),
             };
             patterns.push((id as u16, re));
         }
-        let dfa = LexDfa::build(&patterns)?;
+        let dfa = LexDfa::build_with(&patterns, text.as_deref())?;
         check_skip_is_disjoint(&dfa, &terms)?;
         let mut h = Blake2b::<U16>::new();
         h.update(expanded.as_bytes());
         h.update([0]);
         h.update(lex_src.as_bytes());
+        // PostgreSQL's shape hashes as nothing, so that its fingerprint stays what it was;
+        // each other part is tagged, so that no two shapes hash alike.
         if unquoted_ident != UNQUOTED_IDENT {
             h.update([0]);
             h.update(unquoted_ident.as_bytes());
+        }
+        if quoted_ident != QUOTED_IDENT {
+            h.update(b"\0quoted\0");
+            h.update(quoted_ident.as_bytes());
+        }
+        if let Some(t) = &text {
+            h.update(b"\0text\0");
+            h.update(t.as_bytes());
         }
         Ok(Dialect {
             spec,

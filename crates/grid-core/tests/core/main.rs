@@ -13,6 +13,7 @@ mod checker_spider;
 mod decode;
 mod dynamic;
 mod grammar;
+mod hidden;
 mod masks;
 mod mini;
 mod modules;

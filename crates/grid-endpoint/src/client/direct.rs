@@ -277,9 +277,17 @@ impl DirectClient {
                  the served model's?"
             )));
         }
-        let text = text.unwrap_or_else(|| {
-            String::from_utf8_lossy(&self.vocab.decode(&tokens.tokens)).into_owned()
-        });
+        // Strictly: the prompt archived and sealed is the text of the ids the model is
+        // shown, never a replacement character in place of their bytes.
+        let text = match text {
+            Some(t) => t,
+            None => String::from_utf8(self.vocab.decode(&tokens.tokens)).map_err(|e| {
+                ClientError::malformed(format!(
+                    "{TOKENIZE_PATH} reply: the ids do not spell UTF-8 text (from byte {})",
+                    e.utf8_error().valid_up_to()
+                ))
+            })?,
+        };
         Ok(RenderedPrompt {
             tokens: tokens.tokens,
             text,

@@ -182,6 +182,7 @@ impl TokenMap {
         });
         match map.get(bytes) {
             Some(Some(id)) => Ok(*id),
+            // Lossy for the message only: the token is refused, never part of a statement.
             _ => Err(ClientError::UnmappableToken {
                 token: String::from_utf8_lossy(bytes).into_owned(),
             }),
