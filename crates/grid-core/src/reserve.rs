@@ -62,6 +62,12 @@ const SUFFIXES_PER_TERMINAL: usize = 4;
 /// Bytes a completion's lexemes are spelled with: printable ASCII but space.
 const SPELLING_BYTES: std::ops::RangeInclusive<u8> = 0x21..=0x7e;
 
+/// The bytes of UTF-8 beyond ASCII, tried after every ASCII byte: the generated dialect's
+/// text stays valid UTF-8, so a lexeme in progress that stops inside a character (`"` and
+/// the first byte of `名`) ends only through continuation bytes, and a name of the lexicon
+/// spelled in other characters only through its own.
+const UTF8_BYTES: std::ops::RangeInclusive<u8> = 0x80..=0xf4;
+
 /// Spells byte strings in the fewest vocabulary tokens (special tokens excluded).
 #[derive(Debug, Clone)]
 pub struct Speller {
@@ -376,7 +382,34 @@ impl ReserveTable {
         }
         let lang = session.lang;
         let wanted = self.skip.union(&session.allowed(cfg));
-        for (t, suffix) in shortest_suffixes(lang, cfg.scan.q, cfg.scan.w, &wanted) {
+        // ASCII first; the bytes of other characters only where no ASCII suffix finishes
+        // the lexeme (one stopped inside a character, or a name spelled in others), which
+        // keeps every other step's search as small as it was.
+        for utf8 in [false, true] {
+            self.suffix_finishes(session, memo, cfg, speller, &wanted, utf8, &mut out);
+            if out.iter().any(|f| f.cost != UNREACHABLE) {
+                break;
+            }
+        }
+        self.dynamic_finishes(session, memo, cfg, speller, &mut out);
+        out
+    }
+
+    /// The finishes of the lexeme in progress through a suffix of the scanner's (see
+    /// [`shortest_suffixes`]), bytes of other characters tried with `utf8`.
+    #[allow(clippy::too_many_arguments)]
+    fn suffix_finishes(
+        &self,
+        session: &mut Session<'_>,
+        memo: &mut ReserveMemo,
+        cfg: &Config,
+        speller: &Speller,
+        wanted: &TermSet,
+        utf8: bool,
+        out: &mut Vec<Finish>,
+    ) {
+        let lang = session.lang;
+        for (t, suffix) in shortest_suffixes(lang, cfg.scan.q, cfg.scan.w, wanted, utf8) {
             let suffix_cost = if suffix.is_empty() {
                 0
             } else {
@@ -402,8 +435,6 @@ impl ReserveTable {
                 });
             }
         }
-        self.dynamic_finishes(session, memo, cfg, speller, &mut out);
-        out
     }
 
     /// The finishes of the lexeme in progress as a name a dynamic terminal takes on one of
@@ -569,17 +600,21 @@ impl ReserveTable {
 }
 
 /// The two byte orders the searches try: lower case first, then upper case first. Keywords
-/// match either case, and vocabularies usually spell one of them in fewer tokens.
-fn byte_orders() -> [Vec<u8>; 2] {
+/// match either case, and vocabularies usually spell one of them in fewer tokens. With
+/// `utf8`, the bytes of other characters after all of ASCII.
+fn byte_orders(utf8: bool) -> [Vec<u8>; 2] {
+    let other = || UTF8_BYTES.filter(move |_| utf8);
     let lower: Vec<u8> = (b'a'..=b'z')
         .chain(b'0'..=b'9')
         .chain(SPELLING_BYTES.filter(|b| !b.is_ascii_alphanumeric()))
         .chain(b'A'..=b'Z')
+        .chain(other())
         .collect();
     let upper: Vec<u8> = (b'A'..=b'Z')
         .chain(b'0'..=b'9')
         .chain(SPELLING_BYTES.filter(|b| !b.is_ascii_alphanumeric()))
         .chain(b'a'..=b'z')
+        .chain(other())
         .collect();
     [lower, upper]
 }
@@ -591,7 +626,7 @@ fn shortest_lexemes(lang: &Language, speller: &Speller) -> Vec<Option<Vec<u8>>> 
     let n = lang.table.n_terms;
     let mut found: Vec<Option<(Vec<u8>, u32)>> = vec![None; n];
     let start = (lang.dfa().start, WordTrie::ROOT);
-    for order in byte_orders() {
+    for order in byte_orders(false) {
         let mut count = vec![0usize; n];
         bfs(
             lang,
@@ -647,10 +682,16 @@ fn closing(lang: &Language, q: u32, w: u32, t: u16) -> Option<&'static [u8]> {
 
 /// Per terminal of `wanted`, the [`SUFFIXES_PER_TERMINAL`] shortest suffixes (per byte order) that ends the lexeme in
 /// progress at `(q, w)` as that terminal, closing included.
-fn shortest_suffixes(lang: &Language, q: u32, w: u32, wanted: &TermSet) -> Vec<(u16, Vec<u8>)> {
+fn shortest_suffixes(
+    lang: &Language,
+    q: u32,
+    w: u32,
+    wanted: &TermSet,
+    utf8: bool,
+) -> Vec<(u16, Vec<u8>)> {
     let mut out: Vec<(u16, Vec<u8>)> = Vec::new();
     let remaining = wanted.iter().count();
-    for order in byte_orders() {
+    for order in byte_orders(utf8) {
         let mut count: FxHashMap<u16, usize> = FxHashMap::default();
         let mut full = 0;
         bfs(

@@ -398,3 +398,54 @@ fn hostile_names_reach_neither_the_lexicon_nor_the_prompt() {
     assert_eq!(tainted(&text), None, "{text}");
     assert!(!text.lines().any(|l| l.starts_with("-- Note")), "{text}");
 }
+
+/// A statement that names a column in other characters, or writes them in an alias or a
+/// literal, has a completion at every byte, also between the bytes of one character: the
+/// decoder rewinds a token whose configuration has none (the reserve), so without one the
+/// model could never write such a name.
+#[test]
+fn names_in_other_characters_have_a_completion_at_every_byte() {
+    use grid_core::reserve::{ReserveMemo, ReserveTable, Speller, UNREACHABLE};
+    let dialect = Arc::new(Dialect::postgres_without_comments().expect("generated dialect"));
+    let schema = Schema {
+        db_id: "hr".into(),
+        tables: vec![
+            Table::with_columns("employees", &["id", "name"]),
+            Table::with_columns("notes", &["\u{540d}\u{524d}"]),
+            Table::with_columns("\u{8868}", &["\u{540d}\u{524d}", "\u{e9}t\u{e9}"]),
+        ],
+    };
+    let policy = Policy::default();
+    let reserved = |w: &str| dialect.is_reserved(w);
+    let lx = Lexicon::from_schema(&schema, &policy, &reserved).expect("lexicon");
+    let lang = Language::build(dialect.clone(), &policy, &lx).expect("language");
+    let v = vocab();
+    let speller = Speller::of(&v);
+    let table = ReserveTable::build(&lang, &speller);
+    let mut memo = ReserveMemo::default();
+    let mut s = Session::new(&lang);
+    for text in [
+        "SELECT \"\u{540d}\u{524d}\" FROM notes",
+        "SELECT t.\"\u{e9}t\u{e9}\" FROM \"\u{8868}\" AS t WHERE t.\"\u{540d}\u{524d}\" = 'x'",
+        "SELECT id AS \"caf\u{e9} \u{1f600}\" FROM employees",
+        "SELECT name FROM employees WHERE name = '\u{540d}'",
+    ] {
+        let mut cfg = s.start();
+        for (i, &b) in text.as_bytes().iter().enumerate() {
+            s.feed(&mut cfg, &[b])
+                .unwrap_or_else(|e| panic!("{text:?} at {i}: {e:?}"));
+            let r = table.reserve(&mut s, &mut memo, &cfg, &speller);
+            assert_ne!(r, UNREACHABLE, "{text:?}: no completion after byte {i}");
+            let done = table
+                .completion(&mut s, &mut memo, &cfg, &speller)
+                .expect("a completion");
+            let mut whole = text.as_bytes()[..=i].to_vec();
+            whole.extend_from_slice(&done);
+            assert!(
+                s.complete(&whole),
+                "{text:?} at {i}: {:?}",
+                String::from_utf8_lossy(&whole)
+            );
+        }
+    }
+}
