@@ -380,7 +380,6 @@ impl ReserveTable {
             }
             return out;
         }
-        let lang = session.lang;
         let wanted = self.skip.union(&session.allowed(cfg));
         // ASCII first; the bytes of other characters only where no ASCII suffix finishes
         // the lexeme (one stopped inside a character, or a name spelled in others), which
