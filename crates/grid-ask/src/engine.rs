@@ -18,7 +18,7 @@ use grid_endpoint::EndpointSpec;
 use crate::failure::Failure;
 use crate::flow::{Attempt, Finished, Flow, Next, Parked};
 use crate::judge::{Judge, Ruling, Verdict};
-use crate::language::Languages;
+use crate::language::{Compiled, Languages};
 use crate::models::{http_config, MockDefaults, ModelSlot, Models, VocabState};
 use crate::queue::{group_key, Entry, InLoop, Inbox, Pinned, Repair};
 use crate::record::unreached;
@@ -253,10 +253,78 @@ impl Engine {
     }
 
     fn serve_in_pool(&mut self, group: Vec<Entry>, inbox: &mut Inbox, hands: &mut Hands<'_>) {
+        // Declared before the lanes: the generations borrow their languages, and the
+        // rounds their vocabularies, from these arenas.
+        let pinned = Pinned::default();
+        let vocabs: Pinned<VocabState> = Pinned::default();
+        let mut lanes: Vec<Lane<'_>> = Vec::new();
+        self.open(group, &pinned, &vocabs, &mut lanes, inbox, hands);
+        loop {
+            // One tick of each lane in turn: every open group's decode moves.
+            for lane in lanes.iter_mut() {
+                if lane.round.runs() {
+                    lane.round.step(self, &mut lane.slot, hands);
+                }
+            }
+            self.admit_arrivals(&mut lanes, inbox, hands);
+            let mut i = 0;
+            while i < lanes.len() {
+                if lanes[i].round.runs() {
+                    i += 1;
+                    continue;
+                }
+                let lane = lanes.remove(i);
+                self.unwatch(&lane.slot);
+                if lane.round.stale() {
+                    // The server changed models: its vocabulary is fetched again at the
+                    // next ask.
+                    self.models.forget(&lane.endpoint);
+                }
+            }
+            // A group that waits gets a lane of its own while one is free; without one,
+            // the open lanes admit nothing more, so that they end and free theirs (a
+            // steady stream of one group never starves the others).
+            while lanes.len() < LANES && !pinned.is_full() {
+                let Some(group) = inbox.next_group_without(|e| takes(&lanes, e)) else {
+                    break;
+                };
+                for entry in &group {
+                    hands.in_loop.enter(entry.job().clone());
+                }
+                self.open(group, &pinned, &vocabs, &mut lanes, inbox, hands);
+            }
+            if inbox.waits_without(|e| takes(&lanes, e)) {
+                for lane in lanes.iter_mut() {
+                    lane.round.close();
+                }
+            }
+            if lanes.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// Opens a lane for `group` (its endpoint, vocabulary and model: the settings of its
+    /// first job) and admits its entries; a group whose model cannot be had is refused.
+    fn open<'l>(
+        &mut self,
+        group: Vec<Entry>,
+        pinned: &'l Pinned<Compiled>,
+        vocabs: &'l Pinned<VocabState>,
+        lanes: &mut Vec<Lane<'l>>,
+        inbox: &mut Inbox,
+        hands: &mut Hands<'_>,
+    ) {
         fail_if_asked(&group);
         let Some(first) = group.first() else { return };
         let first = first.job().clone();
-        let (endpoint, vocab, mut slot) = match self.prepare(&first) {
+        let prepared = self.prepare(&first).and_then(|(endpoint, vocab, slot)| {
+            let kept = vocabs
+                .pin(&vocab)
+                .ok_or_else(|| Failure::internal("the decode loops hold too many vocabularies"))?;
+            Ok((endpoint, vocab, kept, slot))
+        });
+        let (endpoint, vocab, kept, slot) = match prepared {
             Ok(p) => p,
             Err(f) => {
                 for entry in group {
@@ -265,29 +333,18 @@ impl Engine {
                 return;
             }
         };
-        // Declared before the round: the generations borrow their languages from it.
-        let pinned = Pinned::default();
-        let mut round = Round::new(
-            group_key(&first),
-            vocab.clone(),
-            &vocab,
-            &pinned,
-            self.cache.clone(),
-        );
-        self.watch(&slot, hands.in_loop);
+        let key = group_key(&first);
+        let mut round = Round::new(key.clone(), vocab, kept, pinned, self.cache.clone());
+        self.watch(&slot, hands.in_loop, key);
         for entry in group {
             round.admit(self, entry, hands);
         }
         inbox.give_back(round.take_held_back());
-        while round.runs() {
-            round.step(self, &mut slot, hands);
-            self.admit_arrivals(&mut round, inbox, hands);
-        }
-        self.unwatch(&slot);
-        if round.stale() {
-            // The server changed models: its vocabulary is fetched again at the next ask.
-            self.models.forget(&endpoint);
-        }
+        lanes.push(Lane {
+            round,
+            slot,
+            endpoint,
+        });
     }
 
     /// The endpoint, vocabulary and model of a group (the settings of its first job).
@@ -317,39 +374,62 @@ impl Engine {
         Ok((spec, vocab, model))
     }
 
-    /// Lets the endpoint client abandon a request once every job of the loop is gone
-    /// (the list grows as jobs are admitted and shrinks as they are answered).
-    fn watch(&mut self, slot: &ModelSlot, in_loop: &InLoop) {
+    /// Lets the endpoint client abandon a request once every job of the lane's group is
+    /// gone (the list grows as jobs are admitted and shrinks as they are answered).
+    fn watch(&mut self, slot: &ModelSlot, in_loop: &InLoop, key: String) {
         let in_loop = in_loop.clone();
         self.models
-            .set_abort(slot, Some(Arc::new(move || in_loop.all_gone())));
+            .set_abort(slot, Some(Arc::new(move || in_loop.all_gone_in(&key))));
     }
 
     fn unwatch(&mut self, slot: &ModelSlot) {
         self.models.set_abort(slot, None);
     }
 
-    /// Admits what arrived for the round's group since the last tick: new asks, and the
+    /// Admits what arrived for the lanes' groups since the last tick: new asks, and the
     /// repairs of asks whose verdict came.
-    fn admit_arrivals(&mut self, round: &mut Round<'_>, inbox: &mut Inbox, hands: &mut Hands<'_>) {
-        while round.admits() {
-            let Some(entry) = inbox.arrival(round.key()) else {
-                break;
-            };
-            hands.in_loop.enter(entry.job().clone());
-            fail_if_asked(std::slice::from_ref(&entry));
-            round.admit(self, entry, hands);
-        }
-        for entry in resolve(inbox.verdicts(), hands) {
-            if round.admits() && round.takes(&entry) {
+    fn admit_arrivals(&mut self, lanes: &mut [Lane<'_>], inbox: &mut Inbox, hands: &mut Hands<'_>) {
+        for lane in lanes.iter_mut() {
+            while lane.round.admits() {
+                let Some(entry) = inbox.arrival(|e| lane.round.takes(e)) else {
+                    break;
+                };
                 hands.in_loop.enter(entry.job().clone());
-                round.admit(self, entry, hands);
-            } else {
-                inbox.push(entry);
+                fail_if_asked(std::slice::from_ref(&entry));
+                lane.round.admit(self, entry, hands);
             }
         }
-        inbox.give_back(round.take_held_back());
+        for entry in resolve(inbox.verdicts(), hands) {
+            match lanes
+                .iter_mut()
+                .find(|l| l.round.admits() && l.round.takes(&entry))
+            {
+                Some(lane) => {
+                    hands.in_loop.enter(entry.job().clone());
+                    lane.round.admit(self, entry, hands);
+                }
+                None => inbox.push(entry),
+            }
+        }
+        for lane in lanes.iter_mut() {
+            inbox.give_back(lane.round.take_held_back());
+        }
     }
+}
+
+/// Groups decoded at once, each in a loop of its own ([`Round`]), ticked in turn.
+const LANES: usize = 4;
+
+/// An open group: its loop, the model it asks, and the endpoint behind it.
+struct Lane<'l> {
+    round: Round<'l>,
+    slot: ModelSlot,
+    endpoint: EndpointSpec,
+}
+
+/// Whether an open lane takes `entry` (its group, and for a repair its vocabulary).
+fn takes(lanes: &[Lane<'_>], entry: &Entry) -> bool {
+    lanes.iter().any(|l| l.round.takes(entry))
 }
 
 /// The verdicts that came: each parked ask answered, or its repair to run.

@@ -5,7 +5,7 @@
 //! their tries and spellers, and [`Prompter::tokens`], the one place a prompt becomes
 //! token ids.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -305,6 +305,8 @@ impl Server {
 pub struct Models {
     vocabularies: HashMap<String, Arc<VocabState>>,
     remotes: HashMap<String, Server>,
+    /// The remotes an open loop asks (their abort hook is set): never dropped to make room.
+    in_use: HashSet<String>,
     defaults: MockDefaults,
 }
 
@@ -316,6 +318,7 @@ impl Models {
         Models {
             vocabularies: HashMap::new(),
             remotes: HashMap::new(),
+            in_use: HashSet::new(),
             defaults,
         }
     }
@@ -440,7 +443,7 @@ impl Models {
                         url,
                         vocab.vocab.fingerprint(),
                         ClientConfig {
-                            http: http_config(settings, api_key),
+                            http: model_http_config(api_key),
                             ..ClientConfig::default()
                         },
                     )
@@ -469,7 +472,7 @@ impl Models {
                     server_key(settings, api_key)
                 );
                 if !self.remotes.contains_key(&key) {
-                    let client = direct_client(d, http_config(settings, api_key), &vocab.vocab)?;
+                    let client = direct_client(d, model_http_config(api_key), &vocab.vocab)?;
                     let direct = Direct::new(client, vocab.vocab.clone()).map_err(internal)?;
                     self.keep(key.clone(), Server::Direct(Box::new(direct)));
                 }
@@ -483,7 +486,8 @@ impl Models {
 
     fn keep(&mut self, key: String, server: Server) {
         if self.remotes.len() >= REMOTES_KEPT {
-            self.remotes.clear();
+            let in_use = &self.in_use;
+            self.remotes.retain(|k, _| in_use.contains(k));
         }
         self.remotes.insert(key, server);
     }
@@ -507,6 +511,12 @@ impl Models {
     /// Sets (or clears) the check that abandons a request in flight to the server behind
     /// `slot`.
     pub fn set_abort(&mut self, slot: &ModelSlot, abort: Option<Abort>) {
+        if let ModelSlot::Remote(key) = slot {
+            match abort {
+                Some(_) => self.in_use.insert(key.clone()),
+                None => self.in_use.remove(key),
+            };
+        }
         match self.server(slot) {
             Some(Server::Endpoint(r)) => r.set_abort(abort),
             Some(Server::Direct(d)) => d.set_abort(abort),
@@ -522,19 +532,22 @@ impl Models {
     }
 
     /// The server behind `spec` changed models: its vocabulary is fetched again, and
-    /// every client made anew, at the next ask.
+    /// every client no open loop asks made anew, at the next ask.
     pub fn forget(&mut self, spec: &EndpointSpec) {
         self.vocabularies.remove(&Self::vocabulary_key(spec));
-        self.remotes.clear();
+        let in_use = &self.in_use;
+        self.remotes.retain(|k, _| in_use.contains(k));
     }
 }
 
-/// What besides its address tells two clients of a server apart.
+/// What besides its address tells two clients of a server apart: what tells two groups
+/// of the queue apart ([`crate::queue::group_key`]), so that no two open loops share one
+/// client (and its abort hook).
 fn server_key(settings: &AskSettings, api_key: Option<&str>) -> String {
     format!(
         "{}\0{}\0{}",
-        settings.timeout_ms,
         settings.temperature.to_bits(),
+        settings.model.as_deref().unwrap_or(""),
         api_key.map(|k| to_hex(&text_digest(k))).unwrap_or_default()
     )
 }
@@ -625,8 +638,26 @@ fn direct_vocabulary(d: &DirectSpec, http: &HttpConfig) -> Result<Arc<Vocabulary
     Ok(vocab)
 }
 
-/// The HTTP settings of a server's client: `settings.timeout_ms` bounds every request
-/// (the whole generation has no longer), no retries (a step is not idempotent).
+/// The most `grid.timeout` may be: what bounds one request of a model's client, which the
+/// asks of a loop share whatever their own timeouts; each ask's deadline is kept by the
+/// loop (a generation past it is cancelled, a request abandoned once every ask of the loop
+/// has gone: [`Models::set_abort`]).
+const MODEL_REQUEST_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// The HTTP settings of a model's client (see [`MODEL_REQUEST_TIMEOUT`]).
+fn model_http_config(api_key: Option<&str>) -> HttpConfig {
+    HttpConfig {
+        connect_timeout: Duration::from_secs(5),
+        request_timeout: MODEL_REQUEST_TIMEOUT,
+        retries: 0,
+        api_key: api_key.and_then(ApiKey::new),
+        ..HttpConfig::default()
+    }
+}
+
+/// The HTTP settings of one ask's own requests (the vocabulary of a server it is the
+/// first to use): `settings.timeout_ms` bounds every request (the whole generation has no
+/// longer), no retries (a step is not idempotent).
 pub fn http_config(settings: &AskSettings, api_key: Option<&str>) -> HttpConfig {
     let timeout = Duration::from_millis(settings.timeout_ms.max(1));
     HttpConfig {

@@ -1,12 +1,13 @@
-//! How work reaches the pipeline's decode loop and what the loop holds on to while it
-//! runs:
+//! How work reaches the pipeline's decode loops and what the loops hold on to while they
+//! run:
 //! - [`Inbox`]: the host's inputs (asks, and the judge's verdicts), and the entries that
-//!   wait for a loop, in arrival order; a running loop takes the entries of its own group
-//!   as they come, the others wait for the loop to end;
-//! - [`InLoop`]: the jobs of the running loop not answered yet (what the endpoint
-//!   client's abort hook watches, and what a panic fails);
-//! - [`Pinned`]: the append-only arena that keeps the languages of a loop's generations
-//!   alive, and in place, until the loop ends.
+//!   wait for a loop, in arrival order; an open loop takes the entries of its own group
+//!   as they come, and an entry of a group without a loop gets one of its own beside the
+//!   others (up to the engine's lanes), so no ask waits behind another group's decode;
+//! - [`InLoop`]: the jobs of the open loops not answered yet (what the endpoint
+//!   clients' abort hooks watch, and what a panic fails);
+//! - [`Pinned`]: the append-only arena that keeps the languages of the loops' generations
+//!   alive, and in place, until the loops end.
 
 use std::cell::OnceCell;
 use std::collections::VecDeque;
@@ -21,14 +22,16 @@ use crate::flow::{Attempt, Flow};
 use crate::judge::Verdict;
 use crate::models::VocabState;
 
-/// Jobs with equal keys share one decode loop (same model, same sampling).
+/// Jobs with equal keys share one decode loop (same model, same sampling). Not the
+/// timeout: each job keeps its own deadline in a loop (a generation past it is cancelled,
+/// and a request in flight abandoned once every job of the loop has gone), so an ask with
+/// another `grid.timeout` is decoded beside the others, not after them.
 pub fn group_key(job: &Job) -> String {
     let s = &job.ask.settings;
     format!(
-        "{:?}\0{}\0{}\0{}\0{}",
+        "{:?}\0{}\0{}\0{}",
         s.endpoint,
         s.temperature.to_bits(),
-        s.timeout_ms,
         s.model.as_deref().unwrap_or(""),
         job.api_key
             .as_deref()
@@ -145,11 +148,23 @@ impl Inbox {
     /// The next loop's group: the oldest waiting entry and every waiting entry of its
     /// group, in arrival order (entries queued together share a loop).
     pub fn next_group(&mut self) -> Option<Vec<Entry>> {
-        let key = self.held.front()?.key();
-        let (group, others): (VecDeque<_>, VecDeque<_>) =
-            self.held.drain(..).partition(|e| e.key() == key);
+        self.next_group_without(|_| false)
+    }
+
+    /// [`Inbox::next_group`] among the entries no open loop `takes`.
+    pub fn next_group_without(&mut self, takes: impl Fn(&Entry) -> bool) -> Option<Vec<Entry>> {
+        let key = self.held.iter().find(|e| !takes(e))?.key();
+        let (group, others): (VecDeque<_>, VecDeque<_>) = self
+            .held
+            .drain(..)
+            .partition(|e| e.key() == key && !takes(e));
         self.held = others;
         Some(group.into())
+    }
+
+    /// Whether an entry waits that no open loop `takes`.
+    pub fn waits_without(&self, takes: impl Fn(&Entry) -> bool) -> bool {
+        self.held.iter().any(|e| !takes(e))
     }
 
     /// Queues an entry behind those waiting.
@@ -157,33 +172,16 @@ impl Inbox {
         self.held.push_back(entry);
     }
 
-    /// An entry of group `key` that arrived since the last look, for the running loop
-    /// (verdicts met on the way are kept for [`Inbox::verdicts`]). Nothing once an entry of
-    /// another group waits: a later entry of the running group never overtakes it
-    /// (otherwise a steady stream of one group would starve the others).
-    pub fn arrival(&mut self, key: &str) -> Option<Entry> {
-        if !self.held.is_empty() {
-            // Nothing may overtake what waits; verdicts still come through.
-            self.drain();
-            return None;
-        }
-        loop {
-            match self.inputs.try_recv().ok()? {
-                Input::Ask(job) => {
-                    let entry = Entry::Ask(Arc::from(job));
-                    if entry.key() == key {
-                        return Some(entry);
-                    }
-                    self.held.push_back(entry);
-                    return None;
-                }
-                Input::Verdict { ask, verdict } => self.verdicts.push_back((ask, verdict)),
-            }
-        }
+    /// The oldest entry an open loop `takes`, with what has arrived on the channel since
+    /// the last look (verdicts met on the way are kept for [`Inbox::verdicts`]).
+    pub fn arrival(&mut self, takes: impl Fn(&Entry) -> bool) -> Option<Entry> {
+        self.drain();
+        let i = self.held.iter().position(takes)?;
+        self.held.remove(i)
     }
 
-    /// Puts entries the running loop could not take back at the head of the queue, in
-    /// their order (they arrived before any entry still held).
+    /// Puts entries a loop could not take back at the head of the queue, in their order
+    /// (they arrived before any entry still held).
     pub fn give_back(&mut self, entries: Vec<Entry>) {
         for e in entries.into_iter().rev() {
             self.held.push_front(e);
@@ -191,8 +189,8 @@ impl Inbox {
     }
 }
 
-/// The jobs of the running loop that are not answered yet. Shared with the endpoint
-/// client's abort hook (on another task of the pipeline's thread), hence the lock.
+/// The jobs of the open loops that are not answered yet. Shared with the endpoint
+/// clients' abort hooks (on another task of the pipeline's thread), hence the lock.
 #[derive(Clone, Default)]
 pub struct InLoop(Arc<Mutex<Vec<Arc<Job>>>>);
 
@@ -211,10 +209,13 @@ impl InLoop {
         self.jobs().retain(|j| j.id() != ask);
     }
 
-    /// Whether nobody waits for the loop any more (every job cancelled or past its
-    /// deadline): a request in flight can then be abandoned.
-    pub fn all_gone(&self) -> bool {
-        self.jobs().iter().all(|j| j.gone())
+    /// Whether nobody waits for the loop of group `key` any more (every job of it
+    /// cancelled or past its deadline): a request in flight can then be abandoned.
+    pub fn all_gone_in(&self, key: &str) -> bool {
+        self.jobs()
+            .iter()
+            .filter(|j| group_key(j) == key)
+            .all(|j| j.gone())
     }
 
     /// The jobs not answered, which leave.
@@ -223,11 +224,11 @@ impl InLoop {
     }
 }
 
-/// Languages a loop may hold (as many as the pipeline caches); a job with another waits
-/// for the next loop, so a loop that never ends cannot pile them up.
+/// Languages the open loops may hold together (as many as the pipeline caches); a job
+/// with another waits for the next loops, so loops that never end cannot pile them up.
 pub const PINNED: usize = 64;
 
-/// An append-only arena of `Arc<T>`s for one decode loop: `pin` takes `&self` and the
+/// An append-only arena of `Arc<T>`s for the decode loops open together: `pin` takes `&self` and the
 /// references it hands out live as long as the arena, so a generation admitted while the
 /// loop runs can borrow its language for the loop's whole life (grid-core's
 /// `Batch<'l>`). Sound without `unsafe`: each slot is a `OnceCell` set at most once and
@@ -257,5 +258,10 @@ impl<T> Pinned<T> {
             }
         }
         None
+    }
+
+    /// Whether no value can be pinned anew.
+    pub fn is_full(&self) -> bool {
+        self.slots.iter().all(|s| s.get().is_some())
     }
 }

@@ -46,6 +46,9 @@ pub(crate) struct Round<'l> {
     held_back: Vec<Entry>,
     /// The endpoint serves another vocabulary than ours: no more admissions.
     stale: bool,
+    /// No more admissions: an entry was held back (its language did not fit), or a group
+    /// waits for a loop of its own and none is free. The loop ends once it has drained.
+    closing: bool,
 }
 
 impl<'l> Round<'l> {
@@ -77,11 +80,8 @@ impl<'l> Round<'l> {
             running: BTreeMap::new(),
             held_back: Vec::new(),
             stale: false,
+            closing: false,
         }
-    }
-
-    pub fn key(&self) -> &str {
-        &self.key
     }
 
     /// Whether a generation is live or an outcome is still to be handed back.
@@ -91,7 +91,12 @@ impl<'l> Round<'l> {
 
     /// Whether entries that arrive may still join (none held back: they came first).
     pub fn admits(&self) -> bool {
-        !self.stale && self.held_back.is_empty()
+        !self.stale && !self.closing
+    }
+
+    /// Admits nothing more: the loop ends once its generations have.
+    pub fn close(&mut self) {
+        self.closing = true;
     }
 
     /// Whether `entry` belongs to this loop (its group, and for a repair its vocabulary).
@@ -112,6 +117,7 @@ impl<'l> Round<'l> {
     }
 
     fn hold_back(&mut self, entry: Entry, hands: &mut Hands<'_>) {
+        self.closing = true;
         hands.in_loop.leave(entry.job().id());
         self.held_back.push(entry);
     }

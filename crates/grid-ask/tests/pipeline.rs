@@ -937,3 +937,75 @@ fn a_refused_reference_is_rewound_to_where_it_was_written_and_the_choice_there_b
     // the record, bans included).
     assert_eq!(f.generations.len(), 2);
 }
+
+/// The script at its own path: an endpoint of its own, so a group of its own.
+fn script_at(name: &str) -> String {
+    let path = std::env::temp_dir().join(format!("grid-ask-{name}-{}.json", std::process::id()));
+    std::fs::write(&path, SCRIPT).expect("write a script");
+    format!("mock:scripted:{}", path.display())
+}
+
+/// The asks in the order they were answered.
+fn answer_order(done: &[Finished]) -> Vec<u64> {
+    done.iter().map(|f| f.ask).collect()
+}
+
+#[test]
+fn a_group_is_decoded_beside_another_groups_long_ask_not_after_it() {
+    let long = AskSettings {
+        max_tokens: 300,
+        ..settings()
+    };
+    let other = AskSettings {
+        endpoint: Some(script_at("beside")),
+        ..settings()
+    };
+    // Another timeout is no other group: each job keeps its own deadline.
+    let sooner = AskSettings {
+        timeout_ms: 20_000,
+        ..settings()
+    };
+    let jobs = vec![
+        job(0, "a long one", long),
+        job(1, "list the names", other),
+        job(2, "list the names", sooner),
+    ];
+    let (steps, done) = split(ask_all(jobs, &mut NoJudge, MockDefaults::default()));
+    record_verifies_and_replays(&steps, &done);
+    // Queued one after the other, the long ask was answered last.
+    let order = answer_order(&done);
+    assert_eq!(order.last(), Some(&1), "{order:?}");
+    for f in &done[..2] {
+        assert_eq!(generated(f).sql, "SELECT name FROM employees");
+    }
+    assert!(generated(&done[2]).steps.len() > 100);
+}
+
+#[test]
+fn a_group_without_a_free_lane_closes_the_open_ones_and_gets_the_first_freed() {
+    // The long ask and four other groups: one more than the engine's four lanes.
+    let mut jobs = vec![job(
+        0,
+        "a long one",
+        AskSettings {
+            max_tokens: 300,
+            ..settings()
+        },
+    )];
+    for i in 1..5u64 {
+        let s = AskSettings {
+            endpoint: Some(script_at(&format!("lane-{i}"))),
+            ..settings()
+        };
+        jobs.push(job(i, "list the names", s));
+    }
+    let (steps, done) = split(ask_all(jobs, &mut NoJudge, MockDefaults::default()));
+    record_verifies_and_replays(&steps, &done);
+    let order = answer_order(&done);
+    assert_eq!(order.len(), 5);
+    // The fifth group waited for a lane, and not for the long ask.
+    assert_eq!(order.last(), Some(&1), "{order:?}");
+    for f in &done[..4] {
+        assert_eq!(generated(f).sql, "SELECT name FROM employees");
+    }
+}
