@@ -242,49 +242,128 @@ def arm_load(cl, clients, per_client, host_dir):
             asks - len(lat), audited, ok)])
 
 
+# How the short asks of the admission arm are set beside the long one's
+# grid.timeout = '120s': its group; another timeout (each ask keeps its own deadline in a
+# loop, so still its group); another temperature (another group: a loop of its own beside
+# the long one's, issue 31 item 7).
+ADMISSION_SHORTS = [
+    ("its group", ["SET grid.timeout = '120s'"]),
+    ("another grid.timeout", ["SET grid.timeout = '30s'"]),
+    ("another group", ["SET grid.timeout = '120s'", "SET grid.temperature = 0.5"]),
+]
+
+
 def arm_admission(cl, trials, shorts=5):
-    """Asks that arrive while a long generation of their group runs join the running
-    decode loop at its next tick and are answered as soon as they stop: none waits for the
-    long one to end."""
+    """Asks that arrive while a long generation runs are answered as soon as they stop,
+    none waiting for the long one to end: an ask of its group joins the running decode loop
+    at its next tick, an ask of another group gets a loop of its own beside it."""
     rows = []
     # Above the default grid.max_tokens_limit: the DBA raises it for the role (new
     # connections), and puts it back after.
     with cl.connect() as c:
         c.execute("ALTER ROLE f_analyst SET grid.max_tokens_limit = 4096")
     for t in range(trials):
-        marks = {}
+        for name, settings in ADMISSION_SHORTS:
+            marks = {}
 
-        def long_ask():
+            def long_ask():
+                with cl.connect("f_analyst") as c:
+                    c.execute("SET grid.max_tokens = 4000")
+                    c.execute("SET grid.timeout = '120s'")
+                    marks["start"] = time.monotonic()
+                    marks["sql"] = c.execute("SELECT grid.ask(%s)", (f"a long one {t}",)).fetchone()[0]
+                    marks["end"] = time.monotonic()
+
+            th = threading.Thread(target=long_ask)
+            th.start()
+            time.sleep(0.2)
+            answered = []
             with cl.connect("f_analyst") as c:
-                c.execute("SET grid.max_tokens = 4000")
-                c.execute("SET grid.timeout = '120s'")
-                marks["start"] = time.monotonic()
-                marks["sql"] = c.execute("SELECT grid.ask(%s)", (f"a long one {t}",)).fetchone()[0]
-                marks["end"] = time.monotonic()
-
-        th = threading.Thread(target=long_ask)
-        th.start()
-        time.sleep(0.2)
-        answered = []
-        with cl.connect("f_analyst") as c:
-            # Same endpoint, sampling and grid.timeout: the long ask's group.
-            c.execute("SET grid.timeout = '120s'")
-            for _ in range(shorts):
-                s = time.monotonic()
-                c.execute("SELECT grid.ask('list the employees')")
-                answered.append((s, time.monotonic()))
-        th.join()
-        long_s = marks["end"] - marks["start"]
-        before = sum(1 for _, e in answered if e < marks["end"])
-        worst = max(e - s for s, e in answered)
-        rows.append((t, f"{long_s:.2f}", len(marks["sql"]), f"{worst:.3f}", f"{before}/{shorts}"))
-        check("admission", before == shorts,
-              f"trial {t}: {shorts - before} short asks waited for the long one ({long_s:.2f} s)")
+                for sql in settings:
+                    c.execute(sql)
+                for _ in range(shorts):
+                    s = time.monotonic()
+                    c.execute("SELECT grid.ask('list the employees')")
+                    answered.append((s, time.monotonic()))
+            th.join()
+            long_s = marks["end"] - marks["start"]
+            before = sum(1 for _, e in answered if e < marks["end"])
+            worst = max(e - s for s, e in answered)
+            rows.append((t, name, f"{long_s:.2f}", len(marks["sql"]), f"{worst:.3f}", f"{before}/{shorts}"))
+            check("admission", before == shorts,
+                  f"trial {t}, {name}: {shorts - before} short asks waited for the long one ({long_s:.2f} s)")
     with cl.connect() as c:
         c.execute("ALTER ROLE f_analyst RESET grid.max_tokens_limit")
-    table(f"Admission ({trials} trials: one long ask, then {shorts} short asks of its group in another session)",
-          ["trial", "long ask s", "its SQL bytes", "slowest short ask s", "short asks answered before the long one"],
+    table(f"Admission ({trials} trials: one long ask, then {shorts} short asks in another session, "
+          "of its group or not)",
+          ["trial", "short asks", "long ask s", "its SQL bytes", "slowest short ask s",
+           "short asks answered before the long one"],
           rows)
+
+
+def arm_fairness(cl, trials, wide_tables=60):
+    """Issue 31 item 7: one role's long and wide asks beside another's plain one. The
+    analyst's plain ask alone, then beside three asks of f_wide (its own schema of
+    `wide_tables` tables of 1,000 long-named columns, within the snapshot bounds) and one
+    512-token ask of the analyst's, all running. Reported, not checked: a time is a
+    figure of this host, not a pass."""
+    cols = ", ".join(f"a_rather_long_column_name_to_fill_the_snapshot_{i:04d} int" for i in range(1000))
+    with cl.connect() as c:
+        c.execute("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'f_wide') "
+                  "THEN CREATE ROLE f_wide LOGIN; END IF; END $$")
+        c.execute("GRANT grid_user TO f_wide")
+        c.execute("CREATE SCHEMA IF NOT EXISTS wide AUTHORIZATION f_wide")
+    with cl.connect("f_wide") as c:
+        for i in range(wide_tables):
+            c.execute(f"CREATE TABLE IF NOT EXISTS wide.w_{i} ({cols})")
+    size = cl.one("SELECT octet_length(grid.catalog_snapshot()::text)", user="f_wide")[0]
+
+    def plain(n):
+        times = []
+        for _ in range(n):
+            with cl.connect("f_analyst") as c:
+                t0 = time.monotonic()
+                c.execute("SELECT grid.ask('list the employees')")
+                times.append(time.monotonic() - t0)
+        return times
+
+    def hostile(role, question, out):
+        try:
+            with cl.connect(role) as c:
+                c.execute("SET grid.max_tokens = 512")
+                c.execute("SET grid.timeout = '300s'")
+                t0 = time.monotonic()
+                try:
+                    c.execute("SELECT grid.ask(%s)", (question,))
+                    out.append(("ok", time.monotonic() - t0))
+                except psycopg.Error as e:
+                    out.append((e.sqlstate, time.monotonic() - t0))
+        except psycopg.Error as e:
+            out.append((e.sqlstate, 0.0))
+
+    plain(1)  # the analyst's language compiled, as it is for the asks beside
+    alone = plain(trials)
+    out = []
+    threads = [threading.Thread(target=hostile, args=("f_wide", f"a wide one {i}", out)) for i in range(3)]
+    threads.append(threading.Thread(target=hostile, args=("f_analyst", "a long one, 512 tokens", out)))
+    for th in threads:
+        th.start()
+    time.sleep(0.3)
+    beside = plain(trials)
+    still = sum(1 for th in threads if th.is_alive())
+    for th in threads:
+        th.join()
+    with cl.connect("f_wide") as c:
+        for i in range(wide_tables):
+            c.execute(f"DROP TABLE IF EXISTS wide.w_{i}")
+    ratio = pct(beside, 50) / pct(alone, 50)
+    table(f"Fairness ({trials} plain asks of the analyst alone, then beside 3 asks of a role with "
+          f"{wide_tables} tables of 1,000 columns ({size / 1e6:.1f} MB snapshot) and one "
+          "512-token ask, in-process scripted mock)",
+          ["plain ask p50 alone s", "p50 beside s", "max beside s", "ratio p50",
+           "hostile asks still running after", "hostile outcomes (s)"],
+          [(f"{pct(alone, 50):.3f}", f"{pct(beside, 50):.3f}", f"{max(beside):.3f}", f"{ratio:.2f}",
+            f"{still}/4", ", ".join(f"{o} {t:.1f}" for o, t in out))])
 
 
 def verify(c, head=None):
@@ -881,7 +960,7 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--db", required=True)
     ap.add_argument("--full", action="store_true")
-    ap.add_argument("--arms", default="endpoint,cancel,load,admission,tamper,security,kill9")
+    ap.add_argument("--arms", default="endpoint,cancel,load,admission,fairness,tamper,security,kill9")
     ap.add_argument("--grid", required=True, help="the grid command (for check-output)")
     a = ap.parse_args()
     global GRID_BIN
@@ -924,6 +1003,8 @@ def main():
         arm_load(cl, 32, 50 if full else 5, a.host)
     if "admission" in arms:
         arm_admission(cl, 20 if full else 3)
+    if "fairness" in arms:
+        arm_fairness(cl, 20 if full else 5)
     if "tamper" in arms:
         arm_tamper(cl, 1000 if full else 100)
     if "security" in arms:
