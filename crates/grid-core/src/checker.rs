@@ -48,6 +48,91 @@ pub struct Violation {
 /// Most names a hint lists before it elides the rest.
 const HINT_NAMES_MAX: usize = 16;
 
+/// Most characters of a name the model invented that a message quotes: a 60-character
+/// invented qualifier quoted back whole is noise to the asker, and to the model a name to
+/// copy again.
+const INVENTED_MAX: usize = 24;
+
+/// Most names of the role's snapshot a message offers instead of an invented one.
+const CLOSEST_MAX: usize = 3;
+
+/// How alike two names must be ([`likeness`]) to be offered instead of the other.
+const CLOSEST_MIN: f64 = 0.5;
+
+/// `name` as a message quotes a name the model invented: its first [`INVENTED_MAX`]
+/// characters, and `...` when it was longer.
+fn invented(name: &str) -> String {
+    match name.char_indices().nth(INVENTED_MAX) {
+        None => name.to_string(),
+        Some((end, _)) => format!("{}...", &name[..end]),
+    }
+}
+
+/// `fragment` with every invented name in `names` longer than [`invented`] keeps written
+/// as [`invented`] writes it.
+fn without_invented(fragment: &str, names: &[&str]) -> String {
+    let mut out = fragment.to_string();
+    for n in names {
+        let short = invented(n);
+        if short.len() < n.len() {
+            out = out.replace(n, &short);
+        }
+    }
+    out
+}
+
+/// How alike two names are, in `[0, 1]`: the Dice coefficient of their character bigrams,
+/// case folded (`department` and `departments` 0.95, `employee_name_avg` and `employees`
+/// 0.58, `nom` and `note` 0.4).
+fn likeness(a: &str, b: &str) -> f64 {
+    fn bigrams(s: &str) -> Vec<(char, char)> {
+        let cs: Vec<char> = s.to_lowercase().chars().collect();
+        let mut v: Vec<(char, char)> = cs.windows(2).map(|w| (w[0], w[1])).collect();
+        v.sort_unstable();
+        v
+    }
+    let (x, y) = (bigrams(a), bigrams(b));
+    if x.is_empty() || y.is_empty() {
+        return if a.eq_ignore_ascii_case(b) { 1.0 } else { 0.0 };
+    }
+    // Both sorted: the size of the multiset intersection.
+    let (mut i, mut j, mut common) = (0, 0, 0usize);
+    while i < x.len() && j < y.len() {
+        match x[i].cmp(&y[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    2.0 * common as f64 / (x.len() + y.len()) as f64
+}
+
+/// The [`CLOSEST_MAX`] of `candidates` (each as shown, and the name compared) whose names
+/// are most like `name` (at least [`CLOSEST_MIN`]), most alike first (ties: in the
+/// candidates' order), as shown.
+fn closest(name: &str, candidates: impl Iterator<Item = (String, String)>) -> Vec<String> {
+    let mut scored: Vec<(f64, usize, String)> = candidates
+        .enumerate()
+        .map(|(i, (shown, compared))| (likeness(name, &compared), i, shown))
+        .filter(|(l, ..)| *l >= CLOSEST_MIN)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut out: Vec<String> = Vec::new();
+    for (.., shown) in scored {
+        if out.len() == CLOSEST_MAX {
+            break;
+        }
+        if !out.contains(&shown) {
+            out.push(shown);
+        }
+    }
+    out
+}
+
 /// `names` joined by commas, at most [`HINT_NAMES_MAX`] of them.
 fn name_list<S: AsRef<str>>(names: &[S]) -> String {
     let mut out: Vec<&str> = names
@@ -131,21 +216,25 @@ impl Violation {
             }
             ViolationKind::UnknownRelation { name } => write!(
                 f,
-                "relation {name} does not exist or is not visible to role {role}"
+                "relation {} does not exist or is not visible to role {role}",
+                invented(name)
             )?,
             ViolationKind::UnknownColumn {
                 qualifier: Some(q),
                 column,
             } => write!(
                 f,
-                "column {q}.{column} does not exist or is not visible to role {role}"
+                "column {}.{} does not exist or is not visible to role {role}",
+                invented(q),
+                invented(column)
             )?,
             ViolationKind::UnknownColumn {
                 qualifier: None,
                 column,
             } => write!(
                 f,
-                "column {column} is not a column of any table in scope visible to role {role}"
+                "column {} is not a column of any table in scope visible to role {role}",
+                invented(column)
             )?,
             ViolationKind::AmbiguousColumn { column, tables } => write!(
                 f,
@@ -173,7 +262,16 @@ impl Violation {
             )?,
         }
         if !self.fragment.is_empty() {
-            write!(f, " (at `{}`)", self.fragment)?;
+            let names: Vec<&str> = match &self.kind {
+                ViolationKind::UnknownRelation { name } => vec![name],
+                ViolationKind::UnknownColumn { qualifier, column } => qualifier
+                    .iter()
+                    .map(String::as_str)
+                    .chain([column.as_str()])
+                    .collect(),
+                _ => Vec::new(),
+            };
+            write!(f, " (at `{}`)", without_invented(&self.fragment, &names))?;
         }
         if let Some(h) = &self.hint {
             write!(f, "; {h}")?;
@@ -425,6 +523,7 @@ impl<'a> Walk<'_, 'a> {
             ViolationKind::UnknownColumn { qualifier, column } => {
                 self.column_hint(qualifier.as_deref(), column)
             }
+            ViolationKind::UnknownRelation { name } => self.relation_hint(name),
             _ => None,
         };
         self.out.push(Violation {
@@ -475,8 +574,39 @@ impl<'a> Walk<'_, 'a> {
             .collect();
         if !owners.is_empty() {
             parts.push(format!("{column} is a column of {}", name_list(&owners)));
+        } else {
+            // An invented name: the columns of the role's relations most like it.
+            let like = closest(
+                column,
+                self.checker.snapshot.visible().0.iter().flat_map(|o| {
+                    let rel = self.checker.named(o.relation);
+                    o.relation
+                        .columns
+                        .iter()
+                        .filter(|c| crate::catalog::shows_name(&c.name))
+                        .map(move |c| (format!("{rel}.{}", c.name), c.name.clone()))
+                }),
+            );
+            if !like.is_empty() {
+                parts.push(format!("closest columns: {}", like.join(", ")));
+            }
         }
         (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// The hint of a relation name that names nothing the role may see: the role's
+    /// relations most like it (drawn from the snapshot, as [`Violation::hint`]).
+    fn relation_hint(&self, name: &str) -> Option<String> {
+        let like = closest(
+            name,
+            self.checker
+                .snapshot
+                .visible()
+                .0
+                .iter()
+                .map(|o| (self.checker.named(o.relation), o.relation.name.clone())),
+        );
+        (!like.is_empty()).then(|| format!("closest relations: {}", like.join(", ")))
     }
 
     fn unsupported(&mut self, what: &str, at: &dyn fmt::Display) {

@@ -455,6 +455,43 @@ fn unknown_columns_say_where_the_column_is() {
     assert!(m.ends_with("in scope: orders, employees"), "{m}");
 }
 
+/// Issue 33, item 4: a name the model invented is quoted as a short prefix, and the
+/// message offers the role's relations and columns most like it (and nothing else).
+#[test]
+fn invented_names_are_quoted_short_with_what_is_closest_instead() {
+    let c = clerk();
+    let msg = |sql: &str| {
+        let v = check(sql, &c);
+        assert_eq!(v.len(), 1, "{sql}: {v:?}");
+        v[0].to_string()
+    };
+    let long = "salary_column_name_here_from_employees_table_here_or_another_10";
+    let m = msg(&format!("SELECT {long}.employee_id FROM orders"));
+    assert!(!m.contains(long), "{m}");
+    assert!(m.contains("salary_column_name_here_..."), "{m}");
+    let m = msg("SELECT employee.name FROM employees");
+    assert_eq!(
+        m,
+        "relation employee does not exist or is not visible to role clerk (at `employee.name`); \
+         closest relations: employees"
+    );
+    // Nothing alike: no offer.
+    let v = check("SELECT d.dept FROM department AS d", &c);
+    assert_eq!(
+        v[0].to_string(),
+        "relation department does not exist or is not visible to role clerk (at `department`)"
+    );
+    let m = msg("SELECT employee_names FROM employees");
+    assert_eq!(
+        m,
+        "column employee_names is not a column of any table in scope visible to role clerk \
+         (at `employee_names`); in scope: employees; closest columns: orders.employee_id"
+    );
+    let m = msg(&format!("SELECT {long} FROM employees"));
+    assert!(!m.contains(long), "{m}");
+    assert!(m.len() < 200, "{m}");
+}
+
 /// A column alias list renames by position; the snapshot lists only the columns a role
 /// holds some privilege on, so without a table-level grant the positions cannot be trusted:
 /// `employees AS e(a, b)` could name a column the clerk may not see.
