@@ -301,12 +301,12 @@ def arm_admission(cl, trials, shorts=5):
           rows)
 
 
-def arm_fairness(cl, trials, wide_tables=60):
+def arm_fairness(cl, trials, wide_tables=45):
     """Issue 31 item 7: one role's long and wide asks beside another's plain one. The
     analyst's plain ask alone, then beside three asks of f_wide (its own schema of
     `wide_tables` tables of 1,000 long-named columns, within the snapshot bounds) and one
-    512-token ask of the analyst's, all running. Reported, not checked: a time is a
-    figure of this host, not a pass."""
+    512-token ask of the analyst's, all running (each given 20 s). Reported, not checked:
+    a time is a figure of this host and build, not a pass."""
     cols = ", ".join(f"a_rather_long_column_name_to_fill_the_snapshot_{i:04d} int" for i in range(1000))
     with cl.connect() as c:
         c.execute("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'f_wide') "
@@ -331,7 +331,8 @@ def arm_fairness(cl, trials, wide_tables=60):
         try:
             with cl.connect(role) as c:
                 c.execute("SET grid.max_tokens = 512")
-                c.execute("SET grid.timeout = '300s'")
+                # Bounded: on a debug build a wide ask's 512 steps take minutes.
+                c.execute("SET grid.timeout = '20s'")
                 t0 = time.monotonic()
                 try:
                     c.execute("SELECT grid.ask(%s)", (question,))
