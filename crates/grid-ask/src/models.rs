@@ -646,9 +646,15 @@ const MODEL_REQUEST_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// The HTTP settings of a model's client (see [`MODEL_REQUEST_TIMEOUT`]).
 fn model_http_config(api_key: Option<&str>) -> HttpConfig {
+    bounded_http_config(MODEL_REQUEST_TIMEOUT, api_key)
+}
+
+/// Requests bounded by `timeout` (connecting by at most 5 s of it), no retries (a step is
+/// not idempotent).
+fn bounded_http_config(timeout: Duration, api_key: Option<&str>) -> HttpConfig {
     HttpConfig {
-        connect_timeout: Duration::from_secs(5),
-        request_timeout: MODEL_REQUEST_TIMEOUT,
+        connect_timeout: timeout.min(Duration::from_secs(5)),
+        request_timeout: timeout,
         retries: 0,
         api_key: api_key.and_then(ApiKey::new),
         ..HttpConfig::default()
@@ -659,12 +665,5 @@ fn model_http_config(api_key: Option<&str>) -> HttpConfig {
 /// first to use): `settings.timeout_ms` bounds every request (the whole generation has no
 /// longer), no retries (a step is not idempotent).
 pub fn http_config(settings: &AskSettings, api_key: Option<&str>) -> HttpConfig {
-    let timeout = Duration::from_millis(settings.timeout_ms.max(1));
-    HttpConfig {
-        connect_timeout: timeout.min(Duration::from_secs(5)),
-        request_timeout: timeout,
-        retries: 0,
-        api_key: api_key.and_then(ApiKey::new),
-        ..HttpConfig::default()
-    }
+    bounded_http_config(Duration::from_millis(settings.timeout_ms.max(1)), api_key)
 }
