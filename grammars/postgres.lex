@@ -250,6 +250,11 @@ NEVER ESTRING_UNSAFE [eE]'(?:[^'\\]|\\(?s:.)|'')*(?:\\'|\\[\x00-\x08\x0b-\x1f\x7
 # in dialect.rs; the full dialect's names take any byte but the quote, as PostgreSQL's):
 # scanned whole and refused, so that the scanner never stops inside a quoted name.
 NEVER QUOTED_UNSAFE "(?:[^"]|"")*[\x00-\x1f\x7f](?:[^"]|"")*"
+# A quoted name longer than 63 bytes, which PostgreSQL reads as one and truncates: scanned
+# whole and refused. Without it such a body is alive only as QUOTED_UNSAFE (which a control
+# byte could still end), and dies on any byte after a `"`: the search for a cut-back then
+# tries every detour through it, at every byte.
+NEVER QUOTED_LONG "(?:[^"]|""){64,}"
 # A number followed by a letter after its dot (`1.x`, `1.e`): PostgreSQL 16 refuses it
 # ("trailing junk after numeric literal"), 15 reads `1.` and the label `x`.
 # (Without the dot, `1x` is already refused: a lexeme never ends between two word

@@ -1,3 +1,6 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| grid_fuzz::lexer_parser::run(data));
+libfuzzer_sys::fuzz_target!(
+    init: grid_fuzz::lexer_parser::init(),
+    |data: &[u8]| grid_fuzz::lexer_parser::run(data)
+);

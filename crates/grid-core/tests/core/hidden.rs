@@ -220,6 +220,33 @@ fn a_quoted_name_counts_bytes() {
     assert!(!s.complete(over.as_bytes()));
 }
 
+/// A quoted name's body, however long, never counts as about to die: past 63 bytes it
+/// is one refused lexeme (QUOTED_LONG), not a body only a control byte could still end
+/// (QUOTED_UNSAFE), which made the search over cut-backs try every three-byte detour at
+/// every byte (the fuzzer's timeouts, fuzz/src/seeds.rs).
+#[test]
+fn a_long_quoted_name_is_one_refused_lexeme() {
+    for dialect in [
+        Dialect::postgres().expect("dialect"),
+        Dialect::postgres_without_comments().expect("generated dialect"),
+    ] {
+        let lang = language(Arc::new(dialect));
+        let dfa = lang.dfa();
+        for n in [1, 62, 63, 64, 70, 200] {
+            let body = format!("\"id\"\"{}", "a".repeat(n));
+            let q = dfa.run(body.as_bytes());
+            assert_eq!(dfa.dies_within(q), u32::MAX, "{body} dies within bytes");
+        }
+        let mut s = Session::new(&lang);
+        let long = format!("SELECT id AS \"{}\" FROM employees", "a".repeat(64));
+        assert!(!s.complete(long.as_bytes()));
+        assert!(s.complete(long.replacen("aa", "a", 1).as_bytes()));
+        let open = format!("SELECT id AS \"{}", "a".repeat(70));
+        assert!(!s.viable(open.as_bytes()));
+        assert!(s.viable(&open.as_bytes()[..60]));
+    }
+}
+
 /// The full dialect reads what people wrote (Spider, the grammar's examples) as PostgreSQL
 /// does: the hidden characters above C0 stay readable there; C0 ones were refused in its
 /// literals before (the lexeme spec's rule).
