@@ -1149,7 +1149,7 @@ mod tests {
         );
         let base = grid_core::Policy::from_json(&lexicons["base_policy"].to_string())
             .expect("archived policy");
-        let dialect = grid_core::Dialect::postgres_without_comments().expect("dialect");
+        let dialect = grid_core::Dialect::generated().expect("dialect");
         let check = grid_ask::StatementCheck::for_snapshot(&dialect, &snapshot, &base)
             .expect("the analyst's check");
         let forbidden = |s: &str| !check.forbidden(s).is_empty();

@@ -70,7 +70,6 @@ SELECT e.id, e.question, e.sql
 type Kept = ([u8; 16], String, Arc<Language>);
 
 thread_local! {
-    static DIALECT: RefCell<Option<Arc<Dialect>>> = const { RefCell::new(None) };
     static LANGUAGE: RefCell<Option<Kept>> = const { RefCell::new(None) };
 }
 
@@ -178,16 +177,8 @@ fn language(snapshot: &serde_json::Value, policy: &Policy) -> Result<Arc<Languag
     }) {
         return Ok(l);
     }
-    let dialect = match DIALECT.with(|d| d.borrow().clone()) {
-        Some(d) => d,
-        None => {
-            let d = Arc::new(
-                Dialect::postgres_without_comments().map_err(|e| format!("the dialect: {e}"))?,
-            );
-            DIALECT.with(|slot| *slot.borrow_mut() = Some(d.clone()));
-            d
-        }
-    };
+    // Built in the postmaster when the library is preloaded (lib.rs), so not here.
+    let dialect = Dialect::generated().map_err(|e| format!("the dialect: {e}"))?;
     let language = Arc::new(
         parsed
             .language(dialect, policy)
@@ -404,6 +395,22 @@ mod tests {
         run("SET grid.examples = 0");
         let (p, ids) = ask_as("grid_x_clerk", "which staff, examples off");
         assert!(ids.is_empty() && !p.contains("Example"), "{p}");
+    }
+
+    /// The backend builds no dialect to check the examples: the postmaster built it at
+    /// preload (lib.rs) and every backend inherits it through fork.
+    #[pg_test]
+    fn an_ask_with_examples_builds_no_dialect_in_the_backend() {
+        fixture();
+        let preloaded = crate::PRELOADED_DIALECT_BUILDS.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(preloaded >= 1, "the postmaster built no dialect at preload");
+        let (p, ids) = ask_as("grid_x_clerk", "which staff, with the inherited dialect");
+        assert_eq!(ids.len(), 3, "{p}");
+        assert_eq!(
+            grid_core::Dialect::builds(),
+            preloaded,
+            "a backend built a dialect"
+        );
     }
 
     #[pg_test]

@@ -74,8 +74,22 @@ pub extern "C-unwind" fn _PG_init() {
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         guc::register_preloaded();
         worker::register();
+        // The dialect's tables, built once here so that every backend and the worker
+        // inherit them through fork rather than building them at their first ask (most of
+        // the cost of a new connection's first ask with examples). A failure is left for
+        // the ask to report.
+        let _ = grid_core::Dialect::generated();
+        PRELOADED_DIALECT_BUILDS.store(
+            grid_core::Dialect::builds(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 }
+
+/// The dialects the postmaster built at preload ([`grid_core::Dialect::builds`]), which
+/// every backend inherits: a backend that builds none more still reads this many.
+pub static PRELOADED_DIALECT_BUILDS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
 
 /// The SQL API in schema `grid`.
 #[pg_schema]

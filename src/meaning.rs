@@ -10,7 +10,6 @@
 #[pgrx::pg_schema]
 mod tests {
     use std::ffi::{CStr, CString};
-    use std::sync::Arc;
 
     use crate::testing::{run, select_one, select_texts, worker_ready};
     use grid_core::catalog::CatalogSnapshot;
@@ -271,7 +270,7 @@ mod tests {
                 .expect("a snapshot"),
         )
         .expect("the snapshot reads");
-        let dialect = Arc::new(Dialect::postgres_without_comments().expect("the dialect"));
+        let dialect = Dialect::generated().expect("the dialect");
         snapshot
             .language(dialect, &Policy::default())
             .expect("the language builds")

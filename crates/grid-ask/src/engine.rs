@@ -216,11 +216,12 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(defaults: MockDefaults) -> Result<Engine, Failure> {
-        let dialect = Dialect::postgres_without_comments().map_err(|e| {
+        // The process's one copy: the extension's worker inherits it from the postmaster.
+        let dialect = Dialect::generated().map_err(|e| {
             Failure::internal(format!("the SQL dialect grammar does not build: {e}"))
         })?;
         Ok(Engine {
-            dialect: Arc::new(dialect),
+            dialect,
             models: Models::new(defaults),
             languages: Languages::default(),
             cache: Arc::new(MaskCache::new(MASK_CACHE_NAMESPACES)),

@@ -42,8 +42,7 @@ pub fn from_artifacts(
 ) -> Result<Replayable, String> {
     // The dialect is this version's own: a generation written by another grammar
     // version cannot be replayed by it, and says so.
-    let dialect = Dialect::postgres_without_comments()
-        .map_err(|e| format!("the dialect does not build: {e}"))?;
+    let dialect = Dialect::generated().map_err(|e| format!("the dialect does not build: {e}"))?;
     let sealed = grammar["dialect_fingerprint"].as_str().unwrap_or_default();
     if sealed != to_hex(&dialect.fingerprint) {
         return Err(format!(
@@ -56,7 +55,7 @@ pub fn from_artifacts(
     let base = Policy::from_json(&lexicons["base_policy"].to_string())
         .map_err(|e| format!("lexicons artifact: {e}"))?;
     let language = snapshot
-        .language(Arc::new(dialect), &base)
+        .language(dialect, &base)
         .map_err(|e| format!("the language does not build: {e}"))?;
     let vocab = std::str::from_utf8(vocabulary)
         .map_err(|e| e.to_string())

@@ -2,7 +2,8 @@
 //! agree, that the grammar is reduced and conflict-free, and builds the lexer automaton.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use blake2::digest::consts::U16;
 use blake2::{Blake2b, Digest};
@@ -12,6 +13,7 @@ use super::projection::project;
 use super::spec::{DynKind, IdentCategory, LexSpec, LexiconKind, TermKind};
 use super::table::LrTable;
 use super::template;
+
 use crate::error::{GridError, Result};
 use crate::lexer::dfa::LexDfa;
 use crate::policy::{Ban, Policy, Verb};
@@ -63,6 +65,9 @@ impl Shape<'static> {
         hidden: Some(crate::text::HIDDEN),
     };
 }
+
+/// See [`Dialect::builds`].
+static BUILDS: AtomicU64 = AtomicU64::new(0);
 
 /// The L1 grammar source shipped with the crate.
 pub const POSTGRES_Y: &str = include_str!("../../../../grammars/postgres.y");
@@ -133,6 +138,22 @@ struct ProjectionKey {
 }
 
 impl Dialect {
+    /// [`Dialect::postgres_without_comments`], built once per process and shared. The
+    /// extension builds it in the postmaster (`_PG_init` of the preloaded library), so
+    /// that every backend and the worker inherit it through fork instead of building it
+    /// at their first ask.
+    pub fn generated() -> Result<Arc<Dialect>> {
+        static GENERATED: OnceLock<std::result::Result<Arc<Dialect>, String>> = OnceLock::new();
+        GENERATED
+            .get_or_init(|| {
+                Dialect::postgres_without_comments()
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(GridError::Grammar)
+    }
+
     /// The dialect in `grammars/`.
     pub fn postgres() -> Result<Dialect> {
         Dialect::load(POSTGRES_Y, POSTGRES_LEX)
@@ -168,8 +189,15 @@ impl Dialect {
         Dialect::load_with(y_src, lex_src, Shape::POSTGRES)
     }
 
+    /// How many dialects this process has built (started to build): the extension's
+    /// tests read it to prove that a backend builds none (docs/postgres.md).
+    pub fn builds() -> u64 {
+        BUILDS.load(Ordering::Relaxed)
+    }
+
     /// [`Dialect::load`] with `shape`'s identifiers and text.
     pub fn load_with(y_src: &str, lex_src: &str, shape: Shape<'_>) -> Result<Dialect> {
+        BUILDS.fetch_add(1, Ordering::Relaxed);
         let Shape {
             unquoted_ident,
             quoted_ident,

@@ -161,6 +161,19 @@ fn an_empty_projection_is_an_error() {
     ));
 }
 
+/// The process's shared dialect for generated SQL is built once and is that dialect: the
+/// extension builds it in the postmaster and every backend inherits it.
+#[test]
+fn the_shared_dialect_is_built_once_and_is_the_generated_one() {
+    let first = Dialect::generated().expect("builds");
+    let built = Dialect::builds();
+    let again = Dialect::generated().expect("kept");
+    assert!(std::sync::Arc::ptr_eq(&first, &again));
+    let fresh = Dialect::postgres_without_comments().expect("builds");
+    assert_eq!(first.fingerprint, fresh.fingerprint);
+    assert!(Dialect::builds() > built, "a dialect built is counted");
+}
+
 #[test]
 fn the_dialect_for_generated_sql_has_no_comments_and_ascii_identifiers() {
     let ex = examples();

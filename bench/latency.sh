@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# What an ask costs a user who connects for each question (psql -c, as scripts and most
+# tools do): the wall time of `psql -c "SELECT grid.ask(...)"`, one new connection per
+# ask, on the demo schema (demo/schema.sql) as the analyst, with the scripted mock model
+# (demo/script.json), whose own time is near zero: what is measured is grid_pg's overhead.
+#
+#   bash bench/latency.sh [--asks N]
+#
+# --asks   asks per configuration (default 8)
+#
+# Configurations: examples off (grid.examples = 0) and on (k = 2; the store holds the
+# demo's two examples, one of which the analyst may be shown). Then the first ask after a
+# cluster restart (the restart itself timed apart). Prints one row per configuration
+# (p50, p95, max in ms) and a JSON line. Uses the installed extension (cargo pgrx install,
+# debug unless you installed --release: say which with the figures) and builds the
+# reference endpoint (debug). The real model's time, descriptions, value hints and a
+# store of about 50 examples are not measured yet (issue 32).
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+# shellcheck source=scripts/cluster.sh
+source "$GRID_ROOT/scripts/cluster.sh"
+cd "$GRID_ROOT"
+
+PORT=${GRID_LATENCY_PORT:-54341}
+ENDPOINT_PORT=${GRID_LATENCY_ENDPOINT_PORT:-8091}
+asks=8
+while [ $# -gt 0 ]; do
+    case $1 in
+        --asks) asks=$2; shift 2 ;;
+        *) die "unknown argument $1 (see the head of bench/latency.sh)" ;;
+    esac
+done
+
+run_logged "cargo build -p grid-endpoint" cargo build -p grid-endpoint
+dir=$(mktemp -d /tmp/grid-latency.XXXXXX)
+cleanup() {
+    [ -f "$dir/endpoint.pid" ] && kill "$(cat "$dir/endpoint.pid")" 2>/dev/null || true
+    cluster_stop "$dir"
+}
+trap cleanup EXIT
+say "latency: cluster in $dir (port $PORT), scripted mock on $ENDPOINT_PORT"
+cluster_start "$dir" "$PORT" grid_latency
+target/debug/grid-endpoint serve --backend mock --mock scripted --script demo/script.json \
+    --tokenizer builtin --listen "127.0.0.1:$ENDPOINT_PORT" >"$dir/endpoint.log" 2>&1 &
+echo $! >"$dir/endpoint.pid"
+for _ in $(seq 600); do
+    curl -fsS "http://127.0.0.1:$ENDPOINT_PORT/v1/vocabulary" >/dev/null 2>&1 && break
+    sleep 0.2
+done
+psql_as() { cluster_psql "$dir" "$PORT" "$1" grid_latency "${@:2}"; }
+psql_as postgres -q -f - <demo/schema.sql
+psql_as postgres -q -c "ALTER DATABASE grid_latency SET grid.endpoint = 'http://127.0.0.1:$ENDPOINT_PORT'"
+psql_as curator -q -c "INSERT INTO grid.examples (question, sql) VALUES
+    ('What is the total amount of all orders?', 'SELECT sum(amount) FROM orders'),
+    ('What is the highest salary?', 'SELECT max(salary) FROM salaries')"
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# One ask in a new connection; prints its wall time in ms.
+ask_ms() {
+    local i=$1 t0 t1
+    t0=$(now_ms)
+    psql_as analyst -Atq -c "SELECT grid.ask('How many employees work in each department? ($i)')" \
+        >/dev/null
+    t1=$(now_ms)
+    echo $((t1 - t0))
+}
+# p50, p95 and max of the numbers on stdin.
+stats() { sort -n | awk '{v[NR]=$1} END {
+    p50=v[int((NR+1)/2)]; i=int(NR*0.95+0.999); if (i<1) i=1; if (i>NR) i=NR;
+    printf "%d %d %d", p50, v[i], v[NR] }'; }
+
+rows=()
+json=()
+for k in 0 2; do
+    # A superuser-only setting: the analyst's sessions take it from its role's default.
+    psql_as postgres -q -c "ALTER ROLE analyst SET grid.examples = $k"
+    times=$(for i in $(seq "$asks"); do ask_ms "$k.$i"; done)
+    read -r p50 p95 max <<<"$(stats <<<"$times")"
+    rows+=("$(printf '%-28s %5d %8d %8d %8d' "examples = $k, new connection" "$asks" "$p50" "$p95" "$max")")
+    json+=("\"examples_$k\":{\"asks\":$asks,\"p50_ms\":$p50,\"p95_ms\":$p95,\"max_ms\":$max}")
+done
+t0=$(now_ms)
+as_postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w restart >/dev/null
+restart=$(($(now_ms) - t0))
+first=$(ask_ms restart)
+rows+=("$(printf '%-28s %5d %8d %8s %8s' "first ask after a restart" 1 "$first" - -)")
+json+=("\"restart_ms\":$restart,\"first_after_restart_ms\":$first")
+
+say "latency: grid.ask wall time (ms), scripted mock, $(git rev-parse --short HEAD)"
+note "$(printf '%-28s %5s %8s %8s %8s' configuration asks p50 p95 max)"
+for r in "${rows[@]}"; do note "$r"; done
+note "restart of the cluster itself: $restart ms"
+(IFS=,; echo "{\"latency\":{${json[*]}}}")
