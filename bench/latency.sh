@@ -41,7 +41,7 @@ cleanup() {
 trap cleanup EXIT
 say "latency: cluster in $dir (port $PORT), scripted mock on $ENDPOINT_PORT"
 cluster_start "$dir" "$PORT" grid_latency
-target/debug/grid-endpoint serve --backend mock --mock scripted --script demo/script.json \
+"${CARGO_TARGET_DIR:-$GRID_ROOT/target}/debug/grid-endpoint" serve --backend mock --mock scripted --script demo/script.json \
     --tokenizer builtin --listen "127.0.0.1:$ENDPOINT_PORT" >"$dir/endpoint.log" 2>&1 &
 echo $! >"$dir/endpoint.pid"
 for _ in $(seq 600); do
