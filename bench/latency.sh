@@ -44,10 +44,7 @@ cluster_start "$dir" "$PORT" grid_latency
 "${CARGO_TARGET_DIR:-$GRID_ROOT/target}/debug/grid-endpoint" serve --backend mock --mock scripted --script demo/script.json \
     --tokenizer builtin --listen "127.0.0.1:$ENDPOINT_PORT" >"$dir/endpoint.log" 2>&1 &
 echo $! >"$dir/endpoint.pid"
-for _ in $(seq 600); do
-    curl -fsS "http://127.0.0.1:$ENDPOINT_PORT/v1/vocabulary" >/dev/null 2>&1 && break
-    sleep 0.2
-done
+endpoint_wait "$dir" "$ENDPOINT_PORT" latency
 psql_as() { cluster_psql "$dir" "$PORT" "$1" grid_latency "${@:2}"; }
 psql_as postgres -q -f - <demo/schema.sql
 psql_as postgres -q -c "ALTER DATABASE grid_latency SET grid.endpoint = 'http://127.0.0.1:$ENDPOINT_PORT'"

@@ -7,6 +7,9 @@
 #                                 with the extension installed
 #   cluster_psql DIR PORT USER DB [psql args...]
 #   cluster_stop DIR              stop it (fast)
+#   endpoint_wait DIR PORT WHAT   wait (up to 2 minutes) until the endpoint whose pid is in
+#                                 DIR/endpoint.pid answers on PORT; if it exits, print
+#                                 DIR/endpoint.log and die, naming WHAT
 #
 # Needs the extension installed (cargo pgrx install) and sudo when run as root.
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
@@ -41,4 +44,16 @@ cluster_psql() {
 
 cluster_stop() {
     as_postgres "$PG_BIN/pg_ctl" -D "$1/data" stop -m fast >/dev/null 2>&1 || true
+}
+
+endpoint_wait() {
+    local dir=$1 port=$2 what=$3
+    for _ in $(seq 600); do
+        curl -fsS "http://127.0.0.1:$port/v1/vocabulary" >/dev/null 2>&1 && break
+        kill -0 "$(cat "$dir/endpoint.pid")" 2>/dev/null || {
+            cat "$dir/endpoint.log" >&2
+            die "$what: the endpoint exited (log above)"
+        }
+        sleep 0.2
+    done
 }

@@ -91,14 +91,7 @@ else
     serving="$(basename "$model_path"), llama.cpp, one thread"
 fi
 echo $! >"$dir/endpoint.pid"
-for _ in $(seq 600); do
-    curl -fsS "http://127.0.0.1:$ENDPOINT_PORT/v1/vocabulary" >/dev/null 2>&1 && break
-    kill -0 "$(cat "$dir/endpoint.pid")" 2>/dev/null || {
-        cat "$dir/endpoint.log" >&2
-        die "demo: the endpoint exited (log above)"
-    }
-    sleep 0.2
-done
+endpoint_wait "$dir" "$ENDPOINT_PORT" demo
 note "cluster in $dir (port $PORT), endpoint http://127.0.0.1:$ENDPOINT_PORT ($serving)"
 
 psql_as() { cluster_psql "$dir" "$PORT" "$1" "$2" "${@:3}"; }

@@ -13,7 +13,6 @@ use super::projection::project;
 use super::spec::{DynKind, IdentCategory, LexSpec, LexiconKind, TermKind};
 use super::table::LrTable;
 use super::template;
-
 use crate::error::{GridError, Result};
 use crate::lexer::dfa::LexDfa;
 use crate::policy::{Ban, Policy, Verb};
