@@ -13,8 +13,8 @@
 # cluster restart (the restart itself timed apart). Prints one row per configuration
 # (p50, p95, max in ms) and a JSON line. Uses the installed extension (cargo pgrx install,
 # debug unless you installed --release: say which with the figures) and builds the
-# reference endpoint (debug). The real model's time, descriptions, value hints and a
-# store of about 50 examples are not measured yet (issue 32).
+# reference endpoint (debug). The real model's time, descriptions, value hints, a store
+# of about 50 examples, an ALTER TABLE and a new role are not measured yet (issue 32).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"

@@ -289,14 +289,8 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
         ),
     };
     let text = |i: usize| who[i].as_str().unwrap_or_default().to_string();
-    let examples = crate::examples::choose(
-        what,
-        question,
-        &snapshot,
-        &policy,
-        (&text(0), &text(1)),
-        &caller_path,
-    );
+    // Vetted in the worker, each candidate judged by `judge` below like a statement.
+    let offered = crate::examples::offered(what, question);
     let settings = AskSettings {
         endpoint: guc::endpoint(),
         model: guc::model(),
@@ -320,10 +314,12 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
         policy: serde_json::to_value(&policy).ok(),
         explain,
         settings,
-        examples,
+        examples: Vec::new(),
+        offered,
     });
-    // Each statement the worker's pipeline accepts comes back here to be judged as the
-    // caller, under the caller's path, before it is returned.
+    // Each statement the worker's pipeline accepts, and each offered example the
+    // caller's language admits, comes back here to be judged as the caller, under the
+    // caller's path, before it is returned or shown.
     let mut judge = |c: &grid_ask::Candidate| crate::judge::judge(c, &caller_path);
     match request_judged(what, &ask, wait, Some(&mut judge)) {
         Response::Generated(g) => {
@@ -977,6 +973,7 @@ mod tests {
                 policy: Some(lexicons["base_policy"].clone()),
                 explain: false,
                 examples: Vec::new(),
+                offered: None,
                 settings: grid_ask::AskSettings {
                     endpoint: crate::guc::endpoint(),
                     model: None,

@@ -2,17 +2,23 @@
 //! of `grid_curator` write and `grid.ask()` shows the model before the question, as
 //! few-shot pairs, when `grid.examples` (k) is above 0.
 //!
-//! At each ask, in the asking backend ([`choose`]):
-//! 1. the authors the caller trusts are read as the caller (`grid.trusted_author`);
-//! 2. the store is read as its owner (askers may not read it): the rows of those authors,
-//!    ranked by similarity to the question, at most [`EXAMINED_PER_K`]·k of them;
-//! 3. a row is a candidate only if its SQL is a sentence of the caller's language (the
-//!    language its masks are computed from: the same snapshot and policy the worker
-//!    compiles), the checker passes it for the caller, and the judge (`EXPLAIN` as the
-//!    caller, [`crate::judge`]) passes it;
-//! 4. the first k candidates in rank order that fit `grid.examples_bytes` are sent with
-//!    the ask; the worker renders them into the prompt and its prompt artifact records
-//!    them by id and digest (`grid_ask::contents::PromptRecord`).
+//! At each ask:
+//! 1. in the asking backend ([`offered`]), the authors the caller trusts are read as the
+//!    caller (`grid.trusted_author`), then the store as its owner (askers may not read
+//!    it): the rows of those authors, ranked by similarity to the question, at most
+//!    [`EXAMINED_PER_K`]·k of them. They travel with the ask, unvetted
+//!    (`grid_ask::request::Offered`);
+//! 2. in the worker, where the caller's language is kept compiled (it is the language the
+//!    ask's masks come from), a row is a candidate only if its SQL is a sentence of that
+//!    language and the checker passes it for the caller; each candidate is then sent back
+//!    to the backend to be judged (`EXPLAIN` as the caller, [`crate::judge`]) on the
+//!    ask's connection, like a statement the model wrote (`grid_ask::examples`);
+//! 3. the first k that pass, in rank order, that fit `grid.examples_bytes` are rendered
+//!    into the prompt; its prompt artifact records them by id and digest
+//!    (`grid_ask::contents::PromptRecord`).
+//!
+//! So no backend builds a language (or the dialect) to vet examples: a new connection
+//! costs what the store's reading and the judge's plans cost, not a compilation.
 //!
 //! Every row read is examined whatever happens to the others, and a row dropped at any
 //! step is dropped silently: no error, NOTICE or count says that it exists.
@@ -23,14 +29,9 @@
 //! counts), ties by id. `pg_trgm` would rank misspellings better but is a contrib module:
 //! `CREATE EXTENSION grid_pg` would then need `CASCADE`.
 
-use std::cell::RefCell;
-use std::sync::Arc;
-
 use pgrx::prelude::*;
 
-use grid_ask::request::Example;
-use grid_core::catalog::CatalogSnapshot;
-use grid_core::{Dialect, Language, Policy, Session};
+use grid_ask::request::{Example, Offered};
 
 // The table and its trigger, after grid_curator exists and the trigger's check function.
 extension_sql_file!(
@@ -65,127 +66,27 @@ SELECT e.id, e.question, e.sql
           e.id
  LIMIT $3";
 
-/// The language of the last role this backend checked examples for, by the snapshot's
-/// fingerprint and the policy (what the worker keys its compiled languages by).
-type Kept = ([u8; 16], String, Arc<Language>);
-
-thread_local! {
-    static LANGUAGE: RefCell<Option<Kept>> = const { RefCell::new(None) };
-}
-
-/// The examples to show for `question`, best first: see the module documentation.
-/// `snapshot` and `policy` are the ones sent with the ask; `who` is (session_user,
-/// current_user); `search_path` the caller's. A cancel is raised; any other failure
-/// leaves the ask without examples (the question is still asked).
-pub fn choose(
-    what: &str,
-    question: &str,
-    snapshot: &serde_json::Value,
-    policy: &Policy,
-    who: (&str, &str),
-    search_path: &str,
-) -> Vec<Example> {
+/// The examples to offer with an ask of `question`, closest first, to be vetted by the
+/// worker (see the module documentation); `None` when `grid.examples` is 0 or none can
+/// be read. A cancel is raised; any other failure leaves the ask without examples (the
+/// question is still asked).
+pub fn offered(what: &str, question: &str) -> Option<Offered> {
     let k = crate::guc::examples();
     if k <= 0 {
-        return Vec::new();
+        return None;
     }
-    let rows = match ranked(question, k.saturating_mul(EXAMINED_PER_K)) {
+    let candidates = match ranked(question, k.saturating_mul(EXAMINED_PER_K)) {
         Ok(rows) => rows,
         Err(why) => {
             pgrx::debug1!("{what}: no examples: {why}");
-            return Vec::new();
+            return None;
         }
     };
-    if rows.is_empty() {
-        return Vec::new();
-    }
-    let language = match language(snapshot, policy) {
-        Ok(l) => l,
-        Err(why) => {
-            pgrx::debug1!("{what}: no examples: {why}");
-            return Vec::new();
-        }
-    };
-    let Ok(snapshot) = serde_json::from_value::<CatalogSnapshot>(snapshot.clone()) else {
-        return Vec::new();
-    };
-    // Every row is examined, so that what an ask does does not depend on which are kept.
-    let candidates: Vec<Example> = rows
-        .into_iter()
-        .filter(|e| in_language(&language, &snapshot, &e.sql))
-        .collect();
-    let passed: Vec<Example> = candidates
-        .into_iter()
-        .filter(|e| judged(e, who, search_path))
-        .collect();
-    within_budget(passed, k, crate::guc::examples_bytes())
-}
-
-/// The first `k` of `examples` (in order) whose question and SQL fit `budget` bytes in all.
-fn within_budget(examples: Vec<Example>, k: i32, budget: i32) -> Vec<Example> {
-    let k = usize::try_from(k).unwrap_or(0);
-    let mut left = usize::try_from(budget).unwrap_or(0);
-    let mut out = Vec::new();
-    for e in examples {
-        if out.len() == k {
-            break;
-        }
-        let size = e.question.len() + e.sql.len();
-        if size <= left {
-            left -= size;
-            out.push(e);
-        }
-    }
-    out
-}
-
-/// Whether `sql` is a complete sentence of `language` and the checker passes it for the
-/// snapshot's role: what the pipeline asks of a statement the model writes.
-fn in_language(language: &Language, snapshot: &CatalogSnapshot, sql: &str) -> bool {
-    let sql = sql.trim();
-    Session::new(language).complete(sql.as_bytes())
-        && grid_core::checker::check(sql, snapshot).is_empty()
-}
-
-/// Whether PostgreSQL plans the example's SQL as the caller.
-fn judged(e: &Example, (session_user, current_user): (&str, &str), search_path: &str) -> bool {
-    let candidate = grid_ask::Candidate {
-        ask: 0,
-        generation: 0,
-        sql: e.sql.trim().to_string(),
-        session_user: session_user.to_string(),
-        current_user: current_user.to_string(),
-        repairable: false,
-    };
-    crate::judge::judge(&candidate, search_path) == grid_ask::Verdict::Pass
-}
-
-/// The caller's language, as the worker compiles it (kept while the snapshot and the
-/// policy stay the same).
-fn language(snapshot: &serde_json::Value, policy: &Policy) -> Result<Arc<Language>, String> {
-    let parsed: CatalogSnapshot =
-        serde_json::from_value(snapshot.clone()).map_err(|e| format!("the snapshot: {e}"))?;
-    parsed
-        .validate()
-        .map_err(|e| format!("the snapshot: {e}"))?;
-    let key = (parsed.fingerprint(), policy.canonical_json());
-    if let Some(l) = LANGUAGE.with(|k| {
-        k.borrow()
-            .as_ref()
-            .filter(|(f, p, _)| (*f, p) == (key.0, &key.1))
-            .map(|(.., l)| l.clone())
-    }) {
-        return Ok(l);
-    }
-    // Built in the postmaster when the library is preloaded (lib.rs), so not here.
-    let dialect = Dialect::generated().map_err(|e| format!("the dialect: {e}"))?;
-    let language = Arc::new(
-        parsed
-            .language(dialect, policy)
-            .map_err(|e| format!("the language: {e}"))?,
-    );
-    LANGUAGE.with(|k| *k.borrow_mut() = Some((key.0, key.1, language.clone())));
-    Ok(language)
+    (!candidates.is_empty()).then(|| Offered {
+        candidates,
+        most: u32::try_from(k).unwrap_or(0),
+        bytes: u32::try_from(crate::guc::examples_bytes()).unwrap_or(0),
+    })
 }
 
 /// The rows of the store by authors the caller trusts, closest to `question` first, at
@@ -397,19 +298,36 @@ mod tests {
         assert!(ids.is_empty() && !p.contains("Example"), "{p}");
     }
 
-    /// The backend builds no dialect to check the examples: the postmaster built it at
-    /// preload (lib.rs) and every backend inherits it through fork.
+    /// The backend builds neither a dialect nor a language to vet the examples: the
+    /// worker vets them against the language it keeps, and the postmaster built the
+    /// dialect at preload (lib.rs), which every backend inherits through fork.
     #[pg_test]
-    fn an_ask_with_examples_builds_no_dialect_in_the_backend() {
+    fn an_ask_with_examples_builds_no_dialect_and_no_language_in_the_backend() {
         fixture();
         let preloaded = crate::PRELOADED_DIALECT_BUILDS.load(std::sync::atomic::Ordering::Relaxed);
         assert!(preloaded >= 1, "the postmaster built no dialect at preload");
+        let projections = grid_core::Dialect::generated().map_or(0, |d| d.projections());
+        assert!(
+            projections >= 1,
+            "the postmaster built no projection at preload"
+        );
+        let languages = grid_core::Language::builds();
         let (p, ids) = ask_as("grid_x_clerk", "which staff, with the inherited dialect");
         assert_eq!(ids.len(), 3, "{p}");
+        // A second role, and the first again: each vetted in the worker.
+        assert!(!ask_as("grid_x_analyst", "which staff, another role")
+            .1
+            .is_empty());
+        assert_eq!(ask_as("grid_x_clerk", "which staff, again").1.len(), 3);
         assert_eq!(
             grid_core::Dialect::builds(),
             preloaded,
             "a backend built a dialect"
+        );
+        assert_eq!(
+            grid_core::Language::builds(),
+            languages,
+            "a backend built a language"
         );
     }
 

@@ -75,10 +75,13 @@ pub extern "C-unwind" fn _PG_init() {
         guc::register_preloaded();
         worker::register();
         // The dialect's tables, built once here so that every backend and the worker
-        // inherit them through fork rather than building them at their first ask (most of
-        // the cost of a new connection's first ask with examples). A failure is left for
-        // the ask to report.
-        let _ = grid_core::Dialect::generated();
+        // inherit them through fork rather than building them at their first ask; and
+        // the dialect's projection for a reading role under the default policy (most
+        // askers'), so that a role's first ask after a start builds its lexicon only.
+        // A failure is left for the ask to report.
+        if let Ok(dialect) = grid_core::Dialect::generated() {
+            let _ = grid_ask::language::warm(&dialect);
+        }
         PRELOADED_DIALECT_BUILDS.store(
             grid_core::Dialect::builds(),
             std::sync::atomic::Ordering::Relaxed,

@@ -44,6 +44,9 @@ struct Job {
     reply: mpsc::Sender<Response>,
     /// Set by the socket thread when the backend goes away before the answer.
     cancel: Arc<AtomicBool>,
+    /// When the socket thread read the request: an ask's `grid.timeout` runs from here,
+    /// its examples' vetting included.
+    received: Instant,
 }
 
 /// What the main thread is given to do: a backend's request, the pipeline's output, a
@@ -112,6 +115,58 @@ fn judged(
     }
 }
 
+/// Vets the examples offered with `ask` into the ones its prompt shows
+/// ([`grid_ask::examples`]), on this socket thread before the pipeline sees the ask. The
+/// role's language is the one the pipeline compiles for the ask, kept for the process
+/// ([`grid_ask::language::role_language`]): built here when the ask is the first to need
+/// it, found there by the pipeline. Each candidate that language and the checker admit
+/// is judged by the asking backend on this connection, as generation 0 of ask 0 (no
+/// generation is drawn for it, and none is recorded). Examples the request carries
+/// already are dropped: only vetted ones are shown. `None` when the backend went away.
+fn vet_examples(stream: &mut UnixStream, reader: &mut FrameReader, ask: &mut Ask) -> Option<()> {
+    ask.examples.clear();
+    let Some(offered) = ask.offered.take() else {
+        return Some(());
+    };
+    // Whatever stops the vetting leaves the ask without examples; the pipeline meets the
+    // same failure (a snapshot or policy it cannot use) and says so.
+    let Ok(dialect) = grid_core::Dialect::generated() else {
+        return Some(());
+    };
+    let Ok((snapshot, base)) = grid_ask::language::parse(ask) else {
+        return Some(());
+    };
+    let Ok(language) = grid_ask::language::role_language(&dialect, &snapshot, &base) else {
+        return Some(());
+    };
+    let mut gone = false;
+    let shown = grid_ask::examples::vet(offered, &language, &snapshot, &mut |e| {
+        if gone {
+            return false;
+        }
+        let candidate = Candidate {
+            ask: 0,
+            generation: 0,
+            sql: e.sql.trim().to_string(),
+            session_user: ask.session_user.clone(),
+            current_user: ask.current_user.clone(),
+            repairable: false,
+        };
+        match judged(stream, reader, &candidate) {
+            Some(verdict) => verdict == Verdict::Pass,
+            None => {
+                gone = true;
+                false
+            }
+        }
+    });
+    if gone {
+        return None;
+    }
+    ask.examples = shown;
+    Some(())
+}
+
 /// How often a socket thread waiting for an answer checks that its backend is still there.
 const HANGUP_POLL: Duration = Duration::from_millis(100);
 
@@ -142,7 +197,13 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                 PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
                 "a verdict is accepted only right after the worker asked for one",
             ),
-            Ok(Some(request)) => {
+            Ok(Some(mut request)) => {
+                let received = Instant::now();
+                if let Request::Ask(ask) = &mut request {
+                    if vet_examples(&mut stream, &mut reader, ask).is_none() {
+                        return;
+                    }
+                }
                 let delay = match &request {
                     Request::Ping { delay_ms, .. } => (*delay_ms).min(MAX_PING_DELAY_MS),
                     Request::AppendSynthetic(_) | Request::Ask(_) | Request::Verdict { .. } => 0,
@@ -153,6 +214,7 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                     request,
                     reply,
                     cancel: cancel.clone(),
+                    received,
                 };
                 if !main.send(Work::Request(Box::new(job))) {
                     return;
@@ -298,7 +360,7 @@ impl Worker {
             // Read here and only here; never put in a message.
             api_key: crate::guc::api_key(),
             cancel: job.cancel.clone(),
-            deadline: Instant::now() + wait,
+            deadline: job.received + wait,
             threads: crate::guc::worker_threads(),
             mask_cache_bytes: crate::guc::mask_cache_bytes(),
             started_at: std::time::SystemTime::now()

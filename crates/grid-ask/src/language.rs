@@ -3,7 +3,7 @@
 //! so any DDL, GRANT or REVOKE changes the key before the next ask: nothing to invalidate.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use grid_core::audit::Fingerprints;
 use grid_core::cache::MaskCache;
@@ -24,7 +24,8 @@ pub struct Compiled {
     pub snapshot: CatalogSnapshot,
     /// The role's base policy, before its grants narrow it.
     pub base: Policy,
-    pub language: Language,
+    /// Shared with every other vocabulary's compilation of it ([`role_language`]).
+    pub language: Arc<Language>,
     pub reserve: ReserveTable,
     /// What the seals of its generations record.
     pub fingerprints: Fingerprints,
@@ -48,22 +49,7 @@ impl Languages {
         vocab: &VocabState,
         cache: &MaskCache,
     ) -> Result<Arc<Compiled>, Failure> {
-        let snapshot: CatalogSnapshot = serde_json::from_value(ask.snapshot.clone())
-            .map_err(CatalogError::from)
-            .and_then(|s: CatalogSnapshot| s.validate().map(|()| s))
-            .map_err(|e| Failure::internal(format!("catalog snapshot: {e}")))?;
-        let base = match &ask.policy {
-            None => Policy::default(),
-            Some(p) => Policy::from_json(&p.to_string()).map_err(|e| {
-                Failure::new(
-                    FailureKind::InvalidValue,
-                    format!(
-                        "the grid.policy row of role {:?} cannot be used: {e}",
-                        ask.current_user
-                    ),
-                )
-            })?,
-        };
+        let (snapshot, base) = parse(ask)?;
         let key: LanguageKey = (
             snapshot.fingerprint(),
             base.canonical_json(),
@@ -76,15 +62,7 @@ impl Languages {
                 return Ok(compiled);
             }
         }
-        let language = snapshot
-            .language(dialect.clone(), &base)
-            .map_err(|e| match e {
-                CatalogError::NothingGranted { .. } => Failure::new(
-                    FailureKind::NothingGranted,
-                    format!("{e}: GRANT it SELECT (or INSERT, UPDATE, DELETE) on a table first"),
-                ),
-                other => Failure::internal(format!("the role's language does not build: {other}")),
-            })?;
+        let language = role_language(dialect, &snapshot, &base)?;
         let reserve = ReserveTable::build(&language, &vocab.speller);
         // The walks every statement's first masks share, done before the first token is
         // asked for rather than on it (no mask changes).
@@ -100,5 +78,137 @@ impl Languages {
         self.kept.push_front((key, compiled.clone()));
         self.kept.truncate(LANGUAGES_KEPT);
         Ok(compiled)
+    }
+}
+
+/// The snapshot (validated) and the base policy an ask is compiled from.
+pub fn parse(ask: &Ask) -> Result<(CatalogSnapshot, Policy), Failure> {
+    let snapshot: CatalogSnapshot = serde_json::from_value(ask.snapshot.clone())
+        .map_err(CatalogError::from)
+        .and_then(|s: CatalogSnapshot| s.validate().map(|()| s))
+        .map_err(|e| Failure::internal(format!("catalog snapshot: {e}")))?;
+    let base = match &ask.policy {
+        None => Policy::default(),
+        Some(p) => Policy::from_json(&p.to_string()).map_err(|e| {
+            Failure::new(
+                FailureKind::InvalidValue,
+                format!(
+                    "the grid.policy row of role {:?} cannot be used: {e}",
+                    ask.current_user
+                ),
+            )
+        })?,
+    };
+    Ok((snapshot, base))
+}
+
+/// The key of a role's language: the dialect's, the snapshot's and the policy's
+/// fingerprints (the vocabulary plays no part in it).
+type RoleKey = ([u8; 16], [u8; 16], String);
+
+/// The role languages this process keeps, most recent first: every vocabulary's
+/// [`Compiled`] and the host's vetting of curated examples ([`crate::examples`]) share
+/// them, so that a role's language is built once, by whichever needs it first. The lock
+/// is held to look up and to insert, never while a language builds.
+static ROLE_LANGUAGES: Mutex<VecDeque<(RoleKey, Arc<Language>)>> = Mutex::new(VecDeque::new());
+
+/// The language of the role whose snapshot and base policy these are, built unless kept.
+pub fn role_language(
+    dialect: &Arc<Dialect>,
+    snapshot: &CatalogSnapshot,
+    base: &Policy,
+) -> Result<Arc<Language>, Failure> {
+    let key: RoleKey = (
+        dialect.fingerprint,
+        snapshot.fingerprint(),
+        base.canonical_json(),
+    );
+    let kept = || {
+        ROLE_LANGUAGES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    {
+        let mut kept = kept();
+        if let Some(pos) = kept.iter().position(|(k, _)| *k == key) {
+            if let Some(hit) = kept.remove(pos) {
+                let language = hit.1.clone();
+                kept.push_front(hit);
+                return Ok(language);
+            }
+        }
+    }
+    let language = Arc::new(
+        snapshot
+            .language(dialect.clone(), base)
+            .map_err(|e| match e {
+                CatalogError::NothingGranted { .. } => Failure::new(
+                    FailureKind::NothingGranted,
+                    format!("{e}: GRANT it SELECT (or INSERT, UPDATE, DELETE) on a table first"),
+                ),
+                other => Failure::internal(format!("the role's language does not build: {other}")),
+            })?,
+    );
+    let mut kept = kept();
+    // Another thread may have built it meanwhile: the first one kept stays.
+    if let Some((_, first)) = kept.iter().find(|(k, _)| *k == key) {
+        return Ok(first.clone());
+    }
+    kept.push_front((key, language.clone()));
+    kept.truncate(LANGUAGES_KEPT);
+    Ok(language)
+}
+
+/// Builds the language of a role that reads one table under the default policy (no
+/// `grid.policy` row: SELECT only), and so the dialect's projection that every such role
+/// shares: most askers' (the projection is most of a language's build; a role's lexicon
+/// is the rest). A host calls it when it starts, so that a role's first ask pays for its
+/// own lexicon only.
+pub fn warm(dialect: &Arc<Dialect>) -> Result<(), Failure> {
+    let snapshot: CatalogSnapshot = serde_json::from_value(serde_json::json!({
+        "format": 1, "role": "reader", "search_path": ["public"],
+        "relations": [{
+            "schema": "public", "name": "t", "kind": "table", "on_search_path": true,
+            "privileges": ["select"],
+            "columns": [{"name": "c", "type": "integer", "privileges": ["select"]}]
+        }]
+    }))
+    .map_err(|e| Failure::internal(format!("the warm-up snapshot: {e}")))?;
+    let base = Policy::for_asker(None)
+        .map_err(|e| Failure::internal(format!("the default policy: {e}")))?;
+    snapshot
+        .language(dialect.clone(), &base)
+        .map(drop)
+        .map_err(|e| Failure::internal(format!("the warm-up language does not build: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn after_the_warm_up_a_reading_roles_language_builds_no_projection() {
+        // A dialect of the test's own, so that no other test's languages count.
+        let dialect = Arc::new(Dialect::postgres_without_comments().expect("dialect"));
+        warm(&dialect).expect("warm");
+        let kept = dialect.projections();
+        assert_eq!(kept, 1);
+        let analyst: CatalogSnapshot =
+            serde_json::from_str(include_str!("../tests/fixtures/analyst_snapshot.json"))
+                .expect("snapshot");
+        let base = Policy::for_asker(None).expect("policy");
+        analyst.language(dialect.clone(), &base).expect("language");
+        assert_eq!(
+            dialect.projections(),
+            kept,
+            "the analyst needed another projection"
+        );
+        // A role whose policy lets it write needs one of its own.
+        let writer = Policy::for_asker(Some(&serde_json::json!({"verbs": ["select", "update"]})))
+            .expect("policy");
+        analyst
+            .language(dialect.clone(), &writer)
+            .expect("language");
+        assert_eq!(dialect.projections(), kept + 1);
     }
 }

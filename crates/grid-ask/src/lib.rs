@@ -87,6 +87,7 @@
 pub mod answer;
 pub mod contents;
 pub mod engine;
+pub mod examples;
 pub mod failure;
 pub mod flow;
 pub mod judge;

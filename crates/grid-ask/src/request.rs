@@ -29,6 +29,24 @@ pub struct Ask {
     /// prompt shows them before the question; the prompt artifact records them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Example>,
+    /// Curated examples not vetted yet: the extension's backend reads them from its store
+    /// and its worker vets them into [`Ask::examples`] where the role's language is kept
+    /// ([`crate::examples::vet`]), before the pipeline sees the ask. The pipeline shows
+    /// only [`Ask::examples`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<Offered>,
+}
+
+/// The curated examples offered for an ask, and how many of them the prompt may show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Offered {
+    /// The closest to the question first.
+    pub candidates: Vec<Example>,
+    /// Examples shown at most (the extension's `grid.examples`).
+    pub most: u32,
+    /// Bytes of their questions and SQL shown at most (`grid.examples_bytes`).
+    pub bytes: u32,
 }
 
 /// A curated example (a row of the extension's `grid.examples`) as an ask uses it.

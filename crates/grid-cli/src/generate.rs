@@ -286,6 +286,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
                 policy: policy_json.clone(),
                 explain: false,
                 examples: Vec::new(),
+                offered: None,
                 settings: settings.clone(),
             };
             Job {

@@ -318,6 +318,7 @@ fn generate_seals_what_the_pipeline_seals() {
             policy: None,
             explain: false,
             examples: Vec::new(),
+            offered: None,
             settings: grid_ask::AskSettings {
                 endpoint: Some(endpoint.clone()),
                 model: None,

@@ -1,6 +1,7 @@
 //! A compiled language: L1 projected by a policy (L2) and restricted by a lexicon (L3).
 //! Immutable; every session over it shares it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use blake2::digest::consts::U16;
@@ -37,8 +38,18 @@ pub struct Language {
     pub byte_reps: Vec<u8>,
 }
 
+/// See [`Language::builds`].
+static BUILDS: AtomicU64 = AtomicU64::new(0);
+
 impl Language {
+    /// How many languages this process has built (started to build): the extension's
+    /// tests read it to prove that a backend builds none (docs/postgres.md).
+    pub fn builds() -> u64 {
+        BUILDS.load(Ordering::Relaxed)
+    }
+
     pub fn build(dialect: Arc<Dialect>, policy: &Policy, lexicon: &Lexicon) -> Result<Language> {
+        BUILDS.fetch_add(1, Ordering::Relaxed);
         let empty: Vec<LexiconKind> = LexiconKind::ALL
             .iter()
             .copied()

@@ -28,6 +28,7 @@ pub fn job(n: u64, question: &str, settings: AskSettings) -> Job {
             policy: None,
             explain: false,
             examples: Vec::new(),
+            offered: None,
             settings,
         },
     )

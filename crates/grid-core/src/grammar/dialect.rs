@@ -288,6 +288,11 @@ impl Dialect {
     pub fn is_reserved(&self, word: &str) -> bool {
         self.spec.is_reserved(word)
     }
+
+    /// How many projections ([`Dialect::projected_table`]) this dialect keeps built.
+    pub fn projections(&self) -> usize {
+        self.projections.lock().map_or(0, |m| m.len())
+    }
 }
 
 fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
