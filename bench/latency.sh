@@ -9,8 +9,10 @@
 # --asks   asks per configuration (default 8)
 #
 # Configurations: examples off (grid.examples = 0) and on (k = 2; the store holds the
-# demo's two examples, one of which the analyst may be shown). Then the first ask after a
-# cluster restart (the restart itself timed apart). Prints one row per configuration
+# demo's two examples, one of which the analyst may be shown); grid.run(generation) of the
+# last answer, and grid.run(question) right after grid.ask of it (the answer reused, the
+# model not asked). Then the first ask after a cluster restart (the restart itself timed
+# apart). Prints one row per configuration
 # (p50, p95, max in ms) and a JSON line. Uses the installed extension (cargo pgrx install,
 # debug unless you installed --release: say which with the figures) and builds the
 # reference endpoint (debug). The real model's time, descriptions, value hints, a store
@@ -77,6 +79,37 @@ for k in 0 2; do
     rows+=("$(printf '%-28s %5d %8d %8d %8d' "examples = $k, new connection" "$asks" "$p50" "$p95" "$max")")
     json+=("\"examples_$k\":{\"asks\":$asks,\"p50_ms\":$p50,\"p95_ms\":$p95,\"max_ms\":$max}")
 done
+# Running what was read: grid.run(generation) of the analyst's last answer, and
+# grid.run(question) right after grid.ask of the same question (the answer reused), each
+# in a new connection. The statement's own time is in both (a count over 5 rows).
+psql_as analyst -Atq -c "SELECT grid.ask('How many employees work in each department? (run)')" >/dev/null
+run_ms() {
+    local t0 t1
+    t0=$(now_ms)
+    psql_as analyst -Atq -c "$1" >/dev/null
+    t1=$(now_ms)
+    echo $((t1 - t0))
+}
+# What a connection alone costs (psql, a backend, one query), to read the others against.
+times=$(for i in $(seq "$asks"); do run_ms "SELECT count(*) FROM employees"; done)
+read -r p50 p95 max <<<"$(stats <<<"$times")"
+rows+=("$(printf '%-28s %5d %8d %8d %8d' "a plain query (baseline)" "$asks" "$p50" "$p95" "$max")")
+json+=("\"baseline\":{\"runs\":$asks,\"p50_ms\":$p50,\"p95_ms\":$p95,\"max_ms\":$max}")
+times=$(for i in $(seq "$asks"); do
+    run_ms "SELECT * FROM grid.run((SELECT max(generation) FROM grid.my_answers))"
+done)
+read -r p50 p95 max <<<"$(stats <<<"$times")"
+rows+=("$(printf '%-28s %5d %8d %8d %8d' "grid.run(generation)" "$asks" "$p50" "$p95" "$max")")
+json+=("\"run_generation\":{\"runs\":$asks,\"p50_ms\":$p50,\"p95_ms\":$p95,\"max_ms\":$max}")
+times=$(for i in $(seq "$asks"); do
+    run_ms "SET client_min_messages = warning; SELECT * FROM grid.run('How many employees work in each department? (run)')"
+done)
+read -r p50 p95 max <<<"$(stats <<<"$times")"
+rows+=("$(printf '%-28s %5d %8d %8d %8d' "grid.run(question), reused" "$asks" "$p50" "$p95" "$max")")
+json+=("\"run_reused\":{\"runs\":$asks,\"p50_ms\":$p50,\"p95_ms\":$p95,\"max_ms\":$max}")
+reused=$(psql_as postgres -Atq -c "SELECT count(*) FROM grid.runs WHERE called_as = 'reused'")
+[ "$reused" -eq "$asks" ] || die "grid.run(question) asked the model again ($reused of $asks runs reused)"
+
 t0=$(now_ms)
 as_postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w restart >/dev/null
 restart=$(($(now_ms) - t0))
@@ -84,7 +117,7 @@ first=$(ask_ms restart)
 rows+=("$(printf '%-28s %5d %8d %8s %8s' "first ask after a restart" 1 "$first" - -)")
 json+=("\"restart_ms\":$restart,\"first_after_restart_ms\":$first")
 
-say "latency: grid.ask wall time (ms), scripted mock, $(git rev-parse --short HEAD)"
+say "latency: wall time (ms), scripted mock, $(git rev-parse --short HEAD)"
 note "$(printf '%-28s %5s %8s %8s %8s' configuration asks p50 p95 max)"
 for r in "${rows[@]}"; do note "$r"; done
 note "restart of the cluster itself: $restart ms"

@@ -8,7 +8,10 @@
 \echo '== analyst: how many employees are in each department?'
 \c - analyst
 SELECT grid.ask('How many employees are in each department?') AS sql;
-SELECT * FROM grid.run('How many employees are in each department?');
+\echo '   run exactly the statement just read, by its generation (grid.my_answers lists the'
+\echo '   role''s answers); the model is not asked again:'
+SELECT generation, sql FROM grid.my_answers ORDER BY generation DESC LIMIT 1;
+SELECT * FROM grid.run((SELECT max(generation) FROM grid.my_answers));
 
 \echo '== analyst: the three largest orders, with who took them'
 SELECT * FROM grid.run('Show the three largest orders and who took them');
@@ -34,6 +37,7 @@ RESET grid.max_tokens;
 \echo '== hr: what is the average salary?'
 \c - hr
 SELECT grid.ask('What is the average salary?') AS sql;
+\echo '   grid.run of the question just asked runs that answer (a NOTICE says so), not a new one:'
 SELECT * FROM grid.run('What is the average salary?');
 
 \echo '== clerk: record a new order of 250 for employee 1'
@@ -70,10 +74,11 @@ SELECT grid.show_values('employees', 'dept');
 SELECT grid.ask('How many employees work in Sales?') AS sql;
 SELECT * FROM grid.run('How many employees work in Sales?');
 
-\echo '== auditor: every ask, who asked, and what came out'
+\echo '== auditor: every ask, who asked, and what came out; and every run, of which answer'
 \c - auditor
 SELECT generation, session_user_name AS session_user, current_user_name AS role,
        left(question, 42) AS question, final_sql, stop, steps
   FROM grid.generations ORDER BY seal_index;
+SELECT run, generation, current_user_name AS role, called_as FROM grid.runs ORDER BY run;
 SELECT * FROM grid.verify_audit();
 SELECT grid.audit_head() AS head_to_keep_outside_the_database;

@@ -118,10 +118,18 @@ if [ "$check" -eq 1 ]; then
             failed=1
         fi
     }
-    expect "every ask of the session is audited (6 analyst, 2 hr, 2 clerk asks at least)" \
-        "SELECT bool_and(n >= want) FROM (VALUES ('analyst', 6), ('hr', 2), ('clerk', 2)) AS w(role, want)
+    expect "every ask of the session is audited (6 analyst, 1 hr, 1 clerk asks at least)" \
+        "SELECT bool_and(n >= want) FROM (VALUES ('analyst', 6), ('hr', 1), ('clerk', 1)) AS w(role, want)
            LEFT JOIN LATERAL (SELECT count(*) AS n FROM grid.generations
                                WHERE current_user_name = w.role) AS c ON true" t
+    expect "the model was asked once per question and role (grid.run after grid.ask ran its answer)" \
+        "SELECT count(*) FROM (SELECT current_user_name, question FROM grid.generations
+                                WHERE repair_of IS NULL
+                                  AND NOT (current_user_name = 'analyst' AND question ILIKE '%salary%')
+                                GROUP BY 1, 2 HAVING count(*) > 1) AS twice" 0
+    expect "grid.runs records each run: the analyst's by generation, hr's reusing its answer" \
+        "SELECT string_agg(current_user_name || ':' || called_as, ',' ORDER BY run) FROM grid.runs
+          WHERE current_user_name = 'hr' OR called_as = 'generation'" "analyst:generation,hr:reused"
     expect "no statement the model wrote as the analyst names salaries" \
         "SELECT count(*) FROM grid.generations WHERE current_user_name = 'analyst'
             AND final_sql ~* '\\msalaries\\M'" 0

@@ -86,8 +86,16 @@ CREATE TABLE grid.generations (
     -- prompt the model was shown, and the content digests of the other artifacts),
     -- checked by grid.verify_audit(). NULL in generations sealed before prompts were
     -- (they hash as before).
-    prompt_digest     bytea CHECK (octet_length(prompt_digest) = 32)
+    prompt_digest     bytea CHECK (octet_length(prompt_digest) = 32),
+    -- Not hashed. ask_key: grid_ask::Ask::reuse_key of the ask this generation
+    -- belongs to (its question, role, catalog snapshot, policy and the settings that
+    -- shape a generation): grid.run(question) runs the answer the role's last ask gave
+    -- instead of asking again when its own ask has the same key. NULL in generations
+    -- written before it was kept, and in synthetic ones.
+    ask_key           bytea CHECK (octet_length(ask_key) = 32)
 );
+-- grid.run(question) reads a role's last generation.
+CREATE INDEX generations_by_role ON grid.generations (current_user_name, entry);
 COMMENT ON TABLE grid.generations IS 'Append-only: one row per finished generation, with its seal (grid_core::audit::Seal) in the global seal chain.';
 
 CREATE TABLE grid.artifacts (
@@ -111,6 +119,49 @@ CREATE TABLE grid.artifacts (
 );
 COMMENT ON TABLE grid.artifacts IS 'Append-only, content-addressed inputs of the generations (keys: the fingerprints of grid.generations and the content digests their prompt artifacts list), so that a log replays after the schema has changed.';
 
+-- Every statement grid.run() ran: which generation's (its final_sql), for whom, and how
+-- grid.run came to it. Written by the worker in a transaction of its own before the
+-- statement runs, so a run is on record whatever becomes of the caller's transaction.
+-- Not hash-chained: the generation it names is.
+CREATE TABLE grid.runs (
+    run               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    -- A generation of grid.generations (no foreign key: it would make TRUNCATE of the
+    -- store fail before the append-only trigger says why).
+    generation        bigint NOT NULL,
+    session_user_name text NOT NULL,
+    current_user_name text NOT NULL,
+    -- 'generation': grid.run(generation), the statement the caller had read;
+    -- 'asked': grid.run(question), which asked the model;
+    -- 'reused': grid.run(question), which ran the answer the role's last ask gave
+    -- (same question, snapshot, policy and settings) without asking again.
+    called_as         text NOT NULL CHECK (called_as IN ('generation', 'asked', 'reused')),
+    recorded_at       timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+COMMENT ON TABLE grid.runs IS 'Append-only: one row per statement grid.run() ran, naming the generation that wrote it.';
+
+-- The answers: each generation whose statement grid_pg returned to its role (by
+-- grid.ask(), grid.run() or grid.explain()): sealed with a statement the checker
+-- passed and the judge did not refuse. What grid.run(generation) may run, read by the
+-- extension as the store's owner for the role that calls it.
+CREATE VIEW grid.answers AS
+SELECT g.generation, g.current_user_name AS role_name, g.question, g.final_sql AS sql,
+       g.finished_at AS answered_at, g.entry
+  FROM grid.generations g
+ WHERE g.final_sql IS NOT NULL
+   AND g.refused IS NULL
+   AND g.stop OPERATOR(pg_catalog.=) ANY ('{eos,budget_completed,budget_truncated}'::pg_catalog.text[])
+   AND (g.verdict IS NULL OR g.verdict OPERATOR(pg_catalog.!~~) '{"verdict":"fail"%');
+COMMENT ON VIEW grid.answers IS 'The statements grid_pg returned, by generation and role.';
+
+-- The caller's own answers, for it to pick one to run with grid.run(generation). The
+-- view reads with its owner's rights; the filter is the caller's role (security_barrier:
+-- no function of the caller's sees another role's rows first).
+CREATE VIEW grid.my_answers WITH (security_barrier) AS
+SELECT a.generation, a.question, a.sql, a.answered_at
+  FROM grid.answers a
+ WHERE a.role_name OPERATOR(pg_catalog.=) CURRENT_USER::pg_catalog.text;
+COMMENT ON VIEW grid.my_answers IS 'The statements grid_pg returned to the current role, by generation: what grid.run(generation) runs.';
+
 -- Append-only: nobody but the owner holds any privilege (the writer runs as the
 -- owner), and even the owner cannot UPDATE, DELETE or TRUNCATE while the trigger
 -- is enabled. Statement-level triggers refuse also statements that would touch
@@ -132,8 +183,11 @@ CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON grid.generatio
     FOR EACH STATEMENT EXECUTE FUNCTION grid.refuse_audit_change();
 CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON grid.artifacts
     FOR EACH STATEMENT EXECUTE FUNCTION grid.refuse_audit_change();
+CREATE TRIGGER append_only BEFORE UPDATE OR DELETE OR TRUNCATE ON grid.runs
+    FOR EACH STATEMENT EXECUTE FUNCTION grid.refuse_audit_change();
 
-REVOKE ALL ON grid.audit_log, grid.generations, grid.artifacts FROM PUBLIC;
+REVOKE ALL ON grid.audit_log, grid.generations, grid.artifacts, grid.runs, grid.answers,
+    grid.my_answers FROM PUBLIC;
 REVOKE ALL ON SEQUENCE grid.audit_entry_seq, grid.generation_seq FROM PUBLIC;
 
 -- The auditors' role (cluster-wide, so it may exist already; it outlives the
@@ -145,11 +199,13 @@ BEGIN
     END IF;
 END
 $auditor$;
-GRANT SELECT ON grid.audit_log, grid.generations, grid.artifacts TO grid_auditor;
+GRANT SELECT ON grid.audit_log, grid.generations, grid.artifacts, grid.runs, grid.answers
+    TO grid_auditor;
 
 -- pg_dump keeps the rows (extension tables are otherwise dumped empty).
 SELECT pg_catalog.pg_extension_config_dump('grid.audit_log', '');
 SELECT pg_catalog.pg_extension_config_dump('grid.generations', '');
 SELECT pg_catalog.pg_extension_config_dump('grid.artifacts', '');
+SELECT pg_catalog.pg_extension_config_dump('grid.runs', '');
 SELECT pg_catalog.pg_extension_config_dump('grid.audit_entry_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('grid.generation_seq', '');

@@ -23,8 +23,10 @@ BEGIN
 END
 $user$;
 GRANT USAGE ON SCHEMA grid TO grid_user;
-GRANT EXECUTE ON FUNCTION grid.ask(text), grid.run(text, integer), grid.explain(text),
-    grid.catalog_snapshot(text[]) TO grid_user;
+GRANT EXECUTE ON FUNCTION grid.ask(text), grid.run(text, integer), grid.run(bigint, integer),
+    grid.explain(text), grid.catalog_snapshot(text[]) TO grid_user;
+-- Each role reads its own answers only (the view filters by the caller).
+GRANT SELECT ON grid.my_answers TO grid_user;
 -- Curators describe relations for the model; so may an asker, of the relations it owns
 -- (the function itself checks who may describe what: sql/descriptions.sql). An owner
 -- role that is neither needs its own GRANT EXECUTE.

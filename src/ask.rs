@@ -215,9 +215,32 @@ SELECT pg_catalog.jsonb_build_array(
 /// Sends `question` to the worker as the caller and returns the generated statement, or
 /// raises the worker's error. `what` names the SQL function for messages.
 pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generated {
+    send(what, prepare(what, question, explain, Purpose::Ask))
+}
+
+/// What an ask is prepared for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// To put to the model: the snapshot with the descriptions and value hints the
+    /// prompt shows, the curated examples offered.
+    Ask,
+    /// To check a statement against the caller's language only: the snapshot as the
+    /// language reads it, and no NOTICE about what is left out of it.
+    Language,
+}
+
+/// An ask as the caller makes it, ready for the worker.
+pub struct Prepared {
+    pub ask: grid_ask::Ask,
+    /// The caller's `search_path`, under which its statements are judged and run.
+    pub caller_path: String,
+}
+
+/// The ask of `question` as the caller: its catalog snapshot (taken as the caller, under
+/// its path), policy, identity and settings (see [`Purpose`]). Raises what stops it.
+pub fn prepare(what: &str, question: &str, explain: bool, purpose: Purpose) -> Prepared {
     use crate::guc;
-    use crate::worker::protocol::{Request, Response};
-    use crate::worker::{raise, request_judged, require_store_database, unexpected};
+    use crate::worker::{raise, require_store_database};
     use grid_ask::{Ask, AskSettings};
     use pgrx::prelude::*;
 
@@ -231,8 +254,10 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
         }
     }
 
-    if let Err(e) = check_question(question) {
-        raise(e.sqlstate(), e.to_string().replacen("grid.ask", what, 1));
+    if purpose == Purpose::Ask {
+        if let Err(e) = check_question(question) {
+            raise(e.sqlstate(), e.to_string().replacen("grid.ask", what, 1));
+        }
     }
     require_store_database(what);
     within_ceilings(what);
@@ -258,9 +283,11 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
         ),
     };
     within_counts(what, &snapshot);
-    tell_left_out(what);
-    let shown_values = crate::descriptions::add(what, &mut snapshot);
-    crate::value_hints::add(what, &mut snapshot, &caller_path, &shown_values);
+    if purpose == Purpose::Ask {
+        tell_left_out(what);
+        let shown_values = crate::descriptions::add(what, &mut snapshot);
+        crate::value_hints::add(what, &mut snapshot, &caller_path, &shown_values);
+    }
     within_size(what, &snapshot);
     let denied = denied_functions(what);
     if !denied.is_empty() {
@@ -289,8 +316,11 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
         ),
     };
     let text = |i: usize| who[i].as_str().unwrap_or_default().to_string();
-    // Vetted in the worker, each candidate judged by `judge` below like a statement.
-    let offered = crate::examples::offered(what, question);
+    // Vetted in the worker, each candidate judged as the caller like a statement.
+    let offered = match purpose {
+        Purpose::Ask => crate::examples::offered(what, question),
+        Purpose::Language => None,
+    };
     let settings = AskSettings {
         endpoint: guc::endpoint(),
         model: guc::model(),
@@ -302,10 +332,7 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
         fault: guc::debug_fault(),
         judge: guc::judge(),
     };
-    // grid.timeout bounds the whole generation in the worker; the margin lets the
-    // worker's own answer (a timeout error, with its audit rows stored) arrive first.
-    let wait = guc::timeout().saturating_add(std::time::Duration::from_secs(2));
-    let ask = Request::Ask(Ask {
+    let ask = Ask {
         question: question.to_string(),
         snapshot,
         session_user: text(0),
@@ -316,7 +343,22 @@ pub fn generate(what: &str, question: &str, explain: bool) -> grid_ask::Generate
         settings,
         examples: Vec::new(),
         offered,
-    });
+    };
+    Prepared { ask, caller_path }
+}
+
+/// Sends a prepared ask to the worker and returns the generated statement, or raises the
+/// worker's error.
+pub fn send(what: &str, prepared: Prepared) -> grid_ask::Generated {
+    use crate::guc;
+    use crate::worker::protocol::{Request, Response};
+    use crate::worker::{request_judged, unexpected};
+
+    let Prepared { ask, caller_path } = prepared;
+    // grid.timeout bounds the whole generation in the worker; the margin lets the
+    // worker's own answer (a timeout error, with its audit rows stored) arrive first.
+    let wait = guc::timeout().saturating_add(std::time::Duration::from_secs(2));
+    let ask = Request::Ask(ask);
     // Each statement the worker's pipeline accepts, and each offered example the
     // caller's language admits, comes back here to be judged as the caller, under the
     // caller's path, before it is returned or shown.
@@ -350,6 +392,169 @@ pub fn write_notice(w: &grid_core::statement::Write) -> String {
 /// Longest run of a generated statement under `grid.run()` when the caller has no
 /// `statement_timeout` of its own.
 const RUN_TIMEOUT_MS: i32 = 30_000;
+
+/// Longest reading of the audit store for `grid.run` when the caller has no
+/// `statement_timeout`.
+const ANSWER_READ_TIMEOUT_MS: i32 = 10_000;
+
+/// Raises unless `max_rows` is at least 1.
+fn check_max_rows(max_rows: i32) {
+    if max_rows < 1 {
+        crate::worker::raise(
+            pgrx::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("grid.run: max_rows must be at least 1 (got {max_rows})"),
+        );
+    }
+}
+
+/// The statement of `generation` if it is an answer given to the current role
+/// (`grid.answers`, read as the store's owner: the caller may not read the store).
+fn answer_of(what: &str, generation: i64) -> Option<String> {
+    use pgrx::prelude::*;
+    let role = current_role(what);
+    let read = crate::store::read_as_owner("grid.generations", ANSWER_READ_TIMEOUT_MS, || {
+        Spi::connect(|c| {
+            let rows = c.select(
+                "SELECT a.sql FROM grid.answers a
+                  WHERE a.generation OPERATOR(pg_catalog.=) $1
+                    AND a.role_name OPERATOR(pg_catalog.=) $2",
+                Some(1),
+                &[generation.into(), role.as_str().into()],
+            )?;
+            let mut found = None;
+            for r in rows {
+                found = r.get::<String>(1)?;
+            }
+            Ok(found)
+        })
+    });
+    match read {
+        Ok(sql) => sql,
+        Err(e) => crate::worker::raise(
+            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            format!("{what}: reading the answers: {e}"),
+        ),
+    }
+}
+
+/// The generation and statement of the role's last ask when it is an answer and that ask
+/// had the same [`grid_ask::Ask::reuse_key`] as `ask`.
+fn last_answer(what: &str, ask: &grid_ask::Ask) -> Option<(i64, String)> {
+    use pgrx::prelude::*;
+    let key = ask.reuse_key().to_vec();
+    let read = crate::store::read_as_owner("grid.generations", ANSWER_READ_TIMEOUT_MS, || {
+        Spi::connect(|c| {
+            let rows = c.select(
+                "SELECT a.generation, a.sql
+                   FROM (SELECT g.generation, g.ask_key FROM grid.generations g
+                          WHERE g.current_user_name OPERATOR(pg_catalog.=) $1
+                          ORDER BY g.current_user_name DESC, g.entry DESC LIMIT 1) last
+                   JOIN grid.answers a ON a.generation OPERATOR(pg_catalog.=) last.generation
+                  WHERE last.ask_key OPERATOR(pg_catalog.=) $2",
+                Some(1),
+                &[ask.current_user.as_str().into(), key.into()],
+            )?;
+            let mut found = None;
+            for r in rows {
+                if let (Some(g), Some(sql)) = (r.get::<i64>(1)?, r.get::<String>(2)?) {
+                    found = Some((g, sql));
+                }
+            }
+            Ok(found)
+        })
+    });
+    match read {
+        Ok(found) => found,
+        Err(e) => crate::worker::raise(
+            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            format!("{what}: reading the role's last answer: {e}"),
+        ),
+    }
+}
+
+/// The current role's name.
+fn current_role(what: &str) -> String {
+    match pgrx::Spi::get_one::<String>("SELECT current_user::pg_catalog.text") {
+        Ok(Some(r)) => r,
+        Ok(None) => String::new(),
+        Err(e) => crate::worker::raise(
+            pgrx::PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            format!("{what}: {e}"),
+        ),
+    }
+}
+
+/// Why `sql` is not in the language of the caller whose ask `ask` is (its snapshot and
+/// policy), asked of the worker that keeps the language; `None` when it is.
+fn refusal_now(what: &str, sql: &str, ask: &grid_ask::Ask) -> Option<String> {
+    use crate::worker::protocol::{Admits, Request, Response};
+    let request = Request::Admits(Admits {
+        sql: sql.to_string(),
+        snapshot: ask.snapshot.clone(),
+        policy: ask.policy.clone(),
+        current_user: ask.current_user.clone(),
+    });
+    let wait = crate::guc::timeout();
+    match crate::worker::request_judged(what, &request, wait, None) {
+        Response::Admitted { refusal } => refusal,
+        other => crate::worker::unexpected(what, &other),
+    }
+}
+
+/// Records the run in `grid.runs` (through the worker, committed before the statement
+/// runs), then runs `sql` read-only as the caller ([`run_read_only`]) and returns its
+/// rows. A write statement is refused.
+fn run_answer(
+    what: &str,
+    generation: i64,
+    sql: &str,
+    called_as: &str,
+    max_rows: i32,
+    caller_path: &str,
+) -> pgrx::iter::SetOfIterator<'static, pgrx::JsonB> {
+    use crate::worker::protocol::{Request, Response, RunRecord};
+    use pgrx::prelude::*;
+    if let Some(w) = grid_core::statement::write_of(sql) {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            format!(
+                "grid.run runs read-only statements; the generated statement writes \
+                 ({} on {}): {}",
+                w.verb_sql(),
+                grid_core::message::ascii(&w.target),
+                grid_core::message::ascii_snippet(sql, 200)
+            ),
+            "Use grid.ask() for its text, read it, and run it yourself."
+        );
+    }
+    if called_as == "reused" {
+        pgrx::notice!(
+            "{what}: the role's last ask was this question, under the same catalog, policy and \
+             settings: its answer (generation {generation}) is run, and the model is not asked \
+             again"
+        );
+    }
+    let session_user = Spi::get_one::<String>("SELECT session_user::pg_catalog.text")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let record = Request::RecordRun(RunRecord {
+        generation,
+        session_user,
+        current_user: current_role(what),
+        called_as: called_as.to_string(),
+    });
+    match crate::worker::request_judged(what, &record, crate::guc::timeout(), None) {
+        Response::Recorded { .. } => {}
+        other => crate::worker::unexpected(what, &other),
+    }
+    let rows = match run_read_only(without_terminator(sql), max_rows, caller_path) {
+        serde_json::Value::Array(rows) => rows,
+        _ => Vec::new(),
+    };
+    SetOfIterator::new(rows.into_iter().map(pgrx::JsonB))
+}
 
 /// The session-level advisory locks this backend holds, one row per lock and mode, as
 /// the calls that release one hold of it.
@@ -461,39 +666,84 @@ mod grid {
     /// statement as the caller, read-only, bounded in time (the caller's
     /// `statement_timeout`, else 30 s) and rows, and returns each row as jsonb. A write
     /// statement is not run: `grid.ask()` gives its text. The statement runs under the
-    /// caller's `search_path` (its names are the caller's).
+    /// caller's `search_path` (its names are the caller's). When the role's last ask
+    /// was this question under the same catalog snapshot, policy and settings
+    /// (`grid_ask::Ask::reuse_key`), its answer is run and the model is not asked again:
+    /// what the caller read is what runs. `grid.runs` records every run.
     #[pg_extern(security_invoker, volatile)]
     #[search_path(pg_catalog, pg_temp)]
     fn run(question: &str, max_rows: default!(i32, 1000)) -> SetOfIterator<'static, pgrx::JsonB> {
-        if max_rows < 1 {
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!("grid.run: max_rows must be at least 1 (got {max_rows})")
-            );
-        }
-        let caller_path = crate::caller::search_path();
-        let g = super::generate("grid.run", question, false);
-        if let Some(w) = grid_core::statement::write_of(&g.sql) {
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
-                format!(
-                    "grid.run runs read-only statements; the generated statement writes \
-                     ({} on {}): {}",
-                    w.verb_sql(),
-                    grid_core::message::ascii(&w.target),
-                    grid_core::message::ascii_snippet(&g.sql, 200)
-                ),
-                "Use grid.ask() for its text, read it, and run it yourself."
-            );
-        }
-        let rows = super::run_read_only(super::without_terminator(&g.sql), max_rows, &caller_path);
-        let rows = match rows {
-            serde_json::Value::Array(rows) => rows,
-            _ => Vec::new(),
+        super::check_max_rows(max_rows);
+        let prepared = super::prepare("grid.run", question, false, super::Purpose::Ask);
+        let caller_path = prepared.caller_path.clone();
+        let (generation, sql, called_as) = match super::last_answer("grid.run", &prepared.ask) {
+            Some((generation, sql)) => (generation, sql, "reused"),
+            None => {
+                let g = super::send("grid.run", prepared);
+                (
+                    i64::try_from(g.generation).unwrap_or(i64::MAX),
+                    g.sql,
+                    "asked",
+                )
+            }
         };
-        SetOfIterator::new(rows.into_iter().map(pgrx::JsonB))
+        super::run_answer(
+            "grid.run",
+            generation,
+            &sql,
+            called_as,
+            max_rows,
+            &caller_path,
+        )
+    }
+
+    /// `grid.run(generation, max_rows)`: runs exactly the statement that generation
+    /// returned to the caller (`grid.my_answers` lists them), as `grid.run(question)`
+    /// runs one, without asking the model. The generation must be an answer given to
+    /// the calling role, and its statement must still be in the role's language and pass
+    /// the checker now (grants and the catalog may have changed since); `grid.runs`
+    /// records the run.
+    #[pg_extern(security_invoker, volatile, name = "run")]
+    #[search_path(pg_catalog, pg_temp)]
+    fn run_generation(
+        generation: i64,
+        max_rows: default!(i32, 1000),
+    ) -> SetOfIterator<'static, pgrx::JsonB> {
+        const WHAT: &str = "grid.run";
+        super::check_max_rows(max_rows);
+        crate::worker::require_store_database(WHAT);
+        let Some(sql) = super::answer_of(WHAT, generation) else {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "grid.run: generation {generation} is not a statement grid_pg returned to \
+                     the current role"
+                ),
+                "SELECT generation, question, sql FROM grid.my_answers lists the role's answers."
+            );
+        };
+        let prepared = super::prepare(WHAT, "", false, super::Purpose::Language);
+        if let Some(why) = super::refusal_now(WHAT, &sql, &prepared.ask) {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "grid.run: the statement of generation {generation} is no longer one the \
+                     current role may be given: {}",
+                    grid_core::message::ascii(&why)
+                ),
+                "Its grants or the catalog changed since it was written: ask again."
+            );
+        }
+        super::run_answer(
+            WHAT,
+            generation,
+            &sql,
+            "generation",
+            max_rows,
+            &prepared.caller_path,
+        )
     }
 
     /// `grid.ask(question)`: the SQL the calling role may run for `question`, generated
@@ -746,6 +996,96 @@ mod tests {
         );
         run("GRANT EXECUTE ON FUNCTION pg_catalog.initcap(text) TO grid_t_analyst");
         assert_eq!(capitalise(), wanted);
+    }
+
+    /// `grid.run(generation)` runs the statement the role read, only its own, only while
+    /// it is still in its language; `grid.run(question)` right after `grid.ask` of the
+    /// same question runs that answer without asking the model; `grid.runs` says which.
+    #[pg_test]
+    fn run_by_generation_runs_what_was_read_and_a_run_right_after_an_ask_reuses_it() {
+        fixture();
+        let count = |q: &str| select_one::<i64>(q).unwrap_or(-1);
+        run("SET ROLE grid_t_analyst");
+        assert_eq!(
+            ask("list the employees"),
+            "SELECT name FROM grid_t_employees"
+        );
+        let g = count("SELECT max(generation) FROM grid.my_answers");
+        let sql: Option<String> = select_one(&format!(
+            "SELECT sql FROM grid.my_answers WHERE generation = {g}"
+        ));
+        assert_eq!(sql.as_deref(), Some("SELECT name FROM grid_t_employees"));
+        run("RESET ROLE");
+        let sealed = count("SELECT count(*) FROM grid.generations");
+        run("SET ROLE grid_t_analyst");
+        let names: Option<String> = select_one(
+            "SELECT string_agg(r ->> 'name', ',' ORDER BY r ->> 'name') \
+             FROM grid.run('list the employees') r",
+        );
+        assert_eq!(names.as_deref(), Some("Ada,Grace"));
+        assert_eq!(count(&format!("SELECT count(*) FROM grid.run({g})")), 2);
+        assert_eq!(count(&format!("SELECT count(*) FROM grid.run({g}, 1)")), 1);
+        run("RESET ROLE");
+        assert_eq!(
+            count("SELECT count(*) FROM grid.generations"),
+            sealed,
+            "the model was asked again"
+        );
+        let runs = crate::testing::select_texts(&format!(
+            "SELECT called_as || ':' || current_user_name FROM grid.runs \
+              WHERE generation = {g} ORDER BY run"
+        ));
+        assert_eq!(
+            runs,
+            [
+                "reused:grid_t_analyst",
+                "generation:grid_t_analyst",
+                "generation:grid_t_analyst"
+            ]
+        );
+        // Another role may neither run nor list it; nor may anyone run what was never an
+        // answer.
+        run("SET ROLE grid_t_clerk");
+        // (The store outlives each test's transaction: other tests' answers may be here.)
+        assert_eq!(
+            count(&format!(
+                "SELECT count(*) FROM grid.my_answers WHERE generation = {g}"
+            )),
+            0
+        );
+        let m = assert_refused(&format!("SELECT * FROM grid.run({g})"), "42501");
+        assert!(m.contains("not a statement grid_pg returned"), "{m}");
+        run("RESET ROLE");
+        run("SET ROLE grid_t_analyst");
+        assert_refused("SELECT * FROM grid.run(-1)", "42501");
+        run("RESET ROLE");
+        // A revoke since: the statement is no longer the role's, and does not run.
+        run("REVOKE SELECT ON public.grid_t_employees FROM grid_t_analyst");
+        run("GRANT SELECT (id) ON public.grid_t_employees TO grid_t_analyst");
+        run("SET ROLE grid_t_analyst");
+        let m = assert_refused(&format!("SELECT * FROM grid.run({g})"), "42501");
+        assert!(
+            m.contains("no longer one the current role may be given"),
+            "{m}"
+        );
+        run("RESET ROLE");
+        run("GRANT SELECT ON public.grid_t_employees TO grid_t_analyst");
+        // Another question in between: the model is asked again.
+        run("SET ROLE grid_t_analyst");
+        assert_eq!(
+            ask("list the employees in detail"),
+            "SELECT id, name FROM grid_t_employees"
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM grid.run('list the employees')"),
+            2
+        );
+        run("RESET ROLE");
+        let last = crate::testing::select_texts(
+            "SELECT called_as FROM grid.runs ORDER BY run DESC LIMIT 1",
+        );
+        assert_eq!(last, ["asked"]);
+        assert!(count("SELECT count(*) FROM grid.generations") > sealed + 1);
     }
 
     #[pg_test]

@@ -201,6 +201,7 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
         final_sql: g.final_sql.clone(),
         refused: None,
         repair_of: None,
+        ask_key: None,
     })?;
     let id = u64::try_from(generation).unwrap_or(0);
     let mut writer = ChainWriter::resume(sink, head);
@@ -315,6 +316,7 @@ pub fn store_steps(steps: &[grid_core::audit::StepRecord]) -> Result<(), StoreEr
         final_sql: None,
         refused: None,
         repair_of: None,
+        ask_key: None,
     })?;
     for r in steps {
         sink.insert(&grid_core::audit::Entry::Step(r.clone()))?;
@@ -325,7 +327,11 @@ pub fn store_steps(steps: &[grid_core::audit::StepRecord]) -> Result<(), StoreEr
 /// Stores the seals of one ask: their artifacts first, then each seal re-anchored to the
 /// stored head under the writers' lock (the engine chains them from a genesis head it
 /// cannot know). Returns the head after them.
-pub fn store_seals(seals: &[SealToWrite], session_user: &str) -> Result<Head, StoreError> {
+pub fn store_seals(
+    seals: &[SealToWrite],
+    session_user: &str,
+    ask_key: Option<&grid_core::audit::Digest32>,
+) -> Result<Head, StoreError> {
     // A session holding a conflicting lock must not stall every other ask.
     Spi::run("SET LOCAL lock_timeout = '10s'")?;
     for s in seals {
@@ -345,6 +351,7 @@ pub fn store_seals(seals: &[SealToWrite], session_user: &str) -> Result<Head, St
                 final_sql: s.final_sql.clone(),
                 refused: s.refused.clone(),
                 repair_of: s.repair_of,
+                ask_key: ask_key.copied(),
             },
             s.started_at,
         )?;
@@ -352,6 +359,23 @@ pub fn store_seals(seals: &[SealToWrite], session_user: &str) -> Result<Head, St
         head = seal.head();
     }
     Ok(head)
+}
+
+/// Appends a row to `grid.runs`: `grid.run` is about to run the statement of
+/// `r.generation` (sql/audit.sql). Returns the run's id.
+pub fn record_run(r: &crate::worker::protocol::RunRecord) -> Result<i64, StoreError> {
+    Spi::run("SET LOCAL lock_timeout = '10s'")?;
+    let run = Spi::get_one_with_args::<i64>(
+        "INSERT INTO grid.runs (generation, session_user_name, current_user_name, called_as) \
+         VALUES ($1, $2, $3, $4) RETURNING run",
+        &[
+            r.generation.into(),
+            r.session_user.as_str().into(),
+            r.current_user.as_str().into(),
+            r.called_as.as_str().into(),
+        ],
+    )?;
+    Ok(run.unwrap_or(0))
 }
 
 /// The audit functions of the SQL API.

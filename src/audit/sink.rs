@@ -33,6 +33,8 @@ pub struct Asked {
     pub refused: Option<String>,
     /// The generation this one repairs.
     pub repair_of: Option<u64>,
+    /// The ask's `grid_ask::Ask::reuse_key` (column `ask_key`, not hashed).
+    pub ask_key: Option<grid_core::audit::Digest32>,
 }
 
 /// The sink of one generation's writer: step records go to `grid.audit_log`, the seal to
@@ -173,16 +175,17 @@ impl TableSink {
                         .into(),
                     s.meta.verdict.as_deref().into(),
                     s.meta.prompt_digest.map(|d| d.to_vec()).into(),
+                    self.asked.ask_key.map(|k| k.to_vec()).into(),
                 ];
                 Spi::run_with_args(
                     "INSERT INTO grid.generations (entry, generation, session_user_name, \
                      current_user_name, question, question_digest, final_sql, sql_digest, \
                      seal_index, stop, steps, last_step_hash, grammar_fp, lexicons_fp, \
                      policy_fp, vocabulary_fp, decode_mode, mask_cache, prev_seal_hash, hash, \
-                     started_at, finished_at, refused, repair_of, verdict, prompt_digest) \
+                     started_at, finished_at, refused, repair_of, verdict, prompt_digest, ask_key) \
                      VALUES (pg_catalog.nextval('grid.audit_entry_seq'), \
                      $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-                     $17, $18, $19, $20, pg_catalog.clock_timestamp(), $21, $22, $23, $24)",
+                     $17, $18, $19, $20, pg_catalog.clock_timestamp(), $21, $22, $23, $24, $25)",
                     &args,
                 )?;
             }

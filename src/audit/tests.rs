@@ -321,7 +321,12 @@ mod tests {
         let before = rows_of(g);
         let artifacts = || select_one::<i64>("SELECT count(*) FROM grid.artifacts");
         let artifacts_before = artifacts();
-        for table in ["grid.audit_log", "grid.generations", "grid.artifacts"] {
+        for table in [
+            "grid.audit_log",
+            "grid.generations",
+            "grid.artifacts",
+            "grid.runs",
+        ] {
             // Statement-level: refused even when no row would be touched.
             for sql in [
                 format!("DELETE FROM {table}"),
@@ -347,6 +352,8 @@ mod tests {
             "UPDATE grid.generations SET question = 'x' WHERE false",
             "42501",
         );
+        assert!(m.contains("append-only"), "{m}");
+        let m = assert_refused("UPDATE grid.runs SET called_as = 'asked'", "42501");
         assert!(m.contains("append-only"), "{m}");
         assert_eq!(rows_of(g), before);
         // Artifacts are only ever added (by other tests meanwhile).

@@ -42,6 +42,35 @@ pub enum Request {
     /// The backend's verdict on the statement of its ask's [`Response::Judge`]: only
     /// accepted on that ask's connection, naming that ask, right after it.
     Verdict { ask: u64, verdict: Verdict },
+    /// Whether a statement is in a role's language now (`grid.run(generation)`), answered
+    /// with [`Response::Admitted`]: the snapshot and policy are taken as the caller, as
+    /// for an ask; the worker checks against the language it keeps for them.
+    Admits(Admits),
+    /// Record that `grid.run` is about to run a generation's statement, in a transaction
+    /// of the worker's own, answered with [`Response::Recorded`] once it is committed.
+    RecordRun(RunRecord),
+}
+
+/// A statement to check against a role's current language.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Admits {
+    pub sql: String,
+    /// As [`Ask::snapshot`] and [`Ask::policy`].
+    pub snapshot: serde_json::Value,
+    pub policy: Option<serde_json::Value>,
+    pub current_user: String,
+}
+
+/// A run of a generation's statement by `grid.run` (a row of `grid.runs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRecord {
+    pub generation: i64,
+    pub session_user: String,
+    pub current_user: String,
+    /// `generation`, `asked` or `reused` (sql/audit.sql).
+    pub called_as: String,
 }
 
 /// What the worker answers.
@@ -63,6 +92,15 @@ pub enum Response {
     /// Before the answer of an ask: judge this statement as the caller, and send
     /// [`Request::Verdict`].
     Judge(Candidate),
+    /// The answer to [`Request::Admits`]: why the language or the checker refuses the
+    /// statement, or `None` when both admit it.
+    Admitted {
+        refusal: Option<String>,
+    },
+    /// The run is recorded as row `run` of `grid.runs`.
+    Recorded {
+        run: i64,
+    },
     /// The request could not be served: the SQLSTATE the backend raises, and why.
     Error {
         sqlstate: String,

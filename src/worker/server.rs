@@ -26,7 +26,8 @@ use grid_ask::{
 };
 
 use super::protocol::{
-    encode, read_blocking, FrameReader, Request, Response, SyntheticGeneration, MAX_PING_DELAY_MS,
+    encode, read_blocking, Admits, FrameReader, Request, Response, RunRecord, SyntheticGeneration,
+    MAX_PING_DELAY_MS,
 };
 use super::transaction::{committed, Failure};
 use super::SOCKET_NAME;
@@ -167,6 +168,48 @@ fn vet_examples(stream: &mut UnixStream, reader: &mut FrameReader, ask: &mut Ask
     Some(())
 }
 
+/// Whether the statement is in the role's language now, and the checker passes it: the
+/// language the pipeline keeps for that snapshot and policy, built here if no ask has.
+fn admits(a: &Admits) -> Response {
+    let ask = Ask {
+        question: String::new(),
+        snapshot: a.snapshot.clone(),
+        session_user: String::new(),
+        current_user: a.current_user.clone(),
+        database: String::new(),
+        policy: a.policy.clone(),
+        explain: false,
+        settings: grid_ask::AskSettings {
+            endpoint: None,
+            model: None,
+            max_tokens: 0,
+            temperature: 0.0,
+            timeout_ms: 0,
+            audit: grid_ask::AuditLevel::Off,
+            ablation: grid_ask::Ablation::default(),
+            fault: None,
+            judge: true,
+        },
+        examples: Vec::new(),
+        offered: None,
+    };
+    let language = grid_core::Dialect::generated()
+        .map_err(|e| {
+            grid_ask::Failure::internal(format!("the SQL dialect grammar does not build: {e}"))
+        })
+        .and_then(|dialect| {
+            let (snapshot, base) = grid_ask::language::parse(&ask)?;
+            let language = grid_ask::language::role_language(&dialect, &snapshot, &base)?;
+            Ok((snapshot, language))
+        });
+    match language {
+        Ok((snapshot, language)) => Response::Admitted {
+            refusal: grid_ask::examples::refusal(&language, &snapshot, &a.sql),
+        },
+        Err(f) => Response::error(super::sqlstate::failure_sqlstate(&f.kind), f.message),
+    }
+}
+
 /// How often a socket thread waiting for an answer checks that its backend is still there.
 const HANGUP_POLL: Duration = Duration::from_millis(100);
 
@@ -204,9 +247,22 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                         return;
                     }
                 }
+                // Served here: the language is this process's, and no PostgreSQL is needed.
+                if let Request::Admits(a) = &request {
+                    let response = admits(a);
+                    let sent = encode(&response).and_then(|frame| Ok(stream.write_all(&frame)?));
+                    if sent.is_err() || matches!(response, Response::Error { .. }) {
+                        return;
+                    }
+                    continue;
+                }
                 let delay = match &request {
                     Request::Ping { delay_ms, .. } => (*delay_ms).min(MAX_PING_DELAY_MS),
-                    Request::AppendSynthetic(_) | Request::Ask(_) | Request::Verdict { .. } => 0,
+                    Request::AppendSynthetic(_)
+                    | Request::Ask(_)
+                    | Request::Verdict { .. }
+                    | Request::Admits(_)
+                    | Request::RecordRun(_) => 0,
                 };
                 let (reply, answer) = mpsc::channel();
                 let cancel = Arc::new(AtomicBool::new(false));
@@ -288,8 +344,9 @@ struct Worker {
     connected: bool,
     /// The pipeline thread's inputs.
     pipeline: mpsc::Sender<Input>,
-    /// Where the answer of each ask in the pipeline goes, by ask id.
-    waiting: HashMap<u64, mpsc::Sender<Response>>,
+    /// Where the answer of each ask in the pipeline goes, by ask id, and the ask's
+    /// [`Ask::reuse_key`], which its seals are stored with.
+    waiting: HashMap<u64, (mpsc::Sender<Response>, grid_core::audit::Digest32)>,
     /// Generations some of whose step records could not be stored: their later records
     /// and their seal are not written (the log keeps a verifiable prefix, unsealed).
     broken: HashSet<u64>,
@@ -308,6 +365,12 @@ impl Worker {
             }),
             Request::AppendSynthetic(g) => Some(self.append_synthetic(g)),
             Request::Ask(a) => self.ask(a, job),
+            Request::RecordRun(r) => Some(self.record_run(r)),
+            // The socket thread answers these itself.
+            Request::Admits(_) => Some(Response::error(
+                PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
+                "a language check reached the worker's main thread",
+            )),
             // The socket thread takes verdicts; one that got here answers nothing.
             Request::Verdict { .. } => Some(Response::error(
                 PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
@@ -341,6 +404,16 @@ impl Worker {
         }
     }
 
+    fn record_run(&mut self, r: &RunRecord) -> Response {
+        self.connect();
+        match committed(|| {
+            crate::audit::record_run(r).map_err(|e| Failure::new(e.sqlstate(), e.to_string()))
+        }) {
+            Ok(run) => Response::Recorded { run },
+            Err(f) => Response::error(f.sqlstate, f.message),
+        }
+    }
+
     /// Draws the ask's generation ids and hands it to the pipeline.
     fn ask(&mut self, a: &Ask, job: &Job) -> Option<Response> {
         self.connect();
@@ -370,7 +443,8 @@ impl Worker {
         })));
         match sent {
             Ok(()) => {
-                self.waiting.insert(ids[0], job.reply.clone());
+                self.waiting
+                    .insert(ids[0], (job.reply.clone(), a.reuse_key()));
                 None
             }
             Err(_) => Some(Response::error(
@@ -406,6 +480,7 @@ impl Worker {
         &mut self,
         seals: Vec<SealToWrite>,
         session_user: &str,
+        ask_key: Option<&grid_core::audit::Digest32>,
         response: Response,
     ) -> Response {
         self.store_steps();
@@ -428,7 +503,7 @@ impl Worker {
             );
         }
         let stored = committed(|| {
-            crate::audit::store_seals(&seals, session_user)
+            crate::audit::store_seals(&seals, session_user, ask_key)
                 .map_err(|e| Failure::new(e.sqlstate(), e.to_string()))
         });
         match (stored, response) {
@@ -459,7 +534,7 @@ impl Worker {
             Work::Judge(c) => {
                 // No asker waits (it went away): its socket thread has set the ask's
                 // cancel flag, and the pipeline answers the parked ask as cancelled.
-                if let Some(reply) = self.waiting.get(&c.ask) {
+                if let Some((reply, _)) = self.waiting.get(&c.ask) {
                     let _ = reply.send(Response::Judge(c));
                 }
             }
@@ -480,9 +555,11 @@ impl Worker {
                     answer,
                     ..
                 } = *f;
-                let r = self.finish(seals, &session_user, Response::of(answer));
+                let waiting = self.waiting.remove(&ask);
+                let key = waiting.as_ref().map(|(_, k)| k);
+                let r = self.finish(seals, &session_user, key, Response::of(answer));
                 // A backend that went away meanwhile dropped its receiver; nothing to do.
-                if let Some(reply) = self.waiting.remove(&ask) {
+                if let Some((reply, _)) = waiting {
                     let _ = reply.send(r);
                 }
             }

@@ -1,3 +1,7 @@
+//! What a statement the model did not just write must pass to reach a role: [`refusal`]
+//! (the role's language and the checker), for a stored statement run again and for
+//! curated examples.
+//!
 //! Vetting curated examples ([`Offered`]) before a prompt shows them: a candidate is
 //! shown only if its SQL is a complete sentence of the asker's language, the checker
 //! passes it for the asker's snapshot, and then the host's judge (PostgreSQL planning it
@@ -35,11 +39,20 @@ pub fn vet(
 }
 
 /// Whether `sql` is a complete sentence of `language` and the checker passes it for the
-/// snapshot's role: what the pipeline asks of a statement the model writes.
+/// snapshot's role ([`refusal`]).
 pub fn in_language(language: &Language, snapshot: &CatalogSnapshot, sql: &str) -> bool {
+    refusal(language, snapshot, sql).is_none()
+}
+
+/// Why `sql` is not a statement the role may be given: not a complete sentence of
+/// `language`, or refused by the checker for the snapshot's role (its violations);
+/// `None` when both admit it. What the pipeline asks of a statement the model writes.
+pub fn refusal(language: &Language, snapshot: &CatalogSnapshot, sql: &str) -> Option<String> {
     let sql = sql.trim();
-    Session::new(language).complete(sql.as_bytes())
-        && grid_core::checker::check(sql, snapshot).is_empty()
+    if !Session::new(language).complete(sql.as_bytes()) {
+        return Some("it is not a statement of the role's language".into());
+    }
+    crate::record::refusal(&grid_core::checker::check(sql, snapshot))
 }
 
 /// The first `most` of `examples` (in order) whose question and SQL fit `bytes` in all.

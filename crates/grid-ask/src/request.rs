@@ -37,6 +37,34 @@ pub struct Ask {
     pub offered: Option<Offered>,
 }
 
+impl Ask {
+    /// What tells two asks apart for reusing an answer (`grid.run(question)` right after
+    /// `grid.ask(question)`): the digest of the question, who asks (its role and
+    /// database), the catalog snapshot as sent (descriptions and value hints included),
+    /// the base policy, whether it is an explain, and the settings that shape a
+    /// generation. Not the curated examples (a curator's edit between the two calls does
+    /// not make the statement read any less the role's), the timeout, the fault setting,
+    /// or the session user.
+    pub fn reuse_key(&self) -> grid_core::audit::Digest32 {
+        let settings = AskSettings {
+            timeout_ms: 0,
+            fault: None,
+            ..self.settings.clone()
+        };
+        let key = serde_json::json!([
+            "grid-ask-reuse-1",
+            self.question,
+            self.current_user,
+            self.database,
+            self.explain,
+            self.snapshot,
+            self.policy,
+            settings,
+        ]);
+        grid_core::audit::text_digest(&key.to_string())
+    }
+}
+
 /// The curated examples offered for an ask, and how many of them the prompt may show.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -167,6 +195,75 @@ impl Ablation {
                 ..Ablation::default()
             }),
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask() -> Ask {
+        Ask {
+            question: "how many staff".into(),
+            snapshot: serde_json::json!({"relations": []}),
+            session_user: "alice".into(),
+            current_user: "analyst".into(),
+            database: "db".into(),
+            policy: Some(serde_json::json!({"verbs": ["select"]})),
+            explain: false,
+            settings: AskSettings {
+                endpoint: Some("mock:scripted".into()),
+                model: None,
+                max_tokens: 64,
+                temperature: 0.0,
+                timeout_ms: 1000,
+                audit: AuditLevel::Full,
+                ablation: Ablation::default(),
+                fault: None,
+                judge: true,
+            },
+            examples: Vec::new(),
+            offered: None,
+        }
+    }
+
+    #[test]
+    fn the_reuse_key_tells_apart_what_shapes_the_answer_and_nothing_else() {
+        let base = ask().reuse_key();
+        let changed: Vec<Box<dyn Fn(&mut Ask)>> = vec![
+            Box::new(|a| a.question.push('?')),
+            Box::new(|a| a.current_user = "clerk".into()),
+            Box::new(|a| a.database = "other".into()),
+            Box::new(|a| a.explain = true),
+            Box::new(|a| a.snapshot = serde_json::json!({"relations": [1]})),
+            Box::new(|a| a.policy = None),
+            Box::new(|a| a.settings.temperature = 0.5),
+            Box::new(|a| a.settings.max_tokens = 65),
+            Box::new(|a| a.settings.endpoint = None),
+            Box::new(|a| a.settings.judge = false),
+        ];
+        for (i, change) in changed.iter().enumerate() {
+            let mut a = ask();
+            change(&mut a);
+            assert_ne!(a.reuse_key(), base, "change {i} kept the key");
+        }
+        let same: Vec<Box<dyn Fn(&mut Ask)>> = vec![
+            Box::new(|a| a.session_user = "bob".into()),
+            Box::new(|a| a.settings.timeout_ms = 9),
+            Box::new(|a| a.settings.fault = Some("panic".into())),
+            Box::new(|a| {
+                a.examples = vec![Example {
+                    id: 1,
+                    question: "q".into(),
+                    sql: "SELECT 1".into(),
+                }]
+            }),
+        ];
+        for (i, change) in same.iter().enumerate() {
+            let mut a = ask();
+            change(&mut a);
+            assert_eq!(a.reuse_key(), base, "change {i} changed the key");
         }
     }
 }
