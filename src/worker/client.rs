@@ -107,14 +107,67 @@ fn send(
 /// How the backend judges a statement the worker sends it ([`Response::Judge`]).
 pub type JudgeFn<'a> = &'a mut dyn FnMut(&Candidate) -> Verdict;
 
+/// A wait longer than this is reported ([`Reporter`]).
+const QUIET: Duration = Duration::from_secs(2);
+
+/// How often a stage that lasts is reported again.
+const REPEAT: Duration = Duration::from_secs(5);
+
+/// Tells an asker who waits what its request waits for, at DEBUG1 (seen with
+/// `SET client_min_messages = debug1`): once the wait passes [`QUIET`], at each change
+/// of stage and every [`REPEAT`] while one lasts.
+struct Reporter<'a> {
+    what: &'a str,
+    started: Instant,
+    stage: Option<&'static str>,
+    /// When the last report was made, and of which stage.
+    said: Option<(Instant, &'static str)>,
+}
+
+impl Reporter<'_> {
+    fn at(&mut self, stage: &'static str) {
+        self.stage = Some(stage);
+        self.tick();
+    }
+
+    fn tick(&mut self) {
+        let Some(stage) = self.stage else { return };
+        let waited = self.started.elapsed();
+        if waited < QUIET {
+            return;
+        }
+        let due = self
+            .said
+            .is_none_or(|(at, said)| said != stage || at.elapsed() >= REPEAT);
+        if due {
+            pgrx::debug1!(
+                "{}: waiting {:.1} s: {}",
+                self.what,
+                waited.as_secs_f64(),
+                stage
+            );
+            self.said = Some((Instant::now(), stage));
+        }
+    }
+}
+
 /// Sends `request` to the worker and returns its response, within `timeout`. A
 /// statement the worker wants judged on the way is judged by `judge` (an ask's), its
-/// verdict sent back on the connection; without `judge` that is a protocol error.
+/// verdict sent back on the connection; without `judge` that is a protocol error. What
+/// the request waits for is reported at DEBUG1 once it has waited a few seconds
+/// ([`Reporter`]); `what` names the SQL function in those reports.
 pub fn call(
+    what: &str,
     request: &Request,
     timeout: Duration,
     mut judge: Option<JudgeFn<'_>>,
 ) -> Result<Response, ClientError> {
+    let mut reporter = Reporter {
+        what,
+        started: Instant::now(),
+        stage: Some("waiting for the grid_pg worker"),
+        said: None,
+    };
     let deadline = Instant::now() + timeout;
     let remaining = || deadline.saturating_duration_since(Instant::now());
     let mut stream = UnixStream::connect(SOCKET_NAME).map_err(ClientError::NotRunning)?;
@@ -127,11 +180,17 @@ pub fn call(
     let mut chunk = [0u8; 8192];
     loop {
         match reader.next::<Response>()? {
+            Some(Response::Progress { stage }) => {
+                reporter.at(stage.says());
+                continue;
+            }
             Some(Response::Judge(candidate)) => {
                 let Some(judge) = judge.as_mut() else {
                     return Err(ClientError::UnaskedJudge);
                 };
+                reporter.at("PostgreSQL plans a statement as the caller (the judge)");
                 let verdict = judge(&candidate);
+                reporter.at("the worker goes on after the judge's verdict");
                 let frame = encode(&Request::Verdict {
                     ask: candidate.ask,
                     verdict,
@@ -150,6 +209,7 @@ pub fn call(
                     return Err(ClientError::Timeout(timeout));
                 }
                 wait(fd, pg_sys::WL_SOCKET_READABLE, remaining());
+                reporter.tick();
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e.into()),

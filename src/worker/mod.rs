@@ -50,7 +50,7 @@ pub fn request_judged(
     judge: Option<client::JudgeFn<'_>>,
 ) -> Response {
     let outcome = if PRELOADED.load(Ordering::Relaxed) {
-        call(request, timeout, judge)
+        call(what, request, timeout, judge)
     } else {
         Err(ClientError::NotPreloaded)
     };

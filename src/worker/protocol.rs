@@ -6,7 +6,8 @@
 //! response, in order, on a connection; except that an [`Request::Ask`] may be answered
 //! with [`Response::Judge`] first (any number of times): the backend judges the statement
 //! as the caller and sends [`Request::Verdict`] on the same connection, and the worker
-//! goes on to the ask's answer. Frames longer than [`MAX_FRAME`] are refused on both
+//! goes on to the ask's answer; and with [`Response::Progress`] (any number of times),
+//! which the backend only reports. Frames longer than [`MAX_FRAME`] are refused on both
 //! sides before anything is allocated for them.
 
 use grid_ask::{Answer, Ask, Candidate, Generated, Verdict};
@@ -51,6 +52,38 @@ pub enum Request {
     RecordRun(RunRecord),
 }
 
+/// What an ask waits for, as the worker sees it (the backend adds the judge's turns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Handed to the pipeline, waiting for a decode loop (its language is compiled when
+    /// one takes it).
+    Queued,
+    /// In its decode loop: the model evaluates the prompt before the first token.
+    Prompt,
+    /// The model writes the statement, token by token under the masks.
+    Decoding,
+    /// The first statement was refused: its repair's prompt is evaluated.
+    RepairPrompt,
+    /// The repair is written.
+    RepairDecoding,
+}
+
+impl Stage {
+    /// What an asker is told.
+    pub fn says(self) -> &'static str {
+        match self {
+            Stage::Queued => "queued in the worker, waiting for a decode loop",
+            Stage::Prompt => "the model is evaluating the prompt",
+            Stage::Decoding => "the model is writing the statement",
+            Stage::RepairPrompt => {
+                "the first statement was refused; the model is evaluating the repair's prompt"
+            }
+            Stage::RepairDecoding => "the model is writing the repair",
+        }
+    }
+}
+
 /// A statement to check against a role's current language.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -92,6 +125,11 @@ pub enum Response {
     /// Before the answer of an ask: judge this statement as the caller, and send
     /// [`Request::Verdict`].
     Judge(Candidate),
+    /// Before the answer of an ask (any number of times): what the ask waits for now
+    /// ([`Stage`]), for the backend to tell an asker who waits.
+    Progress {
+        stage: Stage,
+    },
     /// The answer to [`Request::Admits`]: why the language or the checker refuses the
     /// statement, or `None` when both admit it.
     Admitted {

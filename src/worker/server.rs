@@ -26,8 +26,8 @@ use grid_ask::{
 };
 
 use super::protocol::{
-    encode, read_blocking, Admits, FrameReader, Request, Response, RunRecord, SyntheticGeneration,
-    MAX_PING_DELAY_MS,
+    encode, read_blocking, Admits, FrameReader, Request, Response, RunRecord, Stage,
+    SyntheticGeneration, MAX_PING_DELAY_MS,
 };
 use super::transaction::{committed, Failure};
 use super::SOCKET_NAME;
@@ -293,6 +293,13 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                                 return;
                             }
                         },
+                        Ok(Response::Progress { stage }) => {
+                            let frame = encode(&Response::Progress { stage });
+                            if frame.and_then(|f| Ok(stream.write_all(&f)?)).is_err() {
+                                cancel.store(true, Ordering::Relaxed);
+                                return;
+                            }
+                        }
                         Ok(r) => break r,
                         Err(mpsc::RecvTimeoutError::Disconnected) => return,
                         Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -336,6 +343,16 @@ fn accept(listener: UnixListener, main: ToMain) {
     }
 }
 
+/// An ask in the pipeline, as the main thread keeps it.
+struct Waiting {
+    /// Where its progress and answer go.
+    reply: mpsc::Sender<Response>,
+    /// Its [`Ask::reuse_key`], which its seals are stored with.
+    key: grid_core::audit::Digest32,
+    /// Its generation ids: the first attempt's (the ask's id) and the repair's.
+    ids: [u64; 2],
+}
+
 /// What the main thread keeps between requests.
 struct Worker {
     /// Whether the process is connected to `grid.database` (done at the first request
@@ -344,9 +361,8 @@ struct Worker {
     connected: bool,
     /// The pipeline thread's inputs.
     pipeline: mpsc::Sender<Input>,
-    /// Where the answer of each ask in the pipeline goes, by ask id, and the ask's
-    /// [`Ask::reuse_key`], which its seals are stored with.
-    waiting: HashMap<u64, (mpsc::Sender<Response>, grid_core::audit::Digest32)>,
+    /// The asks in the pipeline, by ask id.
+    waiting: HashMap<u64, Waiting>,
     /// Generations some of whose step records could not be stored: their later records
     /// and their seal are not written (the log keeps a verifiable prefix, unsealed).
     broken: HashSet<u64>,
@@ -404,6 +420,18 @@ impl Worker {
         }
     }
 
+    /// Tells the asker of `generation` that it is at `first` (its first attempt) or
+    /// `repair` (its repair).
+    fn progress(&self, generation: u64, first: Stage, repair: Stage) {
+        for w in self.waiting.values() {
+            if let Some(i) = w.ids.iter().position(|&g| g == generation) {
+                let stage = if i == 0 { first } else { repair };
+                let _ = w.reply.send(Response::Progress { stage });
+                return;
+            }
+        }
+    }
+
     fn record_run(&mut self, r: &RunRecord) -> Response {
         self.connect();
         match committed(|| {
@@ -443,8 +471,18 @@ impl Worker {
         })));
         match sent {
             Ok(()) => {
-                self.waiting
-                    .insert(ids[0], (job.reply.clone(), a.reuse_key()));
+                // A backend that went away meanwhile dropped its receiver; nothing to do.
+                let _ = job.reply.send(Response::Progress {
+                    stage: Stage::Queued,
+                });
+                self.waiting.insert(
+                    ids[0],
+                    Waiting {
+                        reply: job.reply.clone(),
+                        key: a.reuse_key(),
+                        ids,
+                    },
+                );
                 None
             }
             Err(_) => Some(Response::error(
@@ -534,8 +572,8 @@ impl Worker {
             Work::Judge(c) => {
                 // No asker waits (it went away): its socket thread has set the ask's
                 // cancel flag, and the pipeline answers the parked ask as cancelled.
-                if let Some((reply, _)) = self.waiting.get(&c.ask) {
-                    let _ = reply.send(Response::Judge(c));
+                if let Some(w) = self.waiting.get(&c.ask) {
+                    let _ = w.reply.send(Response::Judge(c));
                 }
             }
             Work::Verdict { ask, verdict } => {
@@ -544,7 +582,14 @@ impl Worker {
             }
             Work::Engine(Output::Steps(mut records)) => {
                 self.connect();
+                // A generation's first step: its prompt is evaluated, the model writes.
+                for r in records.iter().filter(|r| r.step == 0) {
+                    self.progress(r.generation, Stage::Decoding, Stage::RepairDecoding);
+                }
                 self.steps.append(&mut records);
+            }
+            Work::Engine(Output::Started { generation, .. }) => {
+                self.progress(generation, Stage::Prompt, Stage::RepairPrompt);
             }
             Work::Engine(Output::Finish(f)) => {
                 self.connect();
@@ -556,11 +601,11 @@ impl Worker {
                     ..
                 } = *f;
                 let waiting = self.waiting.remove(&ask);
-                let key = waiting.as_ref().map(|(_, k)| k);
+                let key = waiting.as_ref().map(|w| &w.key);
                 let r = self.finish(seals, &session_user, key, Response::of(answer));
                 // A backend that went away meanwhile dropped its receiver; nothing to do.
-                if let Some((reply, _)) = waiting {
-                    let _ = reply.send(r);
+                if let Some(w) = waiting {
+                    let _ = w.reply.send(r);
                 }
             }
         }

@@ -152,6 +152,23 @@ def arm_endpoint(cl, n, vocab):
         check("endpoint", stops == {"error"}, f"{mode}: audited stops {stops}")
     distinct = {r[1] for r in rows}
     check("endpoint", len(distinct) == len(rows), f"SQLSTATEs not distinct: {distinct}")
+    # An ask that waits says what for (issue 32): at DEBUG1, once it has waited a few
+    # seconds, the stage the worker reported (here the prompt, which the hung endpoint
+    # never evaluates).
+    port += 1
+    fake = FakeEndpoint("hang", port, vocab)
+    notices = []
+    with cl.connect() as c:
+        c.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+        c.execute(f"SET grid.endpoint = '{fake.url}'")
+        c.execute("SET grid.timeout = '4s'")
+        c.execute("SET client_min_messages = debug1")
+        ask_error(c, f"fault progress {time.time()}")
+    fake.stop()
+    waits = [m for m in notices if "waiting" in m]
+    check("endpoint", any("the model is evaluating the prompt" in m for m in waits),
+          f"no progress report while the ask waited: {notices}")
+    rows.append(("hang, progress at DEBUG1", "", "", "", "; ".join(waits[:2])))
     table(f"Endpoint faults ({n} trials each, grid.timeout = 1 s)",
           ["fault", "SQLSTATE", "p50 s", "max s", "audited stop"], rows)
 

@@ -119,6 +119,10 @@ pub enum Output {
     Steps(Vec<StepRecord>),
     /// An ask's seals and answer: the host stores the seals, then answers.
     Finish(Box<Finished>),
+    /// Generation `generation` of ask `ask` joined its decode loop: the model evaluates
+    /// its prompt next, and its first step record says decoding has begun (a host tells
+    /// a waiting asker).
+    Started { ask: u64, generation: u64 },
 }
 
 /// Where [`Output`]s go.

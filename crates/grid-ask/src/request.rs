@@ -231,34 +231,34 @@ mod tests {
     #[test]
     fn the_reuse_key_tells_apart_what_shapes_the_answer_and_nothing_else() {
         let base = ask().reuse_key();
-        let changed: Vec<Box<dyn Fn(&mut Ask)>> = vec![
-            Box::new(|a| a.question.push('?')),
-            Box::new(|a| a.current_user = "clerk".into()),
-            Box::new(|a| a.database = "other".into()),
-            Box::new(|a| a.explain = true),
-            Box::new(|a| a.snapshot = serde_json::json!({"relations": [1]})),
-            Box::new(|a| a.policy = None),
-            Box::new(|a| a.settings.temperature = 0.5),
-            Box::new(|a| a.settings.max_tokens = 65),
-            Box::new(|a| a.settings.endpoint = None),
-            Box::new(|a| a.settings.judge = false),
+        let changed: Vec<fn(&mut Ask)> = vec![
+            |a| a.question.push('?'),
+            |a| a.current_user = "clerk".into(),
+            |a| a.database = "other".into(),
+            |a| a.explain = true,
+            |a| a.snapshot = serde_json::json!({"relations": [1]}),
+            |a| a.policy = None,
+            |a| a.settings.temperature = 0.5,
+            |a| a.settings.max_tokens = 65,
+            |a| a.settings.endpoint = None,
+            |a| a.settings.judge = false,
         ];
         for (i, change) in changed.iter().enumerate() {
             let mut a = ask();
             change(&mut a);
             assert_ne!(a.reuse_key(), base, "change {i} kept the key");
         }
-        let same: Vec<Box<dyn Fn(&mut Ask)>> = vec![
-            Box::new(|a| a.session_user = "bob".into()),
-            Box::new(|a| a.settings.timeout_ms = 9),
-            Box::new(|a| a.settings.fault = Some("panic".into())),
-            Box::new(|a| {
+        let same: Vec<fn(&mut Ask)> = vec![
+            |a| a.session_user = "bob".into(),
+            |a| a.settings.timeout_ms = 9,
+            |a| a.settings.fault = Some("panic".into()),
+            |a| {
                 a.examples = vec![Example {
                     id: 1,
                     question: "q".into(),
                     sql: "SELECT 1".into(),
                 }]
-            }),
+            },
         ];
         for (i, change) in same.iter().enumerate() {
             let mut a = ask();

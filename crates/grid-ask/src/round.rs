@@ -165,6 +165,10 @@ impl<'l> Round<'l> {
         self.flush(hands);
         match admitted {
             Ok(()) => {
+                hands.outbox.send(Output::Started {
+                    ask: attempt.job.id(),
+                    generation: attempt.generation,
+                });
                 self.running
                     .insert(attempt.generation, Running { attempt, flow });
             }

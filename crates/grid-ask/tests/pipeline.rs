@@ -106,6 +106,40 @@ fn a_question_is_answered_sealed_and_explained() {
     );
 }
 
+/// A host learns when each generation joins its loop (the prompt is evaluated next),
+/// once per generation and before its first step record: what `grid.ask` reports to an
+/// asker who waits.
+#[test]
+fn each_generation_is_announced_once_before_its_first_step() {
+    let outputs = ask_all(
+        vec![job(0, "who earns what", prompt_repair_settings())],
+        &mut NoJudge,
+        MockDefaults::default(),
+    );
+    let mut started = Vec::new();
+    for o in &outputs {
+        match o {
+            Output::Started { ask, generation } => {
+                assert_eq!(*ask, 1);
+                assert!(!started.contains(generation), "announced twice");
+                started.push(*generation);
+            }
+            Output::Steps(records) => {
+                for r in records {
+                    assert!(
+                        started.contains(&r.generation),
+                        "a step of generation {} before it was announced",
+                        r.generation
+                    );
+                }
+            }
+            Output::Finish(_) => {}
+        }
+    }
+    // The first attempt and its repair.
+    assert_eq!(started, [1, 2]);
+}
+
 #[test]
 fn a_refused_statement_is_repaired_once_and_a_second_refusal_is_final() {
     let (_, f) = ask_one("who earns what", prompt_repair_settings());
@@ -511,7 +545,7 @@ impl Shared {
                 v.iter()
                     .filter_map(|o| match o {
                         Output::Finish(f) => Some(f.ask),
-                        Output::Steps(_) => None,
+                        Output::Steps(_) | Output::Started { .. } => None,
                     })
                     .collect()
             })
