@@ -11,12 +11,13 @@
 # Configurations: examples off (grid.examples = 0) and on (k = 2; the store holds the
 # demo's two examples, one of which the analyst may be shown); grid.run(generation) of the
 # last answer, and grid.run(question) right after grid.ask of it (the answer reused, the
-# model not asked). Then the first ask after a cluster restart (the restart itself timed
-# apart). Prints one row per configuration
+# model not asked); a store of 50 examples (k = 3), then value hints and descriptions on
+# as well; the first ask after an ALTER TABLE of the asker's table, and a new role's first
+# ask. Then the first ask after a cluster restart (the restart itself timed apart). Prints one row per configuration
 # (p50, p95, max in ms) and a JSON line. Uses the installed extension (cargo pgrx install,
 # debug unless you installed --release: say which with the figures) and builds the
-# reference endpoint (debug). The real model's time, descriptions, value hints, a store
-# of about 50 examples, an ALTER TABLE and a new role are not measured yet (issue 32).
+# reference endpoint (debug). The real model's time and Spider's databases are not
+# measured yet (issue 32).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
@@ -79,6 +80,41 @@ for k in 0 2; do
     rows+=("$(printf '%-28s %5d %8d %8d %8d' "examples = $k, new connection" "$asks" "$p50" "$p95" "$max")")
     json+=("\"examples_$k\":{\"asks\":$asks,\"p50_ms\":$p50,\"p95_ms\":$p95,\"max_ms\":$max}")
 done
+# As a store grows and the prompt carries more: a store of 50 examples (k = 3), then
+# value hints and descriptions on as well (the configuration issue 32's targets name).
+psql_as curator -q -c "INSERT INTO grid.examples (question, sql)
+    SELECT 'How many orders did employee ' || i || ' take?',
+           'SELECT count(*) FROM orders WHERE employee_id = ' || i
+      FROM generate_series(1, 24) AS i
+    UNION ALL
+    SELECT 'What did employee ' || i || ' earn?', 'SELECT salary FROM salaries WHERE employee_id = ' || i
+      FROM generate_series(1, 24) AS i"
+psql_as postgres -q -c "ALTER ROLE analyst SET grid.examples = 3"
+times=$(for i in $(seq "$asks"); do ask_ms "50.$i"; done)
+read -r p50 p95 max <<<"$(stats <<<"$times")"
+rows+=("$(printf '%-28s %5d %8d %8d %8d' "examples = 3 of a store of 50" "$asks" "$p50" "$p95" "$max")")
+json+=("\"examples_3_of_50\":{\"asks\":$asks,\"p50_ms\":$p50,\"p95_ms\":$p95,\"max_ms\":$max}")
+psql_as postgres -q -c "ALTER ROLE analyst SET grid.value_hints = 10" \
+    -c "SELECT grid.show_values('employees', 'dept')"
+psql_as curator -q -c "SELECT grid.describe('orders', 'employee_id', 'The employee who took the order')"
+times=$(for i in $(seq "$asks"); do ask_ms "all.$i"; done)
+read -r p50 p95 max <<<"$(stats <<<"$times")"
+rows+=("$(printf '%-28s %5d %8d %8d %8d' "+ value hints, descriptions" "$asks" "$p50" "$p95" "$max")")
+json+=("\"examples_hints_descriptions\":{\"asks\":$asks,\"p50_ms\":$p50,\"p95_ms\":$p95,\"max_ms\":$max}")
+# The first ask after a change of the asker's schema (a new snapshot: its lexicon is built
+# again), and a new role's first ask (its own lexicon).
+psql_as postgres -q -c "ALTER TABLE employees ADD COLUMN hired date"
+altered=$(ask_ms altered)
+rows+=("$(printf '%-28s %5d %8d %8s %8s' "first ask after ALTER TABLE" 1 "$altered" - -)")
+psql_as postgres -q -c "CREATE ROLE newcomer LOGIN IN ROLE grid_user" \
+    -c "GRANT SELECT ON employees, orders TO newcomer"
+t0=$(now_ms)
+psql_as newcomer -Atq -c "SELECT grid.ask('How many employees work in each department? (new role)')" \
+    >/dev/null
+newcomer=$(($(now_ms) - t0))
+rows+=("$(printf '%-28s %5d %8d %8s %8s' "a new role's first ask" 1 "$newcomer" - -)")
+json+=("\"first_after_alter_ms\":$altered,\"new_role_first_ms\":$newcomer")
+
 # Running what was read: grid.run(generation) of the analyst's last answer, and
 # grid.run(question) right after grid.ask of the same question (the answer reused), each
 # in a new connection. The statement's own time is in both (a count over 5 rows).

@@ -1336,7 +1336,9 @@ mod tests {
             .into_iter()
             .find_map(|o| match o {
                 grid_ask::Output::Finish(f) => Some(*f),
-                grid_ask::Output::Steps(_) | grid_ask::Output::Started { .. } => None,
+                grid_ask::Output::Steps(_)
+                | grid_ask::Output::Taken { .. }
+                | grid_ask::Output::Started { .. } => None,
             })
             .expect("the pipeline answers");
         match &finished.answer {

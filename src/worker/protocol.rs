@@ -56,9 +56,11 @@ pub enum Request {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
-    /// Handed to the pipeline, waiting for a decode loop (its language is compiled when
-    /// one takes it).
+    /// Handed to the pipeline, waiting for a decode loop.
     Queued,
+    /// A decode loop took it: the role's language is compiled (unless kept) and the
+    /// prompt rendered (by the endpoint, for some).
+    Preparing,
     /// In its decode loop: the model evaluates the prompt before the first token.
     Prompt,
     /// The model writes the statement, token by token under the masks.
@@ -74,6 +76,9 @@ impl Stage {
     pub fn says(self) -> &'static str {
         match self {
             Stage::Queued => "queued in the worker, waiting for a decode loop",
+            Stage::Preparing => {
+                "a decode loop took it: compiling the role's language if it is new, rendering the prompt"
+            }
             Stage::Prompt => "the model is evaluating the prompt",
             Stage::Decoding => "the model is writing the statement",
             Stage::RepairPrompt => {

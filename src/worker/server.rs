@@ -588,6 +588,9 @@ impl Worker {
                 }
                 self.steps.append(&mut records);
             }
+            Work::Engine(Output::Taken { ask }) => {
+                self.progress(ask, Stage::Preparing, Stage::Preparing);
+            }
             Work::Engine(Output::Started { generation, .. }) => {
                 self.progress(generation, Stage::Prompt, Stage::RepairPrompt);
             }

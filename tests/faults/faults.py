@@ -153,8 +153,8 @@ def arm_endpoint(cl, n, vocab):
     distinct = {r[1] for r in rows}
     check("endpoint", len(distinct) == len(rows), f"SQLSTATEs not distinct: {distinct}")
     # An ask that waits says what for (issue 32): at DEBUG1, once it has waited a few
-    # seconds, the stage the worker reported (here the prompt, which the hung endpoint
-    # never evaluates).
+    # seconds, the stage the worker reported (here the prompt's rendering, which the hung
+    # endpoint never answers).
     port += 1
     fake = FakeEndpoint("hang", port, vocab)
     notices = []
@@ -166,7 +166,7 @@ def arm_endpoint(cl, n, vocab):
         ask_error(c, f"fault progress {time.time()}")
     fake.stop()
     waits = [m for m in notices if "waiting" in m]
-    check("endpoint", any("the model is evaluating the prompt" in m for m in waits),
+    check("endpoint", any("rendering the prompt" in m for m in waits),
           f"no progress report while the ask waited: {notices}")
     rows.append(("hang, progress at DEBUG1", "", "", "", "; ".join(waits[:2])))
     table(f"Endpoint faults ({n} trials each, grid.timeout = 1 s)",

@@ -119,9 +119,12 @@ pub enum Output {
     Steps(Vec<StepRecord>),
     /// An ask's seals and answer: the host stores the seals, then answers.
     Finish(Box<Finished>),
+    /// A decode loop took ask `ask` from the queue: its language is compiled (unless
+    /// kept) and its prompt rendered (by the endpoint, for some) before it starts (a host
+    /// tells a waiting asker, as for the two below).
+    Taken { ask: u64 },
     /// Generation `generation` of ask `ask` joined its decode loop: the model evaluates
-    /// its prompt next, and its first step record says decoding has begun (a host tells
-    /// a waiting asker).
+    /// its prompt next, and its first step record says decoding has begun.
     Started { ask: u64, generation: u64 },
 }
 

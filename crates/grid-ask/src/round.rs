@@ -128,6 +128,7 @@ impl<'l> Round<'l> {
     pub fn admit(&mut self, engine: &mut Engine, entry: Entry, hands: &mut Hands<'_>) {
         let compiled = match &entry {
             Entry::Ask(job) => {
+                hands.outbox.send(Output::Taken { ask: job.id() });
                 match engine
                     .languages
                     .compile(&engine.dialect, &job.ask, self.vocab, &engine.cache)

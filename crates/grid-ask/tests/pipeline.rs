@@ -106,9 +106,9 @@ fn a_question_is_answered_sealed_and_explained() {
     );
 }
 
-/// A host learns when each generation joins its loop (the prompt is evaluated next),
-/// once per generation and before its first step record: what `grid.ask` reports to an
-/// asker who waits.
+/// A host learns when a loop takes the ask, then when each generation joins the loop
+/// (the prompt is evaluated next), once per generation and before its first step record:
+/// what `grid.ask` reports to an asker who waits.
 #[test]
 fn each_generation_is_announced_once_before_its_first_step() {
     let outputs = ask_all(
@@ -116,10 +116,16 @@ fn each_generation_is_announced_once_before_its_first_step() {
         &mut NoJudge,
         MockDefaults::default(),
     );
+    let mut taken = false;
     let mut started = Vec::new();
     for o in &outputs {
         match o {
+            Output::Taken { ask } => {
+                assert_eq!((*ask, taken), (1, false), "taken twice");
+                taken = true;
+            }
             Output::Started { ask, generation } => {
+                assert!(taken, "started before it was taken");
                 assert_eq!(*ask, 1);
                 assert!(!started.contains(generation), "announced twice");
                 started.push(*generation);
@@ -545,7 +551,7 @@ impl Shared {
                 v.iter()
                     .filter_map(|o| match o {
                         Output::Finish(f) => Some(f.ask),
-                        Output::Steps(_) | Output::Started { .. } => None,
+                        Output::Steps(_) | Output::Taken { .. } | Output::Started { .. } => None,
                     })
                     .collect()
             })

@@ -340,7 +340,9 @@ fn generate_seals_what_the_pipeline_seals() {
     .into_iter()
     .filter_map(|o| match o {
         grid_ask::Output::Finish(f) => Some(f),
-        grid_ask::Output::Steps(_) | grid_ask::Output::Started { .. } => None,
+        grid_ask::Output::Steps(_)
+        | grid_ask::Output::Taken { .. }
+        | grid_ask::Output::Started { .. } => None,
     })
     .flat_map(|f| f.seals.into_iter().map(|s| s.seal))
     .collect();
