@@ -171,34 +171,13 @@ fn vet_examples(stream: &mut UnixStream, reader: &mut FrameReader, ask: &mut Ask
 /// Whether the statement is in the role's language now, and the checker passes it: the
 /// language the pipeline keeps for that snapshot and policy, built here if no ask has.
 fn admits(a: &Admits) -> Response {
-    let ask = Ask {
-        question: String::new(),
-        snapshot: a.snapshot.clone(),
-        session_user: String::new(),
-        current_user: a.current_user.clone(),
-        database: String::new(),
-        policy: a.policy.clone(),
-        explain: false,
-        settings: grid_ask::AskSettings {
-            endpoint: None,
-            model: None,
-            max_tokens: 0,
-            temperature: 0.0,
-            timeout_ms: 0,
-            audit: grid_ask::AuditLevel::Off,
-            ablation: grid_ask::Ablation::default(),
-            fault: None,
-            judge: true,
-        },
-        examples: Vec::new(),
-        offered: None,
-    };
     let language = grid_core::Dialect::generated()
         .map_err(|e| {
             grid_ask::Failure::internal(format!("the SQL dialect grammar does not build: {e}"))
         })
         .and_then(|dialect| {
-            let (snapshot, base) = grid_ask::language::parse(&ask)?;
+            let (snapshot, base) =
+                grid_ask::language::parse_parts(&a.snapshot, a.policy.as_ref(), &a.current_user)?;
             let language = grid_ask::language::role_language(&dialect, &snapshot, &base)?;
             Ok((snapshot, language))
         });

@@ -83,19 +83,25 @@ impl Languages {
 
 /// The snapshot (validated) and the base policy an ask is compiled from.
 pub fn parse(ask: &Ask) -> Result<(CatalogSnapshot, Policy), Failure> {
-    let snapshot: CatalogSnapshot = serde_json::from_value(ask.snapshot.clone())
+    parse_parts(&ask.snapshot, ask.policy.as_ref(), &ask.current_user)
+}
+
+/// [`parse`] of a snapshot and a policy as an ask carries them, for role `role`.
+pub fn parse_parts(
+    snapshot: &serde_json::Value,
+    policy: Option<&serde_json::Value>,
+    role: &str,
+) -> Result<(CatalogSnapshot, Policy), Failure> {
+    let snapshot: CatalogSnapshot = serde_json::from_value(snapshot.clone())
         .map_err(CatalogError::from)
         .and_then(|s: CatalogSnapshot| s.validate().map(|()| s))
         .map_err(|e| Failure::internal(format!("catalog snapshot: {e}")))?;
-    let base = match &ask.policy {
+    let base = match policy {
         None => Policy::default(),
         Some(p) => Policy::from_json(&p.to_string()).map_err(|e| {
             Failure::new(
                 FailureKind::InvalidValue,
-                format!(
-                    "the grid.policy row of role {:?} cannot be used: {e}",
-                    ask.current_user
-                ),
+                format!("the grid.policy row of role {role:?} cannot be used: {e}"),
             )
         })?,
     };
