@@ -362,17 +362,22 @@ pub fn store_seals(
 }
 
 /// Appends a row to `grid.runs`: `grid.run` is about to run the statement of
-/// `r.generation` (sql/audit.sql). Returns the run's id.
-pub fn record_run(r: &crate::worker::protocol::RunRecord) -> Result<i64, StoreError> {
+/// `generation` for (`session_user`, `current_user`), come to as `called_as`
+/// (sql/audit.sql). Returns the run's id.
+pub fn record_run(
+    generation: i64,
+    (session_user, current_user): (&str, &str),
+    called_as: &str,
+) -> Result<i64, StoreError> {
     Spi::run("SET LOCAL lock_timeout = '10s'")?;
     let run = Spi::get_one_with_args::<i64>(
         "INSERT INTO grid.runs (generation, session_user_name, current_user_name, called_as) \
          VALUES ($1, $2, $3, $4) RETURNING run",
         &[
-            r.generation.into(),
-            r.session_user.as_str().into(),
-            r.current_user.as_str().into(),
-            r.called_as.as_str().into(),
+            generation.into(),
+            session_user.into(),
+            current_user.into(),
+            called_as.into(),
         ],
     )?;
     Ok(run.unwrap_or(0))

@@ -414,7 +414,12 @@ impl Worker {
     fn record_run(&mut self, r: &RunRecord) -> Response {
         self.connect();
         match committed(|| {
-            crate::audit::record_run(r).map_err(|e| Failure::new(e.sqlstate(), e.to_string()))
+            crate::audit::record_run(
+                r.generation,
+                (&r.session_user, &r.current_user),
+                &r.called_as,
+            )
+            .map_err(|e| Failure::new(e.sqlstate(), e.to_string()))
         }) {
             Ok(run) => Response::Recorded { run },
             Err(f) => Response::error(f.sqlstate, f.message),
