@@ -407,11 +407,10 @@ fn check_max_rows(max_rows: i32) {
     }
 }
 
-/// The statement of `generation` if it is an answer given to the current role
-/// (`grid.answers`, read as the store's owner: the caller may not read the store).
-fn answer_of(what: &str, generation: i64) -> Option<String> {
+/// The statement of `generation` if it is an answer given to `role` (`grid.answers`,
+/// read as the store's owner: the caller may not read the store).
+fn answer_of(what: &str, generation: i64, role: &str) -> Option<String> {
     use pgrx::prelude::*;
-    let role = current_role(what);
     let read = crate::store::read_as_owner("grid.generations", ANSWER_READ_TIMEOUT_MS, || {
         Spi::connect(|c| {
             let rows = c.select(
@@ -419,7 +418,7 @@ fn answer_of(what: &str, generation: i64) -> Option<String> {
                   WHERE a.generation OPERATOR(pg_catalog.=) $1
                     AND a.role_name OPERATOR(pg_catalog.=) $2",
                 Some(1),
-                &[generation.into(), role.as_str().into()],
+                &[generation.into(), role.into()],
             )?;
             let mut found = None;
             for r in rows {
@@ -472,18 +471,6 @@ fn last_answer(what: &str, ask: &grid_ask::Ask) -> Option<(i64, String)> {
     }
 }
 
-/// The current role's name.
-fn current_role(what: &str) -> String {
-    match pgrx::Spi::get_one::<String>("SELECT current_user::pg_catalog.text") {
-        Ok(Some(r)) => r,
-        Ok(None) => String::new(),
-        Err(e) => crate::worker::raise(
-            pgrx::PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            format!("{what}: {e}"),
-        ),
-    }
-}
-
 /// Why `sql` is not in the language of the caller whose ask `ask` is (its snapshot and
 /// policy), asked of the worker that keeps the language; `None` when it is.
 fn refusal_now(what: &str, sql: &str, ask: &grid_ask::Ask) -> Option<String> {
@@ -503,12 +490,13 @@ fn refusal_now(what: &str, sql: &str, ask: &grid_ask::Ask) -> Option<String> {
 
 /// Records the run in `grid.runs` (through the worker, committed before the statement
 /// runs), then runs `sql` read-only as the caller ([`run_read_only`]) and returns its
-/// rows. A write statement is refused.
+/// rows. A write statement is refused. `who` is (session_user, current_user), as the
+/// ask read them.
 fn run_answer(
     what: &str,
-    generation: i64,
-    sql: &str,
+    (generation, sql): (i64, &str),
     called_as: &str,
+    who: (&str, &str),
     max_rows: i32,
     caller_path: &str,
 ) -> pgrx::iter::SetOfIterator<'static, pgrx::JsonB> {
@@ -535,14 +523,10 @@ fn run_answer(
              again"
         );
     }
-    let session_user = Spi::get_one::<String>("SELECT session_user::pg_catalog.text")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
     let record = Request::RecordRun(RunRecord {
         generation,
-        session_user,
-        current_user: current_role(what),
+        session_user: who.0.to_string(),
+        current_user: who.1.to_string(),
         called_as: called_as.to_string(),
     });
     match crate::worker::request_judged(what, &record, crate::guc::timeout(), None) {
@@ -676,6 +660,10 @@ mod grid {
         super::check_max_rows(max_rows);
         let prepared = super::prepare("grid.run", question, false, super::Purpose::Ask);
         let caller_path = prepared.caller_path.clone();
+        let who = (
+            prepared.ask.session_user.clone(),
+            prepared.ask.current_user.clone(),
+        );
         let (generation, sql, called_as) = match super::last_answer("grid.run", &prepared.ask) {
             Some((generation, sql)) => (generation, sql, "reused"),
             None => {
@@ -689,9 +677,9 @@ mod grid {
         };
         super::run_answer(
             "grid.run",
-            generation,
-            &sql,
+            (generation, &sql),
             called_as,
+            (&who.0, &who.1),
             max_rows,
             &caller_path,
         )
@@ -711,8 +699,11 @@ mod grid {
     ) -> SetOfIterator<'static, pgrx::JsonB> {
         const WHAT: &str = "grid.run";
         super::check_max_rows(max_rows);
-        crate::worker::require_store_database(WHAT);
-        let Some(sql) = super::answer_of(WHAT, generation) else {
+        // The caller's snapshot and policy, as an ask takes them (the store's database
+        // required): who the caller is, and the language the statement must still be in.
+        let prepared = super::prepare(WHAT, "", false, super::Purpose::Language);
+        let ask = &prepared.ask;
+        let Some(sql) = super::answer_of(WHAT, generation, &ask.current_user) else {
             ereport!(
                 ERROR,
                 PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
@@ -723,8 +714,7 @@ mod grid {
                 "SELECT generation, question, sql FROM grid.my_answers lists the role's answers."
             );
         };
-        let prepared = super::prepare(WHAT, "", false, super::Purpose::Language);
-        if let Some(why) = super::refusal_now(WHAT, &sql, &prepared.ask) {
+        if let Some(why) = super::refusal_now(WHAT, &sql, ask) {
             ereport!(
                 ERROR,
                 PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
@@ -738,9 +728,9 @@ mod grid {
         }
         super::run_answer(
             WHAT,
-            generation,
-            &sql,
+            (generation, &sql),
             "generation",
+            (&ask.session_user, &ask.current_user),
             max_rows,
             &prepared.caller_path,
         )

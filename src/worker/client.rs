@@ -119,19 +119,19 @@ const REPEAT: Duration = Duration::from_secs(5);
 struct Reporter<'a> {
     what: &'a str,
     started: Instant,
-    stage: Option<&'static str>,
+    stage: &'static str,
     /// When the last report was made, and of which stage.
     said: Option<(Instant, &'static str)>,
 }
 
 impl Reporter<'_> {
     fn at(&mut self, stage: &'static str) {
-        self.stage = Some(stage);
+        self.stage = stage;
         self.tick();
     }
 
     fn tick(&mut self) {
-        let Some(stage) = self.stage else { return };
+        let stage = self.stage;
         let waited = self.started.elapsed();
         if waited < QUIET {
             return;
@@ -165,7 +165,7 @@ pub fn call(
     let mut reporter = Reporter {
         what,
         started: Instant::now(),
-        stage: Some("waiting for the grid_pg worker"),
+        stage: "waiting for the grid_pg worker",
         said: None,
     };
     let deadline = Instant::now() + timeout;

@@ -48,6 +48,9 @@ struct Job {
     /// When the socket thread read the request: an ask's `grid.timeout` runs from here,
     /// its examples' vetting included.
     received: Instant,
+    /// An ask's [`Ask::reuse_key`], computed on the socket thread (a digest of the whole
+    /// snapshot: not work for the main thread, which every ask's audit waits on).
+    reuse_key: Option<grid_core::audit::Digest32>,
 }
 
 /// What the main thread is given to do: a backend's request, the pipeline's output, a
@@ -131,13 +134,9 @@ fn vet_examples(stream: &mut UnixStream, reader: &mut FrameReader, ask: &mut Ask
     };
     // Whatever stops the vetting leaves the ask without examples; the pipeline meets the
     // same failure (a snapshot or policy it cannot use) and says so.
-    let Ok(dialect) = grid_core::Dialect::generated() else {
-        return Some(());
-    };
-    let Ok((snapshot, base)) = grid_ask::language::parse(ask) else {
-        return Some(());
-    };
-    let Ok(language) = grid_ask::language::role_language(&dialect, &snapshot, &base) else {
+    let Ok((snapshot, language)) =
+        grid_ask::language::for_role(&ask.snapshot, ask.policy.as_ref(), &ask.current_user)
+    else {
         return Some(());
     };
     let mut gone = false;
@@ -171,17 +170,7 @@ fn vet_examples(stream: &mut UnixStream, reader: &mut FrameReader, ask: &mut Ask
 /// Whether the statement is in the role's language now, and the checker passes it: the
 /// language the pipeline keeps for that snapshot and policy, built here if no ask has.
 fn admits(a: &Admits) -> Response {
-    let language = grid_core::Dialect::generated()
-        .map_err(|e| {
-            grid_ask::Failure::internal(format!("the SQL dialect grammar does not build: {e}"))
-        })
-        .and_then(|dialect| {
-            let (snapshot, base) =
-                grid_ask::language::parse_parts(&a.snapshot, a.policy.as_ref(), &a.current_user)?;
-            let language = grid_ask::language::role_language(&dialect, &snapshot, &base)?;
-            Ok((snapshot, language))
-        });
-    match language {
+    match grid_ask::language::for_role(&a.snapshot, a.policy.as_ref(), &a.current_user) {
         Ok((snapshot, language)) => Response::Admitted {
             refusal: grid_ask::examples::refusal(&language, &snapshot, &a.sql),
         },
@@ -221,10 +210,12 @@ fn serve(mut stream: UnixStream, main: ToMain) {
             ),
             Ok(Some(mut request)) => {
                 let received = Instant::now();
+                let mut reuse_key = None;
                 if let Request::Ask(ask) = &mut request {
                     if vet_examples(&mut stream, &mut reader, ask).is_none() {
                         return;
                     }
+                    reuse_key = Some(ask.reuse_key());
                 }
                 // Served here: the language is this process's, and no PostgreSQL is needed.
                 if let Request::Admits(a) = &request {
@@ -250,6 +241,7 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                     reply,
                     cancel: cancel.clone(),
                     received,
+                    reuse_key,
                 };
                 if !main.send(Work::Request(Box::new(job))) {
                     return;
@@ -327,7 +319,7 @@ struct Waiting {
     /// Where its progress and answer go.
     reply: mpsc::Sender<Response>,
     /// Its [`Ask::reuse_key`], which its seals are stored with.
-    key: grid_core::audit::Digest32,
+    key: Option<grid_core::audit::Digest32>,
     /// Its generation ids: the first attempt's (the ask's id) and the repair's.
     ids: [u64; 2],
 }
@@ -463,7 +455,7 @@ impl Worker {
                     ids[0],
                     Waiting {
                         reply: job.reply.clone(),
-                        key: a.reuse_key(),
+                        key: job.reuse_key,
                         ids,
                     },
                 );
@@ -588,7 +580,7 @@ impl Worker {
                     ..
                 } = *f;
                 let waiting = self.waiting.remove(&ask);
-                let key = waiting.as_ref().map(|w| &w.key);
+                let key = waiting.as_ref().and_then(|w| w.key.as_ref());
                 let r = self.finish(seals, &session_user, key, Response::of(answer));
                 // A backend that went away meanwhile dropped its receiver; nothing to do.
                 if let Some(w) = waiting {

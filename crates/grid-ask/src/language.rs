@@ -108,6 +108,21 @@ pub fn parse_parts(
     Ok((snapshot, base))
 }
 
+/// The snapshot (validated) and the language of the role whose snapshot and policy these
+/// are (as an ask carries them), over the process's dialect for generated SQL: what a
+/// host checks a statement against outside an ask.
+pub fn for_role(
+    snapshot: &serde_json::Value,
+    policy: Option<&serde_json::Value>,
+    role: &str,
+) -> Result<(CatalogSnapshot, Arc<Language>), Failure> {
+    let dialect = Dialect::generated()
+        .map_err(|e| Failure::internal(format!("the SQL dialect grammar does not build: {e}")))?;
+    let (snapshot, base) = parse_parts(snapshot, policy, role)?;
+    let language = role_language(&dialect, &snapshot, &base)?;
+    Ok((snapshot, language))
+}
+
 /// The key of a role's language: the dialect's, the snapshot's and the policy's
 /// fingerprints (the vocabulary plays no part in it).
 type RoleKey = ([u8; 16], [u8; 16], String);
