@@ -332,8 +332,6 @@ pub fn store_seals(
     session_user: &str,
     ask_key: Option<&grid_core::audit::Digest32>,
 ) -> Result<Head, StoreError> {
-    // A session holding a conflicting lock must not stall every other ask.
-    Spi::run("SET LOCAL lock_timeout = '10s'")?;
     for s in seals {
         for a in &s.artifacts {
             artifacts::store(a)?;
@@ -369,7 +367,6 @@ pub fn record_run(
     (session_user, current_user): (&str, &str),
     called_as: &str,
 ) -> Result<i64, StoreError> {
-    Spi::run("SET LOCAL lock_timeout = '10s'")?;
     let run = Spi::get_one_with_args::<i64>(
         "INSERT INTO grid.runs (generation, session_user_name, current_user_name, called_as) \
          VALUES ($1, $2, $3, $4) RETURNING run",
