@@ -1328,7 +1328,8 @@ mod tests {
                 grid_ask::Output::Finish(f) => Some(*f),
                 grid_ask::Output::Steps(_)
                 | grid_ask::Output::Taken { .. }
-                | grid_ask::Output::Started { .. } => None,
+                | grid_ask::Output::Started { .. }
+                | grid_ask::Output::Warmed { .. } => None,
             })
             .expect("the pipeline answers");
         match &finished.answer {
@@ -1418,6 +1419,38 @@ mod tests {
         );
         assert!(m.is_some_and(|m| m.contains("undo")));
         assert_eq!(count(), before + 1);
+    }
+
+    /// Issue 31, item 7: the audit's writes never give up on a lock. The test's own
+    /// subtransaction holds the writers' lock longer than the old 10 s bound while its
+    /// ask times out; once it lets go, the ask's seal is stored.
+    #[pg_test]
+    fn an_ask_whose_audit_waits_for_a_lock_is_stored_once_the_lock_goes() {
+        fixture();
+        let question = "list the employees (the audit waits)";
+        let stored = || {
+            select_one::<i64>(&format!(
+                "SELECT count(*) FROM grid.generations WHERE question = '{question}'"
+            ))
+            .unwrap_or(0)
+        };
+        let m = crate::testing::refusal(&format!(
+            "DO $$ BEGIN
+                 LOCK TABLE grid.generations IN EXCLUSIVE MODE;
+                 SET LOCAL grid.timeout = '12s';
+                 PERFORM grid.ask('{question}');
+             END $$"
+        ));
+        assert!(
+            m.as_deref().is_some_and(|m| m.contains("grid.timeout")),
+            "{m:?}"
+        );
+        let mut waited = 0;
+        while stored() == 0 && waited < 300 {
+            run("SELECT pg_catalog.pg_sleep(0.1)");
+            waited += 1;
+        }
+        assert_eq!(stored(), 1, "the ask's seal was not stored");
     }
 
     #[pg_test]

@@ -9,6 +9,8 @@
 //!   thread that alone touches PostgreSQL).
 //! - `transaction`: the worker's own transactions (the audit writes).
 //! - `client`: a backend's interruptible request.
+//! - `warmup`: the worker that, once after a start, has the endpoints' vocabularies
+//!   prepared before the first ask.
 //!
 //! The socket is `grid_pg.sock` in the data directory (the working directory of every
 //! PostgreSQL process, and reachable by the server's OS user only).
@@ -18,6 +20,7 @@ pub mod protocol;
 mod server;
 mod sqlstate;
 mod transaction;
+mod warmup;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -114,6 +117,15 @@ pub fn register() {
         .enable_spi_access()
         .set_start_time(BgWorkerStartTime::RecoveryFinished)
         .set_restart_time(Some(Duration::from_secs(5)))
+        .load();
+    BackgroundWorkerBuilder::new("grid_pg warm-up")
+        .set_type("grid_pg warm-up")
+        .set_library("grid_pg")
+        .set_function("grid_warmup_main")
+        .enable_spi_access()
+        .set_start_time(BgWorkerStartTime::RecoveryFinished)
+        // Once: an endpoint it could not have prepared is fetched by its first ask.
+        .set_restart_time(None)
         .load();
 }
 
@@ -454,6 +466,26 @@ mod tests {
         );
         let backend: Option<i32> = select_one("SELECT pg_catalog.pg_backend_pid()");
         assert_ne!(Some(pid), backend.map(i64::from));
+    }
+
+    #[pg_test]
+    fn a_warm_request_hands_the_pipeline_each_named_endpoint_once() {
+        install();
+        worker_ready();
+        let warm = Request::Warm {
+            endpoints: vec![
+                " mock:scripted ".into(),
+                "mock:scripted".into(),
+                String::new(),
+                // Nothing listens there: the worker logs it and goes on.
+                "http://127.0.0.1:1".into(),
+            ],
+        };
+        match super::request("warm", &warm, Duration::from_secs(10)) {
+            Response::Warming { queued } => assert_eq!(queued, 2),
+            other => panic!("{other:?}"),
+        }
+        still_serving();
     }
 
     #[pg_test]

@@ -22,6 +22,9 @@ pub use crate::audit::SyntheticGeneration;
 /// Largest payload either side accepts: room for a 1 MB question and its prompt.
 pub const MAX_FRAME: usize = 16 << 20;
 
+/// Most endpoints one [`Request::Warm`] prepares: each is a vocabulary kept in the worker.
+pub const WARMED_MAX: usize = 8;
+
 /// Longest delay a ping may ask for.
 pub const MAX_PING_DELAY_MS: u32 = 60_000;
 
@@ -50,6 +53,10 @@ pub enum Request {
     /// Record that `grid.run` is about to run a generation's statement, in a transaction
     /// of the worker's own, answered with [`Response::Recorded`] once it is committed.
     RecordRun(RunRecord),
+    /// Prepare the vocabularies of the endpoints these `grid.endpoint` settings name, while
+    /// no ask waits (the warm-up worker's, after a start), answered with
+    /// [`Response::Warming`] at once; the server log says what each came to.
+    Warm { endpoints: Vec<String> },
 }
 
 /// What an ask waits for, as the worker sees it (the backend adds the judge's turns).
@@ -143,6 +150,11 @@ pub enum Response {
     /// The run is recorded as row `run` of `grid.runs`.
     Recorded {
         run: i64,
+    },
+    /// [`Request::Warm`]'s endpoints handed to the pipeline (the distinct ones, at most
+    /// [`WARMED_MAX`]).
+    Warming {
+        queued: u32,
     },
     /// The request could not be served: the SQLSTATE the backend raises, and why.
     Error {

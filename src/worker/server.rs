@@ -27,10 +27,13 @@ use grid_ask::{
 
 use super::protocol::{
     encode, read_blocking, Admits, FrameReader, Request, Response, RunRecord, Stage,
-    SyntheticGeneration, MAX_PING_DELAY_MS,
+    SyntheticGeneration, MAX_PING_DELAY_MS, WARMED_MAX,
 };
 use super::transaction::{committed, Failure};
 use super::SOCKET_NAME;
+
+/// Longest fetch of a warmed endpoint's vocabulary.
+const WARM_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Longest sleep of the main thread when nothing wakes it.
 const IDLE_MS: std::ffi::c_long = 1000;
@@ -232,7 +235,8 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                     | Request::Ask(_)
                     | Request::Verdict { .. }
                     | Request::Admits(_)
-                    | Request::RecordRun(_) => 0,
+                    | Request::RecordRun(_)
+                    | Request::Warm { .. } => 0,
                 };
                 let (reply, answer) = mpsc::channel();
                 let cancel = Arc::new(AtomicBool::new(false));
@@ -353,6 +357,9 @@ impl Worker {
             Request::AppendSynthetic(g) => Some(self.append_synthetic(g)),
             Request::Ask(a) => self.ask(a, job),
             Request::RecordRun(r) => Some(self.record_run(r)),
+            Request::Warm { endpoints } => Some(Response::Warming {
+                queued: self.warm(endpoints),
+            }),
             // The socket thread answers these itself.
             Request::Admits(_) => Some(Response::error(
                 PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
@@ -364,6 +371,29 @@ impl Worker {
                 "a verdict is accepted only right after the worker asked for one",
             )),
         }
+    }
+
+    /// Hands the pipeline the distinct endpoints of `endpoints` (at most [`WARMED_MAX`])
+    /// to prepare while no ask waits; how many.
+    fn warm(&self, endpoints: &[String]) -> u32 {
+        let mut distinct: Vec<&str> = Vec::new();
+        for e in endpoints.iter().map(|e| e.trim()).filter(|e| !e.is_empty()) {
+            if !distinct.contains(&e) && distinct.len() < WARMED_MAX {
+                distinct.push(e);
+            }
+        }
+        let mut queued = 0;
+        for e in distinct {
+            let warm = grid_ask::Warm {
+                endpoint: e.to_string(),
+                timeout: WARM_TIMEOUT,
+                threads: crate::guc::worker_threads(),
+            };
+            if self.pipeline.send(Input::Warm(warm)).is_ok() {
+                queued += 1;
+            }
+        }
+        queued
     }
 
     fn connect(&mut self) {
@@ -564,6 +594,22 @@ impl Worker {
                 }
                 self.steps.append(&mut records);
             }
+            Work::Engine(Output::Warmed {
+                endpoint,
+                outcome,
+                took,
+            }) => match outcome {
+                Ok((model, tokens)) => log!(
+                    "grid_pg worker: endpoint {endpoint:?} is ready: model {model:?}, \
+                     {tokens} tokens, prepared in {} ms",
+                    took.as_millis()
+                ),
+                Err(f) => log!(
+                    "grid_pg worker: endpoint {endpoint:?} could not be prepared ({}); \
+                     its first ask tries again",
+                    f.message
+                ),
+            },
             Work::Engine(Output::Taken { ask }) => {
                 self.progress(ask, Stage::Preparing, Stage::Preparing);
             }
@@ -649,6 +695,9 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
         broken: HashSet::new(),
         steps: Vec::new(),
     };
+    // The endpoint the server's configuration names (postgresql.conf, ALTER SYSTEM): no
+    // connection needed. The warm-up worker adds those of ALTER DATABASE and ALTER ROLE.
+    worker.warm(&crate::guc::endpoint().into_iter().collect::<Vec<_>>());
     loop {
         // SAFETY: the worker's main thread and its own latch.
         unsafe {
@@ -670,6 +719,8 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
         if BackgroundWorker::sighup_received() {
             // SAFETY: main thread, outside any transaction.
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
+            // An endpoint already kept is not fetched again.
+            worker.warm(&crate::guc::endpoint().into_iter().collect::<Vec<_>>());
         }
         while matches!(woken.read(&mut drain), Ok(n) if n > 0) {}
         while let Ok(work) = requests.try_recv() {

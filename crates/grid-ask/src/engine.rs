@@ -19,7 +19,9 @@ use crate::failure::Failure;
 use crate::flow::{Attempt, Finished, Flow, Next, Parked};
 use crate::judge::{Judge, Ruling, Verdict};
 use crate::language::{Compiled, Languages};
-use crate::models::{http_config, MockDefaults, ModelSlot, Models, VocabState};
+use crate::models::{
+    bounded_http_config, http_config, MockDefaults, ModelSlot, Models, VocabState,
+};
 use crate::queue::{group_key, Entry, InLoop, Inbox, Pinned, Repair};
 use crate::record::unreached;
 use crate::request::Ask;
@@ -110,6 +112,21 @@ pub enum Input {
         ask: u64,
         verdict: Verdict,
     },
+    /// Fetch and prepare the vocabulary of the endpoint a setting names, before any ask
+    /// needs it (a host sends the endpoints its configuration names when it starts). Done
+    /// only while no ask waits, and at most once an endpoint: a later ask finds it kept.
+    Warm(Warm),
+}
+
+/// An endpoint to prepare ([`Input::Warm`]).
+#[derive(Clone, Debug)]
+pub struct Warm {
+    /// The `grid.endpoint` setting, as written.
+    pub endpoint: String,
+    /// How long its vocabulary's fetch may take.
+    pub timeout: Duration,
+    /// Threads of the pool of cold mask walks, as [`Job::threads`].
+    pub threads: usize,
 }
 
 /// What the pipeline hands the host.
@@ -126,6 +143,13 @@ pub enum Output {
     /// Generation `generation` of ask `ask` joined its decode loop: the model evaluates
     /// its prompt next, and its first step record says decoding has begun.
     Started { ask: u64, generation: u64 },
+    /// What an [`Input::Warm`] came to: the model and the number of tokens of the
+    /// endpoint's vocabulary, or why it could not be had (the first ask then tries again).
+    Warmed {
+        endpoint: String,
+        outcome: Result<(String, usize), Failure>,
+        took: Duration,
+    },
 }
 
 /// Where [`Output`]s go.
@@ -243,6 +267,12 @@ impl Engine {
         let threads = first.job().threads;
         // A changed cache budget takes effect at the next miss.
         self.cache.set_budget(first.job().mask_cache_bytes);
+        self.in_pool(threads, |e| e.serve_in_pool(group, inbox, hands));
+    }
+
+    /// Runs `f` in the pool of cold mask walks of `threads` threads (made anew when the
+    /// count changed).
+    fn in_pool<R: Send>(&mut self, threads: usize, f: impl FnOnce(&mut Engine) -> R + Send) -> R {
         if self.pool.as_ref().is_none_or(|(n, _)| *n != threads) {
             self.pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
@@ -253,10 +283,11 @@ impl Engine {
         }
         match self.pool.take() {
             Some((n, pool)) => {
-                pool.install(|| self.serve_in_pool(group, inbox, hands));
+                let r = pool.install(|| f(self));
                 self.pool = Some((n, pool));
+                r
             }
-            None => self.serve_in_pool(group, inbox, hands),
+            None => f(self),
         }
     }
 
@@ -353,6 +384,22 @@ impl Engine {
             slot,
             endpoint,
         });
+    }
+
+    /// Prepares the vocabulary of the endpoint `w` names ([`Input::Warm`]): fetched, its
+    /// trie built, and the trie's tables every language over the dialect shares (where
+    /// names start in the tokens, the tokens of each lexeme body) built by warming a
+    /// small reading role's language over it; what is left to a role's first ask is its
+    /// own language.
+    fn warm(&mut self, w: &Warm) -> Result<(String, usize), Failure> {
+        let spec = Models::spec_of(Some(&w.endpoint))?;
+        let vocab = self
+            .models
+            .vocabulary(&spec, &bounded_http_config(w.timeout, None))?;
+        let language = crate::language::reader_language(&self.dialect)?;
+        let cache = self.cache.clone();
+        self.in_pool(w.threads, |_| cache.warm(&language, &vocab.trie));
+        Ok((vocab.model.clone(), vocab.vocab.len()))
     }
 
     /// The endpoint, vocabulary and model of a group (the settings of its first job).
@@ -516,6 +563,24 @@ pub fn run(
             }
         }
         let Some(group) = inbox.next_group() else {
+            if let Some(w) = inbox.next_warm() {
+                let started = Instant::now();
+                let outcome =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        match engine.as_mut() {
+                            Some(e) => e.warm(&w),
+                            None => Engine::new(defaults.clone())
+                                .and_then(|e| engine.insert(e).warm(&w)),
+                        }
+                    }))
+                    .unwrap_or_else(|_| Err(Failure::internal("a panic while it was prepared")));
+                outbox.send(Output::Warmed {
+                    endpoint: w.endpoint,
+                    outcome,
+                    took: started.elapsed(),
+                });
+                continue;
+            }
             if !more && hands.parked.is_empty() {
                 return;
             }

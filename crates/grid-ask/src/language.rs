@@ -186,6 +186,13 @@ pub fn role_language(
 /// is the rest). A host calls it when it starts, so that a role's first ask pays for its
 /// own lexicon only.
 pub fn warm(dialect: &Arc<Dialect>) -> Result<(), Failure> {
+    reader_language(dialect).map(drop)
+}
+
+/// The language of a role that reads one table of one column with the default policy:
+/// what [`warm`] builds, and what warms a new vocabulary's tables
+/// (`grid_core::cache::MaskCache::warm`) before any role asks with it.
+pub fn reader_language(dialect: &Arc<Dialect>) -> Result<Arc<Language>, Failure> {
     let snapshot: CatalogSnapshot = serde_json::from_value(serde_json::json!({
         "format": 1, "role": "reader", "search_path": ["public"],
         "relations": [{
@@ -197,10 +204,7 @@ pub fn warm(dialect: &Arc<Dialect>) -> Result<(), Failure> {
     .map_err(|e| Failure::internal(format!("the warm-up snapshot: {e}")))?;
     let base = Policy::for_asker(None)
         .map_err(|e| Failure::internal(format!("the default policy: {e}")))?;
-    snapshot
-        .language(dialect.clone(), &base)
-        .map(drop)
-        .map_err(|e| Failure::internal(format!("the warm-up language does not build: {e}")))
+    role_language(dialect, &snapshot, &base)
 }
 
 #[cfg(test)]

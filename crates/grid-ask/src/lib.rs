@@ -103,7 +103,7 @@ mod round;
 pub mod sanitize;
 
 pub use answer::{Answer, ExplainStep, Generated};
-pub use engine::{Input, Job, Outbox, Output, SEED};
+pub use engine::{Input, Job, Outbox, Output, Warm, SEED};
 pub use failure::{Failure, FailureKind};
 pub use flow::{Finished, GenerationReport};
 pub use judge::{Candidate, Judge, NoJudge, Ruling, Verdict};

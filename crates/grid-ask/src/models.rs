@@ -325,7 +325,12 @@ impl Models {
 
     /// The model `settings.endpoint` names.
     pub fn spec(settings: &AskSettings) -> Result<EndpointSpec, Failure> {
-        EndpointSpec::parse(settings.endpoint.as_deref()).map_err(|e| match e {
+        Self::spec_of(settings.endpoint.as_deref())
+    }
+
+    /// The model a `grid.endpoint` setting names.
+    pub fn spec_of(setting: Option<&str>) -> Result<EndpointSpec, Failure> {
+        EndpointSpec::parse(setting).map_err(|e| match e {
             SpecError::Unset => {
                 Failure::new(FailureKind::EndpointUnset, format!("grid.endpoint is {e}"))
             }
@@ -437,7 +442,7 @@ impl Models {
                 Arc::new(ScriptedMock::new(vocab.vocab.clone(), script))
             }
             EndpointSpec::Http(url) => {
-                let key = format!("{url}\0{}", server_key(settings, api_key));
+                let key = client_key(settings, api_key);
                 if !self.remotes.contains_key(&key) {
                     let client = EndpointClient::new(
                         url,
@@ -466,11 +471,7 @@ impl Models {
                         ),
                     ));
                 }
-                let key = format!(
-                    "{}\0{}",
-                    Self::vocabulary_key(spec),
-                    server_key(settings, api_key)
-                );
+                let key = client_key(settings, api_key);
                 if !self.remotes.contains_key(&key) {
                     let client = direct_client(d, model_http_config(api_key), &vocab.vocab)?;
                     let direct = Direct::new(client, vocab.vocab.clone()).map_err(internal)?;
@@ -540,12 +541,16 @@ impl Models {
     }
 }
 
-/// What besides its address tells two clients of a server apart: what tells two groups
-/// of the queue apart ([`crate::queue::group_key`]), so that no two open loops share one
-/// client (and its abort hook).
-fn server_key(settings: &AskSettings, api_key: Option<&str>) -> String {
+/// The key of a kept model client, and of a group of the queue
+/// ([`crate::queue::group_key`]): the endpoint setting as written (trimmed, as
+/// [`EndpointSpec::parse`] reads it), the sampling, the model asked for and the API key's
+/// digest. One key for both, so that two open loops never share a client (and its abort
+/// hook), and two spellings of one server (a `chunk=` or `server=` apart in the direct
+/// mode) never get each other's client.
+pub(crate) fn client_key(settings: &AskSettings, api_key: Option<&str>) -> String {
     format!(
-        "{}\0{}\0{}",
+        "{}\0{}\0{}\0{}",
+        settings.endpoint.as_deref().map(str::trim).unwrap_or(""),
         settings.temperature.to_bits(),
         settings.model.as_deref().unwrap_or(""),
         api_key.map(|k| to_hex(&text_digest(k))).unwrap_or_default()
@@ -651,7 +656,7 @@ fn model_http_config(api_key: Option<&str>) -> HttpConfig {
 
 /// Requests bounded by `timeout` (connecting by at most 5 s of it), no retries (a step is
 /// not idempotent).
-fn bounded_http_config(timeout: Duration, api_key: Option<&str>) -> HttpConfig {
+pub(crate) fn bounded_http_config(timeout: Duration, api_key: Option<&str>) -> HttpConfig {
     HttpConfig {
         connect_timeout: timeout.min(Duration::from_secs(5)),
         request_timeout: timeout,
@@ -666,4 +671,39 @@ fn bounded_http_config(timeout: Duration, api_key: Option<&str>) -> HttpConfig {
 /// longer), no retries (a step is not idempotent).
 pub fn http_config(settings: &AskSettings, api_key: Option<&str>) -> HttpConfig {
     bounded_http_config(Duration::from_millis(settings.timeout_ms.max(1)), api_key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::{Ablation, AuditLevel};
+
+    fn settings(endpoint: &str) -> AskSettings {
+        AskSettings {
+            endpoint: Some(endpoint.into()),
+            model: None,
+            max_tokens: 48,
+            temperature: 0.0,
+            timeout_ms: 1000,
+            audit: AuditLevel::Full,
+            ablation: Ablation::default(),
+            fault: None,
+            judge: true,
+        }
+    }
+
+    #[test]
+    fn one_client_per_group_and_one_group_per_spelling_of_a_setting() {
+        let key = |e: &str| client_key(&settings(e), None);
+        // What EndpointSpec::parse reads alike is one group, so one client.
+        assert_eq!(key("http://h:1"), key("  http://h:1 "));
+        // A stock server asked in chunks of 1 and of 16 needs two clients: each keeps
+        // its own configuration (and abort hook).
+        let direct = "openai+http://h:1/v1?model=m&tokenizer=/t";
+        assert_ne!(key(direct), key(&format!("{direct}&chunk=1")));
+        // The API key is told apart by its digest, never written in the key.
+        let with_key = client_key(&settings("http://h:1"), Some("s3cret"));
+        assert_ne!(with_key, key("http://h:1"));
+        assert!(!with_key.contains("s3cret"));
+    }
 }

@@ -15,9 +15,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use grid_core::audit::{text_digest, to_hex};
-
-use crate::engine::{Input, Job};
+use crate::engine::{Input, Job, Warm};
 use crate::flow::{Attempt, Flow};
 use crate::judge::Verdict;
 use crate::models::VocabState;
@@ -27,17 +25,7 @@ use crate::models::VocabState;
 /// and a request in flight abandoned once every job of the loop has gone), so an ask with
 /// another `grid.timeout` is decoded beside the others, not after them.
 pub fn group_key(job: &Job) -> String {
-    let s = &job.ask.settings;
-    format!(
-        "{:?}\0{}\0{}\0{}",
-        s.endpoint,
-        s.temperature.to_bits(),
-        s.model.as_deref().unwrap_or(""),
-        job.api_key
-            .as_deref()
-            .map(|k| to_hex(&text_digest(k)))
-            .unwrap_or_default()
-    )
+    crate::models::client_key(&job.ask.settings, job.api_key.as_deref())
 }
 
 /// Work for a decode loop.
@@ -77,6 +65,8 @@ pub struct Inbox {
     held: VecDeque<Entry>,
     /// Verdicts received and not yet handed on, in arrival order.
     verdicts: VecDeque<(u64, Verdict)>,
+    /// Endpoints to prepare while nothing else waits, in arrival order.
+    warms: VecDeque<Warm>,
     /// The host has hung up: no more inputs.
     closed: bool,
 }
@@ -87,6 +77,7 @@ impl Inbox {
             inputs,
             held: VecDeque::new(),
             verdicts: VecDeque::new(),
+            warms: VecDeque::new(),
             closed: false,
         }
     }
@@ -95,6 +86,7 @@ impl Inbox {
         match input {
             Input::Ask(job) => self.held.push_back(Entry::Ask(Arc::from(job))),
             Input::Verdict { ask, verdict } => self.verdicts.push_back((ask, verdict)),
+            Input::Warm(w) => self.warms.push_back(w),
         }
     }
 
@@ -102,7 +94,8 @@ impl Inbox {
     /// then takes every input that has arrived. False once the host has hung up and
     /// nothing is held.
     pub fn wait(&mut self, wait: Option<Duration>) -> bool {
-        if self.held.is_empty() && self.verdicts.is_empty() && !self.closed {
+        if self.held.is_empty() && self.verdicts.is_empty() && self.warms.is_empty() && !self.closed
+        {
             let input = match wait {
                 None => self
                     .inputs
@@ -118,6 +111,14 @@ impl Inbox {
         }
         self.drain();
         !(self.closed && self.held.is_empty() && self.verdicts.is_empty())
+    }
+
+    /// The oldest endpoint to prepare ([`Input::Warm`]), once nothing else waits.
+    pub fn next_warm(&mut self) -> Option<Warm> {
+        if !self.held.is_empty() || !self.verdicts.is_empty() {
+            return None;
+        }
+        self.warms.pop_front()
     }
 
     fn drain(&mut self) {

@@ -139,7 +139,7 @@ fn each_generation_is_announced_once_before_its_first_step() {
                     );
                 }
             }
-            Output::Finish(_) => {}
+            Output::Finish(_) | Output::Warmed { .. } => {}
         }
     }
     // The first attempt and its repair.
@@ -551,7 +551,10 @@ impl Shared {
                 v.iter()
                     .filter_map(|o| match o {
                         Output::Finish(f) => Some(f.ask),
-                        Output::Steps(_) | Output::Taken { .. } | Output::Started { .. } => None,
+                        Output::Steps(_)
+                        | Output::Taken { .. }
+                        | Output::Started { .. }
+                        | Output::Warmed { .. } => None,
                     })
                     .collect()
             })
@@ -1048,4 +1051,91 @@ fn a_group_without_a_free_lane_closes_the_open_ones_and_gets_the_first_freed() {
     for f in &done[..4] {
         assert_eq!(generated(f).sql, "SELECT name FROM employees");
     }
+}
+
+/// Every output of the pipeline fed `inputs` at once (the channel closed after them).
+fn run_inputs(inputs: Vec<Input>) -> Vec<Output> {
+    let (tx, rx) = mpsc::channel();
+    for i in inputs {
+        tx.send(i).expect("the pipeline's channel");
+    }
+    drop(tx);
+    #[derive(Default)]
+    struct Keep(Mutex<Vec<Output>>);
+    impl Outbox for Keep {
+        fn send(&self, output: Output) {
+            self.0.lock().expect("outputs").push(output);
+        }
+    }
+    let outbox = Keep::default();
+    grid_ask::engine::run(rx, &outbox, &mut NoJudge, MockDefaults::default());
+    outbox.0.into_inner().expect("outputs")
+}
+
+fn warm(endpoint: &str) -> Input {
+    Input::Warm(grid_ask::Warm {
+        endpoint: endpoint.into(),
+        timeout: Duration::from_secs(5),
+        threads: 1,
+    })
+}
+
+#[test]
+fn an_endpoint_warmed_before_any_ask_is_prepared_after_the_asks_that_wait_and_says_what_it_came_to()
+{
+    let scripted = settings().endpoint.expect("an endpoint");
+    let outputs = run_inputs(vec![
+        warm(&scripted),
+        Input::Ask(Box::new(job(0, "list the names", settings()))),
+        warm("  "),
+        // Nothing listens on port 1 of loopback: refused at once.
+        warm("http://127.0.0.1:1"),
+        warm(&format!("{scripted} ")),
+    ]);
+    let mut order = Vec::new();
+    let mut warmed = Vec::new();
+    for o in outputs {
+        match o {
+            Output::Finish(f) => {
+                generated(&f);
+                order.push("ask".to_string());
+            }
+            Output::Warmed {
+                endpoint, outcome, ..
+            } => {
+                order.push(endpoint.clone());
+                warmed.push((endpoint, outcome));
+            }
+            _ => {}
+        }
+    }
+    // The ask waited, so it went first; the warms follow in their order.
+    assert_eq!(
+        order,
+        [
+            "ask".to_string(),
+            scripted.clone(),
+            "  ".into(),
+            "http://127.0.0.1:1".into(),
+            format!("{scripted} ")
+        ]
+    );
+    let tokens = grid_endpoint::backend::builtin::builtin_vocabulary()
+        .expect("built-in vocabulary")
+        .len();
+    assert_eq!(
+        warmed[0].1.as_ref().expect("the mock's vocabulary"),
+        &("mock-scripted".to_string(), tokens)
+    );
+    assert_eq!(
+        warmed[1].1.as_ref().expect_err("no endpoint").kind,
+        FailureKind::EndpointUnset
+    );
+    let unreachable = warmed[2].1.as_ref().expect_err("nothing listens");
+    assert!(
+        unreachable.message.contains("127.0.0.1:1"),
+        "{unreachable:?}"
+    );
+    // Another spelling of the same setting is the same endpoint.
+    assert!(warmed[3].1.is_ok(), "{:?}", warmed[3].1);
 }

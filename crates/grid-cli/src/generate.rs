@@ -216,7 +216,7 @@ fn record(outputs: Vec<Output>) -> (Vec<Entry>, Vec<Finished>, ArtifactSet) {
     for o in outputs {
         match o {
             Output::Steps(steps) => log.extend(steps.into_iter().map(Entry::Step)),
-            Output::Taken { .. } | Output::Started { .. } => {}
+            Output::Taken { .. } | Output::Started { .. } | Output::Warmed { .. } => {}
             Output::Finish(f) => {
                 for s in &f.seals {
                     let seal = s.anchored(head);

@@ -342,7 +342,8 @@ fn generate_seals_what_the_pipeline_seals() {
         grid_ask::Output::Finish(f) => Some(f),
         grid_ask::Output::Steps(_)
         | grid_ask::Output::Taken { .. }
-        | grid_ask::Output::Started { .. } => None,
+        | grid_ask::Output::Started { .. }
+        | grid_ask::Output::Warmed { .. } => None,
     })
     .flat_map(|f| f.seals.into_iter().map(|s| s.seal))
     .collect();

@@ -42,7 +42,7 @@ pub fn split(outputs: Vec<Output>) -> (Vec<StepRecord>, Vec<Finished>) {
     for o in outputs {
         match o {
             Output::Steps(mut s) => steps.append(&mut s),
-            Output::Taken { .. } | Output::Started { .. } => {}
+            Output::Taken { .. } | Output::Started { .. } | Output::Warmed { .. } => {}
             Output::Finish(f) => {
                 let sent: HashSet<u64> = steps.iter().map(|r| r.generation).collect();
                 for s in &f.seals {
