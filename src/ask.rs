@@ -274,14 +274,14 @@ pub fn prepare(what: &str, question: &str, explain: bool, purpose: Purpose) -> P
     set_search_path(what, pinned.as_deref().unwrap_or("pg_catalog, pg_temp"));
     // The query of grid.catalog_snapshot(), run here so that EXECUTE on grid.ask()
     // alone lets a role ask.
-    let query = crate::catalog::SNAPSHOT_QUERY;
-    let mut snapshot = match Spi::get_one_with_args::<pgrx::JsonB>(query, &[schemas.into()]) {
-        Ok(v) => v.map(|j| j.0).unwrap_or_default(),
-        Err(e) => raise(
-            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-            format!("{what}: reading the catalog: {e}"),
-        ),
-    };
+    let mut snapshot =
+        match crate::catalog::read_snapshot(Some(schemas.into_iter().map(Some).collect())) {
+            Ok(v) => v.map(|j| j.0).unwrap_or_default(),
+            Err(e) => raise(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                format!("{what}: reading the catalog: {e}"),
+            ),
+        };
     within_counts(what, &snapshot);
     if purpose == Purpose::Ask {
         tell_left_out(what);
