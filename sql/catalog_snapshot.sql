@@ -42,6 +42,10 @@
 --     pg_catalog come first, as PostgreSQL searches them).
 --     The engine writes the others schema-qualified (schema.name).
 -- Order: schema, name, column number. Names are the stored (case-folded) names.
+--
+-- A second column, left_out, says what the caller was granted but may not use for the
+-- rule above: [count, up to four of their owners' names] (grid.ask tells the asker in a
+-- NOTICE). It is computed here because it needs the same trusted authors and code.
 WITH path AS (
     SELECT coalesce($1::pg_catalog.text[]::pg_catalog.name[], '{}'::name[]) AS schemas
 ),
@@ -74,6 +78,20 @@ candidate AS (
        AND has_schema_privilege(n.oid, 'USAGE')
        AND c.relowner IN (SELECT oid FROM trusted)
        AND c.oid NOT IN (SELECT relid FROM untrusted_code)
+),
+-- Relations the caller holds a privilege on that the trust rule keeps out.
+left_out AS (
+    SELECT c.oid, c.relowner
+      FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+       AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'grid')
+       AND n.nspname !~ '^pg_(toast|temp_|toast_temp_)'
+       AND (c.relowner NOT IN (SELECT oid FROM trusted)
+            OR c.oid IN (SELECT relid FROM untrusted_code))
+       AND has_schema_privilege(n.oid, 'USAGE')
+       AND (has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE, DELETE')
+            OR has_any_column_privilege(c.oid, 'SELECT, INSERT, UPDATE'))
 ),
 visible_column AS (
     SELECT *
@@ -190,4 +208,9 @@ SELECT jsonb_build_object(
                ORDER BY r.nspname, r.relname)
           FROM visible_relation r
           LEFT JOIN primary_key pk ON pk.conrelid = r.oid
-          LEFT JOIN foreign_keys_of fko ON fko.conrelid = r.oid), '[]'::jsonb))
+          LEFT JOIN foreign_keys_of fko ON fko.conrelid = r.oid), '[]'::jsonb)) AS snapshot,
+       jsonb_build_array(
+           (SELECT count(*) FROM left_out),
+           (SELECT coalesce(jsonb_agg(o.rolname ORDER BY o.rolname), '[]')
+              FROM (SELECT DISTINCT pg_get_userbyid(l.relowner)::text AS rolname
+                      FROM left_out l ORDER BY 1 LIMIT 4) o)) AS left_out

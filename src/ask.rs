@@ -157,34 +157,8 @@ fn above_bound(what: &str, unit: &str, n: usize, setting: &str, max: usize) -> !
 /// (docs/security.md, "Whose objects"): a DBA who installs grid_pg over an application
 /// schema owned by an ordinary role learns at the first ask what to vouch for. Nothing in
 /// it is hidden from the caller: the catalogs it reads say as much.
-fn tell_left_out(what: &str) {
-    use pgrx::prelude::*;
-    let query = "
-WITH trusted AS (
-    SELECT r.oid FROM pg_catalog.pg_roles r WHERE grid.trusted_author(r.oid)
-),
-left_out AS (
-    SELECT c.oid, c.relowner
-      FROM pg_catalog.pg_class c
-      JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-     WHERE c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog.\"char\"[])
-       AND n.nspname OPERATOR(pg_catalog.<>) ALL ('{pg_catalog,information_schema,grid}'::pg_catalog.name[])
-       AND n.nspname OPERATOR(pg_catalog.!~) '^pg_(toast|temp_|toast_temp_)'
-       AND (NOT EXISTS (SELECT FROM trusted t WHERE t.oid OPERATOR(pg_catalog.=) c.relowner)
-            OR EXISTS (SELECT FROM grid.relation_code rc
-                        WHERE rc.relid OPERATOR(pg_catalog.=) c.oid
-                          AND NOT EXISTS (SELECT FROM trusted t
-                                           WHERE t.oid OPERATOR(pg_catalog.=) rc.owner)))
-       AND pg_catalog.has_schema_privilege(n.oid, 'USAGE')
-       AND (pg_catalog.has_table_privilege(c.oid, 'SELECT, INSERT, UPDATE, DELETE')
-            OR pg_catalog.has_any_column_privilege(c.oid, 'SELECT, INSERT, UPDATE'))
-)
-SELECT pg_catalog.jsonb_build_array(
-           (SELECT count(*) FROM left_out),
-           (SELECT coalesce(pg_catalog.jsonb_agg(o.rolname ORDER BY o.rolname), '[]')
-              FROM (SELECT DISTINCT pg_catalog.pg_get_userbyid(l.relowner)::pg_catalog.text AS rolname
-                      FROM left_out l ORDER BY 1 LIMIT 4) o))";
-    let Ok(Some(found)) = Spi::get_one::<pgrx::JsonB>(query) else {
+fn tell_left_out(what: &str, left_out: Option<pgrx::JsonB>) {
+    let Some(found) = left_out else {
         return;
     };
     let n = found.0[0].as_i64().unwrap_or(0);
@@ -274,17 +248,17 @@ pub fn prepare(what: &str, question: &str, explain: bool, purpose: Purpose) -> P
     set_search_path(what, pinned.as_deref().unwrap_or("pg_catalog, pg_temp"));
     // The query of grid.catalog_snapshot(), run here so that EXECUTE on grid.ask()
     // alone lets a role ask.
-    let mut snapshot =
-        match crate::catalog::read_snapshot(Some(schemas.into_iter().map(Some).collect())) {
-            Ok(v) => v.map(|j| j.0).unwrap_or_default(),
-            Err(e) => raise(
-                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                format!("{what}: reading the catalog: {e}"),
-            ),
-        };
+    let read = match crate::catalog::read_snapshot(Some(schemas.into_iter().map(Some).collect())) {
+        Ok(read) => read,
+        Err(e) => raise(
+            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            format!("{what}: reading the catalog: {e}"),
+        ),
+    };
+    let mut snapshot = read.snapshot.map(|j| j.0).unwrap_or_default();
     within_counts(what, &snapshot);
     if purpose == Purpose::Ask {
-        tell_left_out(what);
+        tell_left_out(what, read.left_out);
         let shown_values = crate::descriptions::add(what, &mut snapshot);
         crate::value_hints::add(what, &mut snapshot, &caller_path, &shown_values);
     }

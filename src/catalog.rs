@@ -27,10 +27,17 @@ mod grid {
         ),
     ) -> Option<pgrx::JsonB> {
         match super::read_snapshot(search_path) {
-            Ok(v) => v,
+            Ok(read) => read.snapshot,
             Err(e) => error!("grid.catalog_snapshot: {e}"),
         }
     }
+}
+
+/// What [`SNAPSHOT_QUERY`] reads as the caller: the snapshot, and what the trust rule
+/// left out of it (`[count, up to four owners]`, for the asker's NOTICE).
+pub struct Read {
+    pub snapshot: Option<pgrx::JsonB>,
+    pub left_out: Option<pgrx::JsonB>,
 }
 
 /// Runs [`SNAPSHOT_QUERY`] as the caller, for the search path `search_path`, with JIT off:
@@ -39,15 +46,17 @@ mod grid {
 /// saves on a query that reads each catalog row once. The caller's `jit` is put back.
 pub fn read_snapshot(
     search_path: Option<Vec<Option<String>>>,
-) -> Result<Option<pgrx::JsonB>, pgrx::spi::SpiError> {
+) -> Result<Read, pgrx::spi::SpiError> {
     let jit = Spi::get_one::<String>("SELECT pg_catalog.current_setting('jit')")?;
     Spi::run("SELECT pg_catalog.set_config('jit', 'off', true)")?;
-    let snapshot = Spi::get_one_with_args::<pgrx::JsonB>(SNAPSHOT_QUERY, &[search_path.into()]);
+    let read =
+        Spi::get_two_with_args::<pgrx::JsonB, pgrx::JsonB>(SNAPSHOT_QUERY, &[search_path.into()]);
     Spi::run_with_args(
         "SELECT pg_catalog.set_config('jit', $1, true)",
         &[jit.unwrap_or_else(|| "on".into()).into()],
     )?;
-    snapshot
+    let (snapshot, left_out) = read?;
+    Ok(Read { snapshot, left_out })
 }
 
 extension_sql!(
@@ -294,9 +303,11 @@ mod tests {
         run("SET ROLE grid_t_analyst");
         for path in [vec!["grid_t_app", "public"], vec!["public"], vec![]] {
             let path: Vec<String> = path.into_iter().map(String::from).collect();
-            let inlined = Spi::get_one_with_args::<pgrx::JsonB>(query, &[path.clone().into()])
-                .expect("the query runs")
-                .map(|j| j.0);
+            let inlined =
+                Spi::get_two_with_args::<pgrx::JsonB, pgrx::JsonB>(query, &[path.clone().into()])
+                    .expect("the query runs")
+                    .0
+                    .map(|j| j.0);
             let function = Spi::get_one_with_args::<pgrx::JsonB>(
                 "SELECT grid.catalog_snapshot($1::text[])",
                 &[path.clone().into()],
