@@ -400,6 +400,25 @@ impl Worker {
         if !self.connected {
             let database = crate::guc::database();
             BackgroundWorker::connect_worker_to_spi(Some(&database), None);
+            // The audit is written whatever the database's or the role's settings say:
+            // a write that gave up would lose an ask's record. Set once for the session
+            // (they would otherwise come from ALTER DATABASE/ROLE ... SET); a request may
+            // still set a bound of its own for its transaction (audit_append_synthetic's
+            // SET LOCAL). A session that holds a lock which conflicts with the writers'
+            // (only the audit tables' owner or a superuser may take one; autovacuum
+            // yields) makes the worker wait until it lets go.
+            if let Err(f) = committed(|| {
+                Spi::run(
+                    "SELECT pg_catalog.set_config('lock_timeout', '0', false), \
+                            pg_catalog.set_config('statement_timeout', '0', false)",
+                )
+                .map_err(|e| Failure::new(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, e.to_string()))
+            }) {
+                warning!(
+                    "grid_pg worker: cannot clear the audit's timeouts: {}",
+                    f.message
+                );
+            }
             self.connected = true;
             log!("grid_pg worker: connected to database {database:?} (grid.database)");
         }
@@ -697,7 +716,7 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
     };
     // The endpoint the server's configuration names (postgresql.conf, ALTER SYSTEM): no
     // connection needed. The warm-up worker adds those of ALTER DATABASE and ALTER ROLE.
-    worker.warm(&crate::guc::endpoint().into_iter().collect::<Vec<_>>());
+    worker.warm(crate::guc::endpoint().as_slice());
     loop {
         // SAFETY: the worker's main thread and its own latch.
         unsafe {
@@ -720,7 +739,7 @@ pub extern "C-unwind" fn grid_worker_main(_arg: pg_sys::Datum) {
             // SAFETY: main thread, outside any transaction.
             unsafe { pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP) };
             // An endpoint already kept is not fetched again.
-            worker.warm(&crate::guc::endpoint().into_iter().collect::<Vec<_>>());
+            worker.warm(crate::guc::endpoint().as_slice());
         }
         while matches!(woken.read(&mut drain), Ok(n) if n > 0) {}
         while let Ok(work) = requests.try_recv() {

@@ -49,19 +49,9 @@ pub fn committed<T>(body: impl FnOnce() -> Result<T, Failure>) -> Result<T, Fail
         pg_sys::StartTransactionCommand();
         pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot());
     }
-    let outcome = PgTryBuilder::new(AssertUnwindSafe(|| {
-        // The audit is written whatever the database's or the role's settings say: a
-        // write that gave up would lose an ask's record. A session that holds a lock
-        // which conflicts with the writers' (only the audit tables' owner or a superuser
-        // may take one; autovacuum yields) makes the worker wait until it lets go; a
-        // request may still set a bound of its own (audit_append_synthetic's).
-        Spi::run("SET LOCAL lock_timeout = 0")
-            .and_then(|()| Spi::run("SET LOCAL statement_timeout = 0"))
-            .map_err(|e| Failure::new(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, e.to_string()))?;
-        body()
-    }))
-    .catch_others(|e| Err(caught(e)))
-    .execute();
+    let outcome = PgTryBuilder::new(AssertUnwindSafe(body))
+        .catch_others(|e| Err(caught(e)))
+        .execute();
     let outcome = outcome.and_then(|value| {
         PgTryBuilder::new(|| {
             // SAFETY: the snapshot pushed above, in the transaction started above.
