@@ -135,6 +135,8 @@ SELECT name FROM dogs WHERE name LIKE '10!%%' ESCAPE '!'
 SELECT name FROM dogs WHERE name SIMILAR TO '(B|K)%'
 SELECT name FROM dogs WHERE date_adopted IS NULL AND date_departed IS NOT NULL
 SELECT name FROM dogs WHERE date_adopted IS NULL OR date_departed IS NOT NULL
+SELECT name, date_adopted ISNULL AS waiting FROM dogs WHERE date_departed NOTNULL ORDER BY date_adopted isnull, name
+SELECT name FROM dogs WHERE NOT date_adopted ISNULL AND (SELECT max(age) FROM dogs) NOTNULL
 SELECT name FROM dogs WHERE (age > '3') IS TRUE OR (age > '3') IS NOT FALSE
 SELECT name FROM dogs WHERE (age > '3') IS NOT TRUE AND (age > '3') IS FALSE OR (age > '3') IS UNKNOWN OR (age > '3') IS NOT UNKNOWN
 SELECT name FROM dogs WHERE date_adopted IS DISTINCT FROM date_departed OR date_adopted IS NOT DISTINCT FROM date_arrived

@@ -320,6 +320,10 @@ row_or_rows: ROW | ROWS ;
 
 /* ------------------------------------------------------------------ expressions */
 
+/* ISNULL and NOTNULL are PostgreSQL's postfix IS NULL and IS NOT NULL, at IS's level (not in
+   b_expr, as there). The checker's parser (sqlparser) reads NOTNULL, and ISNULL once the
+   checker has written it IS NULL (checker.rs, `tokens`). Both words are reserved, so no
+   bare label spells one: "SELECT a notnull" is the operator, as in PostgreSQL. */
 a_expr@: c_expr@
     | a_expr@ TYPECAST typename
     | a_expr@ AT TIME ZONE a_expr@ %prec AT
@@ -354,7 +358,9 @@ a_expr@: c_expr@
     | a_expr@ NOT SIMILAR TO a_expr@ %prec SIMILAR
     | a_expr@ NOT SIMILAR TO a_expr@ ESCAPE a_expr@ %prec SIMILAR
     | a_expr@ IS NULL %prec IS
+    | a_expr@ ISNULL
     | a_expr@ IS NOT NULL %prec IS
+    | a_expr@ NOTNULL
     | a_expr@ IS TRUE %prec IS
     | a_expr@ IS NOT TRUE %prec IS
     | a_expr@ IS FALSE %prec IS

@@ -20,8 +20,8 @@ use sqlparser::ast::{
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
-use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, TokenizerError, Whitespace};
 
 use crate::catalog::{CatalogSnapshot, Relation};
 use crate::policy::Verb;
@@ -293,20 +293,22 @@ pub fn parses(sql: &str) -> Result<(), ViolationKind> {
     parse_one(sql).map(|_| ())
 }
 
-/// The one statement of `sql`, as the checker's parser reads it.
-fn parse_one(sql: &str) -> Result<Statement, ViolationKind> {
-    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, sql).or_else(|e| {
-        e.to_string()
-            .contains("found: CONFLICT")
-            .then(|| insert_source_closed(sql))
-            .flatten()
-            .and_then(|tokens| {
-                Parser::new(&PostgreSqlDialect {})
-                    .with_tokens(tokens)
-                    .parse_statements()
-                    .ok()
-            })
-            .ok_or(e)
+/// The one statement of `sql`, as the checker's parser reads it (what [`parses`] tells).
+pub fn parse_one(sql: &str) -> Result<Statement, ViolationKind> {
+    let parse = |tokens: Vec<TokenWithSpan>| {
+        Parser::new(&PostgreSqlDialect {})
+            .with_tokens_with_locations(tokens)
+            .parse_statements()
+    };
+    let parsed = tokens(sql).map_err(ParserError::from).and_then(|tokens| {
+        parse(tokens.clone()).or_else(|e| {
+            e.to_string()
+                .contains("found: CONFLICT")
+                .then(|| insert_source_closed(tokens))
+                .flatten()
+                .and_then(|tokens| parse(tokens).ok())
+                .ok_or(e)
+        })
     });
     match parsed {
         Err(e) => Err(ViolationKind::Unparsable {
@@ -317,34 +319,84 @@ fn parse_one(sql: &str) -> Result<Statement, ViolationKind> {
     }
 }
 
+/// The tokens of `sql` as sqlparser's tokenizer reads them (with their places in `sql`),
+/// PostgreSQL's postfix `ISNULL` written `IS NULL`.
+///
+/// sqlparser (0.63) reads the postfix `NOTNULL` (its PostgreSQL dialect's
+/// `supports_notnull_operator`) but has no keyword `ISNULL`: it reads `a isnull` as a column
+/// and its alias, and fails on it in a WHERE. PostgreSQL's lexer makes an unquoted `isnull`
+/// the keyword ISNULL wherever it stands (a type/function-name keyword), which its grammar
+/// takes as the operator `a_expr ISNULL` (the same test as `a IS NULL`) or as a name: after
+/// `.` (a column or function), after AS or `::` (a label or a type), before `(` (a
+/// function). So each unquoted word `isnull` in none of those places becomes the two
+/// keywords `IS NULL`, both with the word's span (an error still points into `sql`, and a
+/// violation quotes the expression as sqlparser prints it: `a IS NULL`). A name in a rarer
+/// place (a typed literal `isnull '...'`, a named argument `isnull => 1`) is rewritten too,
+/// and the statement then fails to parse: refused, never read otherwise. A string, a quoted
+/// name and a comment are no unquoted word, so nothing in them is touched.
+fn tokens(sql: &str) -> Result<Vec<TokenWithSpan>, TokenizerError> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location()?;
+    let is_isnull = |t: &Token| match t {
+        Token::Word(w) => w.quote_style.is_none() && w.value.eq_ignore_ascii_case("isnull"),
+        _ => false,
+    };
+    if !tokens.iter().any(|t| is_isnull(&t.token)) {
+        return Ok(tokens);
+    }
+    let significant = |t: &&TokenWithSpan| !matches!(t.token, Token::Whitespace(_));
+    let a_name = |i: usize| {
+        let before = tokens[..i].iter().rev().find(significant).map(|t| &t.token);
+        let after = tokens[i + 1..].iter().find(significant).map(|t| &t.token);
+        // A quoted word has no keyword: `"as"` is a name.
+        let as_keyword = matches!(before, Some(Token::Word(w)) if w.keyword == Keyword::AS);
+        as_keyword
+            || matches!(before, Some(Token::Period | Token::DoubleColon))
+            || matches!(after, Some(Token::LParen))
+    };
+    let mut out = Vec::with_capacity(tokens.len() + 2);
+    for (i, t) in tokens.iter().enumerate() {
+        if is_isnull(&t.token) && !a_name(i) {
+            out.extend([
+                TokenWithSpan::new(Token::make_keyword("IS"), t.span),
+                TokenWithSpan::new(Token::Whitespace(Whitespace::Space), t.span),
+                TokenWithSpan::new(Token::make_keyword("NULL"), t.span),
+            ]);
+        } else {
+            out.push(t.clone());
+        }
+    }
+    Ok(out)
+}
+
 /// sqlparser (0.63) cannot end an INSERT's source at its target list before `ON CONFLICT`
 /// (`INSERT INTO t (a) SELECT 1 ON CONFLICT DO NOTHING`, `... UNION SELECT x.* ON
-/// CONFLICT ...`), which PostgreSQL reads and users write. The tokens of `sql` with
-/// `WHERE TRUE` before its `ON CONFLICT` (outside parentheses), which closes that source as
-/// PostgreSQL does and names nothing, so the checker sees the same references; `None` when
-/// `sql` is no such statement. Only tried when `sql` itself does not parse, at that
-/// `CONFLICT`: where a WHERE may not stand, the retry fails too.
-fn insert_source_closed(sql: &str) -> Option<Vec<Token>> {
-    let mut tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+/// CONFLICT ...`), which PostgreSQL reads and users write. `tokens` (a statement's, from
+/// [`tokens`]) with `WHERE TRUE` before its `ON CONFLICT` (outside parentheses), which closes
+/// that source as PostgreSQL does and names nothing, so the checker sees the same
+/// references; `None` when they are no such statement. Only tried when the statement itself
+/// does not parse, at that `CONFLICT`: where a WHERE may not stand, the retry fails too.
+fn insert_source_closed(mut tokens: Vec<TokenWithSpan>) -> Option<Vec<TokenWithSpan>> {
     let is = |t: &Token, k: Keyword| matches!(t, Token::Word(w) if w.keyword == k);
-    let first = tokens.iter().find(|t| !matches!(t, Token::Whitespace(_)))?;
-    if !is(first, Keyword::INSERT) {
+    let first = tokens
+        .iter()
+        .find(|t| !matches!(t.token, Token::Whitespace(_)))?;
+    if !is(&first.token, Keyword::INSERT) {
         return None;
     }
     let mut depth = 0i32;
     let mut at = None;
     let words: Vec<usize> = (0..tokens.len())
-        .filter(|&i| !matches!(tokens[i], Token::Whitespace(_)))
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
         .collect();
     for (k, &i) in words.iter().enumerate() {
-        match &tokens[i] {
+        match &tokens[i].token {
             Token::LParen => depth += 1,
             Token::RParen => depth -= 1,
             t if depth == 0
                 && is(t, Keyword::ON)
                 && words
                     .get(k + 1)
-                    .is_some_and(|&j| is(&tokens[j], Keyword::CONFLICT)) =>
+                    .is_some_and(|&j| is(&tokens[j].token, Keyword::CONFLICT)) =>
             {
                 at = Some(i);
                 break;
@@ -353,8 +405,9 @@ fn insert_source_closed(sql: &str) -> Option<Vec<Token>> {
         }
     }
     let at = at?;
-    let word = |w: &str| Token::make_keyword(w);
-    let space = || Token::Whitespace(Whitespace::Space);
+    let span = tokens[at].span;
+    let word = |w: &str| TokenWithSpan::new(Token::make_keyword(w), span);
+    let space = || TokenWithSpan::new(Token::Whitespace(Whitespace::Space), span);
     tokens.splice(at..at, [word("WHERE"), space(), word("TRUE"), space()]);
     Some(tokens)
 }

@@ -1,10 +1,9 @@
 //! What a generated statement writes, as the person about to run it must be told: its
-//! verb and its target relation, read from the statement with `sqlparser` (PostgreSQL
-//! dialect). `grid.ask` names them in a NOTICE; `grid.run` refuses to run a write.
+//! verb and its target relation, read from the statement as the checker reads it
+//! ([`crate::checker::parse_one`]: `sqlparser`, PostgreSQL dialect). `grid.ask` names them
+//! in a NOTICE; `grid.run` refuses to run a write.
 
 use sqlparser::ast::{FromTable, Statement, TableFactor, TableObject};
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
 
 use crate::policy::Verb;
 
@@ -44,10 +43,7 @@ pub fn write_of(sql: &str) -> Option<Write> {
         "delete" => Some(Verb::Delete),
         _ => None,
     };
-    let parsed = match Parser::parse_sql(&PostgreSqlDialect {}, sql) {
-        Ok(stmts) if stmts.len() == 1 => stmts.into_iter().next(),
-        _ => None,
-    };
+    let parsed = crate::checker::parse_one(sql).ok();
     let unknown = || "(unknown)".to_string();
     match parsed {
         Some(Statement::Insert(i)) => Some(Write {
@@ -104,6 +100,16 @@ mod tests {
         assert_eq!(
             w("DELETE FROM orders AS o WHERE o.id = 1;"),
             Some(("DELETE", "orders".to_string()))
+        );
+        // Read as the checker reads them: PostgreSQL's postfix ISNULL, and an INSERT's
+        // source ending at its target list before ON CONFLICT.
+        assert_eq!(
+            w("DELETE FROM orders WHERE note ISNULL AND id NOTNULL"),
+            Some(("DELETE", "orders".to_string()))
+        );
+        assert_eq!(
+            w("INSERT INTO t (a) SELECT 1 ON CONFLICT DO NOTHING"),
+            Some(("INSERT", "t".to_string()))
         );
         // Unparsable, or two statements: the first word still says it writes.
         assert_eq!(

@@ -559,3 +559,72 @@ fn an_insert_source_ending_in_its_target_list_takes_on_conflict() {
         assert!(parses(sql).is_err(), "{sql}");
     }
 }
+
+/// PostgreSQL's postfix ISNULL and NOTNULL: the checker reads both (sqlparser reads NOTNULL;
+/// the checker writes ISNULL as IS NULL first) and binds the column under them as any
+/// other, so a column the role may not read stays refused there. `isnull` where PostgreSQL
+/// reads a name (a column after a qualifier, a label after AS, a type after `::`, a
+/// function), and in a string, a quoted name or a comment, is left alone.
+#[test]
+fn postfix_isnull_and_notnull_bind_the_column_under_them() {
+    use grid_core::checker::parses;
+    let a = analyst();
+    clean(
+        &a,
+        "SELECT name, hired ISNULL AS fresh, dept_id notnull FROM employees \
+         WHERE NOT hired ISNULL AND (SELECT max(id) FROM departments) NOTNULL \
+         ORDER BY dept_id ISNULL, name",
+    );
+    let amount = vec![col("salaries", "amount", Verb::Select)];
+    for sql in [
+        "SELECT employee_id FROM salaries WHERE amount NOTNULL",
+        "SELECT employee_id FROM salaries WHERE amount ISNULL",
+        "SELECT employee_id FROM salaries s WHERE NOT s.amount isnull",
+        "SELECT employee_id, amount + 1 NOTNULL FROM salaries",
+        "SELECT employee_id, amount notnull FROM salaries",
+        "SELECT CASE WHEN amount ISNULL THEN 0 ELSE 1 END FROM salaries",
+        "SELECT employee_id FROM salaries ORDER BY amount NOTNULL DESC",
+        "SELECT (SELECT amount FROM salaries LIMIT 1) ISNULL",
+        "SELECT employee_id FROM salaries WHERE employee_id NOTNULL AND amount ISNULL",
+    ] {
+        assert_eq!(kinds(&a, sql), amount, "{sql}");
+    }
+    // The clerk reads orders' note but may not update it.
+    let c = clerk();
+    clean(&c, "UPDATE orders SET total = 0 WHERE note ISNULL");
+    assert_eq!(
+        kinds(&c, "UPDATE orders SET note = total NOTNULL WHERE id ISNULL"),
+        vec![col("orders", "note", Verb::Update)]
+    );
+    // A violation quotes the expression as sqlparser prints it.
+    let v = check("SELECT count(*) FROM salaries GROUP BY amount ISNULL", &a);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert!(v[0].fragment.contains("amount"), "{:?}", v[0]);
+    // Names: read as PostgreSQL reads them, never as the operator.
+    assert_eq!(
+        kinds(&a, "SELECT e.isnull FROM employees e"),
+        vec![unknown(Some("e"), "isnull")]
+    );
+    assert_eq!(
+        kinds(&a, "SELECT \"isnull\" FROM employees"),
+        vec![unknown(None, "isnull")]
+    );
+    clean(
+        &a,
+        "SELECT name AS isnull, 'a isnull' FROM employees /* isnull */ -- isnull",
+    );
+    for sql in [
+        "SELECT id::isnull FROM employees",
+        "SELECT isnull(name) FROM employees",
+        "SELECT CAST(id AS isnull) FROM employees",
+    ] {
+        assert!(parses(sql).is_ok(), "{sql}: {:?}", parses(sql));
+    }
+    // An error still points into the statement as written.
+    match parses("SELECT name FROM employees WHERE hired ISNULL )") {
+        Err(ViolationKind::Unparsable { message }) => {
+            assert!(message.contains("Column: 47"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -101,12 +101,14 @@ impl Searcher {
 
     /// A byte string s with complete(p·s), where `cfg` is p fed.
     fn witness(&mut self, s: &mut Session, cfg: &Config, words: &[&str]) -> Option<String> {
-        // "**/" closes a comment whose opening slash is the last byte.
-        let mut finishes: Vec<String> =
-            ["", "'", "\"", "*/", "**/", "\n", "1", "5", "x", ")", "'s'"]
-                .iter()
-                .map(|x| x.to_string())
-                .collect();
+        // "**/" closes a comment whose opening slash is the last byte; "n'" an escape
+        // string whose last byte is a backslash.
+        let mut finishes: Vec<String> = [
+            "", "'", "\"", "*/", "**/", "\n", "1", "5", "x", ")", "'s'", "n'",
+        ]
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
         // The rest of any word of the language that continues the pending lexeme.
         let rem = String::from_utf8_lossy(&cfg.scan.rem).to_ascii_lowercase();
         for w in self
