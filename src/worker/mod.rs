@@ -489,6 +489,37 @@ mod tests {
     }
 
     #[pg_test]
+    fn the_warm_up_takes_the_servers_and_databases_endpoints_before_a_roles() {
+        install();
+        let server: Option<String> =
+            select_one("SELECT pg_catalog.current_setting('grid.endpoint', true)");
+        run("CREATE ROLE warm_one; CREATE ROLE warm_two; CREATE ROLE warm_three");
+        run("ALTER ROLE warm_one SET grid.endpoint = 'http://127.0.0.1:9/aa-one-role'");
+        run("ALTER ROLE warm_two SET grid.endpoint = 'http://127.0.0.1:9/zz-two-roles'");
+        run("ALTER ROLE warm_three SET grid.endpoint = 'http://127.0.0.1:9/zz-two-roles'");
+        run(
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET grid.endpoint = %L', \
+             current_database(), 'http://127.0.0.1:9/zz-database'); END $$",
+        );
+        let read: Option<Vec<String>> = select_one(super::warmup::ENDPOINTS);
+        let mut expected: Vec<String> = server.into_iter().filter(|s| !s.is_empty()).collect();
+        expected.extend(
+            ["zz-database", "zz-two-roles", "aa-one-role"]
+                .map(|e| format!("http://127.0.0.1:9/{e}")),
+        );
+        assert_eq!(read.unwrap_or_default(), expected);
+        // A role may not point its own asks, or the warm-up, elsewhere: the setting is
+        // the superuser's (or a role's granted SET on it).
+        run("SET ROLE warm_one");
+        let m = assert_refused(
+            "ALTER ROLE warm_one SET grid.endpoint = 'http://127.0.0.1:9/mine'",
+            "42501",
+        );
+        assert!(m.contains("grid.endpoint"), "{m}");
+        run("RESET ROLE");
+    }
+
+    #[pg_test]
     fn grid_timeout_bounds_the_wait() {
         install();
         worker_ready();

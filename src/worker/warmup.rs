@@ -20,15 +20,24 @@ use super::protocol::{Request, Response};
 /// How long the warm-up waits for the mask worker's socket after the start.
 const SOCKET_WAIT: Duration = Duration::from_secs(30);
 
-/// Every `grid.endpoint` value the cluster's settings name, for any database or role.
-const ENDPOINTS: &str = "
-    SELECT COALESCE(pg_catalog.array_agg(DISTINCT e), '{}')
-      FROM (SELECT pg_catalog.current_setting('grid.endpoint', true) AS e
-            UNION ALL
-            SELECT pg_catalog.substr(c, 15)
-              FROM pg_catalog.pg_db_role_setting s, pg_catalog.unnest(s.setconfig) AS c
-             WHERE c LIKE 'grid.endpoint=%') AS named
-     WHERE e <> ''";
+/// Every `grid.endpoint` value the cluster's settings name, for any database or role, in
+/// the order the mask worker warms them (it takes the first few, `WARMED_MAX`): the
+/// server's own value, then each database's, then the roles' settings, those that more
+/// roles share first. `grid.endpoint` is `SUSET`, so only a superuser, or a role granted
+/// `SET` on it, writes these settings; the order still keeps a setting that names one
+/// role's endpoint from crowding out the server's and the databases'.
+pub(crate) const ENDPOINTS: &str = "
+    SELECT COALESCE(pg_catalog.array_agg(e ORDER BY source, shared DESC, e), '{}')
+      FROM (SELECT e, pg_catalog.min(source) AS source, pg_catalog.count(*) AS shared
+              FROM (SELECT pg_catalog.current_setting('grid.endpoint', true) AS e, 0 AS source
+                    UNION ALL
+                    SELECT pg_catalog.substr(c, 15),
+                           CASE WHEN s.setrole = 0 THEN 1 ELSE 2 END
+                      FROM pg_catalog.pg_db_role_setting s,
+                           pg_catalog.unnest(s.setconfig) AS c
+                     WHERE c LIKE 'grid.endpoint=%') AS named
+             WHERE e <> ''
+             GROUP BY e) AS ranked";
 
 /// Entry point of the warm-up worker (named in its registration).
 #[pg_guard]
