@@ -22,6 +22,12 @@ use crate::language::Compiled;
 use crate::models::{ModelSlot, Prompter, VocabState};
 use crate::queue::{Entry, Pinned};
 
+/// How far ahead of the least-served generation of the loop (in the time its steps took)
+/// another may be before it skips ticks (see `grid_core::decode`'s fairness): an ask's
+/// steps on a narrow language take a millisecond or two, one over thousands of names
+/// tens of milliseconds.
+const SLICE: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// A live generation of a round and its ask's flow.
 struct Running {
     attempt: Attempt,
@@ -66,6 +72,7 @@ impl<'l> Round<'l> {
             DecodeOptions {
                 masks_per_tick: None,
                 cache: true,
+                slice: Some(SLICE),
             },
         );
         Round {

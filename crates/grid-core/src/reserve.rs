@@ -32,6 +32,7 @@
 //! [`Speller::segment`] spells in at most the reserve's number of tokens.
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -175,6 +176,72 @@ pub struct ReserveTable {
     rule_prod: Vec<u32>,
     /// The ignored terminals (whitespace, comments).
     skip: TermSet,
+    /// The suffix searches done over the table's language, shared by every generation
+    /// over it: a role's asks pass the same lexemes in progress again and again, and a
+    /// search inside the names of a wide table is the largest part of a step's reserve.
+    suffixes: SuffixMemo,
+}
+
+/// [`shortest_suffixes`] by its arguments (scanner state, word trie state, wanted
+/// terminals, bytes beyond ASCII), each the search's own result: exact, never stale
+/// (a language is immutable). Only the language the table was built for (by its
+/// fingerprint) is searched through it. Cleared when it holds [`SUFFIX_MEMO_MAX`]
+/// searches.
+#[derive(Debug)]
+struct SuffixMemo {
+    language: [u8; 16],
+    searches: Mutex<FxHashMap<SuffixKey, Suffixes>>,
+}
+
+/// A suffix search's arguments: scanner state, word trie state, wanted terminals, bytes
+/// beyond ASCII tried.
+type SuffixKey = (u32, u32, TermSet, bool);
+
+/// What a suffix search found: per terminal, its suffixes.
+type Suffixes = Arc<[(u16, Vec<u8>)]>;
+
+/// Most searches a [`SuffixMemo`] keeps.
+const SUFFIX_MEMO_MAX: usize = 4096;
+
+impl Clone for SuffixMemo {
+    fn clone(&self) -> SuffixMemo {
+        SuffixMemo::of(self.language)
+    }
+}
+
+impl SuffixMemo {
+    fn of(language: [u8; 16]) -> SuffixMemo {
+        SuffixMemo {
+            language,
+            searches: Mutex::default(),
+        }
+    }
+
+    fn get_or_search(
+        &self,
+        lang: &Language,
+        (q, w): (u32, u32),
+        wanted: &TermSet,
+        utf8: bool,
+    ) -> Suffixes {
+        if lang.fingerprint != self.language {
+            return shortest_suffixes(lang, q, w, wanted, utf8).into();
+        }
+        let key = (q, w, *wanted, utf8);
+        // A poisoned lock only means another thread panicked between whole inserts: the
+        // map is still sound.
+        let searches = || self.searches.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(found) = searches().get(&key) {
+            return found.clone();
+        }
+        let found: Suffixes = shortest_suffixes(lang, q, w, wanted, utf8).into();
+        let mut memo = searches();
+        if memo.len() >= SUFFIX_MEMO_MAX {
+            memo.clear();
+        }
+        memo.insert(key, found.clone());
+        found
+    }
 }
 
 /// The lexeme in progress finished as one terminal, and the stack that takes it.
@@ -237,6 +304,7 @@ impl ReserveTable {
             rule_cost,
             rule_prod,
             skip,
+            suffixes: SuffixMemo::of(lang.fingerprint),
         }
     }
 
@@ -408,11 +476,15 @@ impl ReserveTable {
         out: &mut Vec<Finish>,
     ) {
         let lang = session.lang;
-        for (t, suffix) in shortest_suffixes(lang, cfg.scan.q, cfg.scan.w, wanted, utf8) {
+        let found = self
+            .suffixes
+            .get_or_search(lang, (cfg.scan.q, cfg.scan.w), wanted, utf8);
+        for (t, suffix) in found.iter() {
+            let t = *t;
             let suffix_cost = if suffix.is_empty() {
                 0
             } else {
-                speller.cost(&suffix)
+                speller.cost(suffix)
             };
             if suffix_cost == UNREACHABLE {
                 continue;
@@ -688,8 +760,24 @@ fn shortest_suffixes(
     wanted: &TermSet,
     utf8: bool,
 ) -> Vec<(u16, Vec<u8>)> {
+    // Only a terminal live at the start can be a candidate of a state the search reaches
+    // (liveness only shrinks along a path), so once each of those has its suffixes the
+    // search is over: counting the others as well (the dynamic terminals, which no scanner
+    // state accepts, or keywords no suffix of a name reaches) ran every search to its end.
+    let remaining = wanted.intersect(&lang.live(q, w)).iter().count();
+    suffix_search(lang, (q, w), wanted, utf8, remaining)
+}
+
+/// [`shortest_suffixes`], the search ending once `remaining` terminals have their
+/// suffixes.
+fn suffix_search(
+    lang: &Language,
+    (q, w): (u32, u32),
+    wanted: &TermSet,
+    utf8: bool,
+    remaining: usize,
+) -> Vec<(u16, Vec<u8>)> {
     let mut out: Vec<(u16, Vec<u8>)> = Vec::new();
-    let remaining = wanted.iter().count();
     for order in byte_orders(utf8) {
         let mut count: FxHashMap<u16, usize> = FxHashMap::default();
         let mut full = 0;
@@ -762,9 +850,12 @@ fn bfs(
                 lang.dfa().next(q, b)
             };
             let w2 = lang.words.step(w, b);
-            if lang.live(q2, w2).is_empty() || !seen.insert((q2, w2)) {
+            // Only a live state is ever inserted, so one seen before is skipped without
+            // its liveness (most bytes lead back to a few states of generic names).
+            if seen.contains(&(q2, w2)) || lang.live(q2, w2).is_empty() {
                 continue;
             }
+            seen.insert((q2, w2));
             nodes.push(((q2, w2), i, b));
             queue.push_back(nodes.len() - 1);
         }
@@ -779,4 +870,73 @@ fn ends_at(lang: &Language, q: u32, w: u32, byte: u8) -> bool {
         lang.dfa().next(q, byte)
     };
     lang.live(q2, lang.words.step(w, byte)).is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::schema::{Schema, Table};
+    use crate::{Dialect, Lexicon, Policy};
+
+    /// The search that stops once the terminals live at the start have their suffixes
+    /// finds exactly what the search run to its end finds, wherever a lexeme is in
+    /// progress: in keywords, in names of a wide table, in qualified names, in literals.
+    #[test]
+    fn stopping_at_the_live_terminals_finds_what_the_whole_search_finds() {
+        let d = Arc::new(Dialect::postgres_without_comments().expect("dialect"));
+        let wide: Vec<String> = (0..300)
+            .map(|i| format!("a_long_column_name_{i:03}"))
+            .collect();
+        let wide: Vec<&str> = wide.iter().map(String::as_str).collect();
+        let schema = Schema {
+            db_id: "reserve".into(),
+            tables: vec![
+                Table::with_columns("employees", &["id", "name", "dept", "employee_id"]),
+                Table::with_columns("wide", &wide),
+            ],
+        };
+        let policy = Policy::default();
+        let reserved = |w: &str| d.is_reserved(w);
+        let lexicon = Lexicon::from_schema(&schema, &policy, &reserved).expect("lexicon");
+        let lang = Language::build(d.clone(), &policy, &lexicon).expect("language");
+        let table = ReserveTable::build(&lang, &Speller::new(std::iter::empty()));
+        let mut checked = 0;
+        for prefix in [
+            "SEL",
+            "SELECT a_lo",
+            "SELECT a_long_column_name_1",
+            "SELECT a_long_column_name_12",
+            "SELECT e",
+            "SELECT employee",
+            "SELECT employees.na",
+            "SELECT x.a_long_col",
+            "SELECT count(*) FROM wi",
+            "SELECT * FROM employees WHERE name = 'ab",
+            "SELECT * FROM employees WHERE id = 12",
+            "SELECT * FROM employees AS e WHERE e.dep",
+            "SELECT a_long_column_name_001 FROM wide ORDER BY a_long_column_name_00",
+            "SELECT 1 AS total_co",
+            "SELECT \"a_long_",
+        ] {
+            let mut session = Session::new(&lang);
+            let mut cfg = session.start();
+            session
+                .feed(&mut cfg, prefix.as_bytes())
+                .unwrap_or_else(|_| panic!("{prefix} is refused"));
+            let wanted = table.skip.union(&session.allowed(&cfg));
+            let (q, w) = (cfg.scan.q, cfg.scan.w);
+            for utf8 in [false, true] {
+                let whole = suffix_search(&lang, (q, w), &wanted, utf8, wanted.iter().count());
+                assert_eq!(
+                    shortest_suffixes(&lang, q, w, &wanted, utf8),
+                    whole,
+                    "{prefix} (utf8: {utf8})"
+                );
+                checked += usize::from(!whole.is_empty());
+            }
+        }
+        assert!(checked >= 20, "only {checked} searches found a suffix");
+    }
 }

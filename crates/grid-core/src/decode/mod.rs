@@ -24,10 +24,12 @@
 //! `reserve` tokens, so every non-error stop is a sentence within budget.
 
 mod commit;
+mod fair;
 mod model;
 mod replay;
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use blake2::digest::consts::U16;
 use blake2::{Blake2b, Digest};
@@ -44,6 +46,7 @@ use crate::recognizer::{Config, Session};
 use crate::reserve::{ReserveMemo, ReserveTable, Speller, UNREACHABLE};
 
 pub use commit::{config_hash, full_mask, mask_entry_id, singleton_mask, MASK_ENTRY_TAG};
+pub use fair::HOLD_MAX;
 pub use model::{Choice, Model, ModelError, ModelStep, StepModel};
 pub use replay::{ArtifactMismatch, Recomputer};
 
@@ -139,6 +142,10 @@ pub struct DecodeOptions {
     pub masks_per_tick: Option<usize>,
     /// Recorded in the seal's mode flags.
     pub cache: bool,
+    /// Serve the least-served generations first: one whose steps have taken more than
+    /// this beyond the least-served live one's skips ticks, up to [`HOLD_MAX`] at a time
+    /// ([`fair`]). `None`: every live generation steps every tick.
+    pub slice: Option<Duration>,
 }
 
 /// The fingerprints a seal records for `lang` and a vocabulary fingerprint.
@@ -169,6 +176,12 @@ struct Live<'l> {
     spec: GenerationSpec<'l>,
     session: Session<'l>,
     memo: ReserveMemo,
+    /// The last reserve computed and the configuration it is of: the check of a sampled
+    /// token computes the reserve of the configuration the next step plans from, which
+    /// would otherwise search the lexeme's suffixes a second time.
+    reserved: Option<(Config, u32)>,
+    /// The time its steps have taken, for the ticks' order ([`fair`]).
+    service: fair::Service,
     cfg: Config,
     tokens: Vec<u32>,
     text: Vec<u8>,
@@ -190,6 +203,8 @@ impl<'l> Live<'l> {
             spec,
             session,
             memo: ReserveMemo::default(),
+            reserved: None,
+            service: fair::Service::default(),
             cfg,
             tokens: Vec::new(),
             text: Vec::new(),
@@ -427,18 +442,27 @@ impl<'v> Decoder<'v> {
         cancel: &mut dyn FnMut(u64, usize) -> bool,
     ) -> Result<Vec<Outcome>, WriteError> {
         let mut stopped: Vec<usize> = Vec::new();
-        let (ready, waited) = self.visit(&mut batch.live, audit, cancel, &mut stopped)?;
+        let held = match self.options.slice {
+            Some(slice) => {
+                let mut services: Vec<&mut fair::Service> =
+                    batch.live.iter_mut().map(|g| &mut g.service).collect();
+                fair::holds(&mut services, slice, Instant::now())
+            }
+            None => Vec::new(),
+        };
+        let (ready, waited) = self.visit(&mut batch.live, &held, audit, cancel, &mut stopped)?;
         let to_sample = self.act(&mut batch.live, &ready, audit, &mut stopped)?;
         self.sample(&mut batch.live, &to_sample, model, audit, &mut stopped)?;
         Ok(batch.retire(&waited, &ready, &stopped))
     }
 
     /// Asks `cancel` of every live generation and computes the masks (up to
-    /// `masks_per_tick`); returns the generations ready to step and those that wait for
-    /// their mask.
+    /// `masks_per_tick`) of those not `held`; returns the generations ready to step and
+    /// those that wait (held, or for their mask).
     fn visit<S: AuditSink>(
         &mut self,
         live: &mut [Live<'_>],
+        held: &[bool],
         audit: &mut ChainWriter<S>,
         cancel: &mut dyn FnMut(u64, usize) -> bool,
         stopped: &mut Vec<usize>,
@@ -453,6 +477,10 @@ impl<'v> Decoder<'v> {
                 stopped.push(i);
                 continue;
             }
+            if held.get(i).copied().unwrap_or(false) {
+                waited.push(i);
+                continue;
+            }
             if g.mask.is_none() && g.spec.unconstrained {
                 g.mask = Some(full_mask(self.masker.trie()));
             }
@@ -463,7 +491,9 @@ impl<'v> Decoder<'v> {
                     continue;
                 }
                 walks += 1;
+                let started = Instant::now();
                 g.mask = Some(self.masker.mask(&mut g.session, &g.cfg));
+                g.service.attained += started.elapsed();
             }
             ready.push(i);
         }
@@ -482,6 +512,7 @@ impl<'v> Decoder<'v> {
         let mut to_sample: Vec<usize> = Vec::new();
         for &i in ready {
             let Some(g) = live.get_mut(i) else { continue };
+            let started = Instant::now();
             let mode = self.mode(g);
             let mut plan = self.plan(g);
             if let Ok(Plan::Ban(id)) = plan {
@@ -500,6 +531,7 @@ impl<'v> Decoder<'v> {
                 }
                 Ok(Plan::Sample) => to_sample.push(i),
             }
+            g.service.attained += started.elapsed();
             if g.done.is_some() {
                 stopped.push(i);
             }
@@ -557,7 +589,11 @@ impl<'v> Decoder<'v> {
             };
             match choice {
                 Err(e) => self.stop(g, audit, mode, StopReason::Error, Some(e.into()))?,
-                Ok(c) => self.take(g, c, entry_ids[k], audit, mode)?,
+                Ok(c) => {
+                    let started = Instant::now();
+                    self.take(g, c, entry_ids[k], audit, mode)?;
+                    g.service.attained += started.elapsed();
+                }
             }
             if g.done.is_some() {
                 stopped.push(i);
@@ -571,9 +607,19 @@ impl<'v> Decoder<'v> {
     }
 
     fn reserve_of(&self, g: &mut Live<'_>, cfg: &Config) -> u32 {
-        g.spec
+        // A configuration's stacks are interned in the generation's own session, so an
+        // equal configuration is the same recognizer state, and its reserve the same.
+        if let Some((c, r)) = &g.reserved {
+            if c == cfg {
+                return *r;
+            }
+        }
+        let r = g
+            .spec
             .reserve
-            .reserve(&mut g.session, &mut g.memo, cfg, self.speller)
+            .reserve(&mut g.session, &mut g.memo, cfg, self.speller);
+        g.reserved = Some((cfg.clone(), r));
+        r
     }
 
     fn plan(&self, g: &mut Live<'_>) -> Result<Plan, DecodeError> {
