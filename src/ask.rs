@@ -317,6 +317,7 @@ pub fn prepare(what: &str, question: &str, explain: bool, purpose: Purpose) -> P
         settings,
         examples: Vec::new(),
         offered,
+        parsed: None,
     };
     Prepared { ask, caller_path }
 }
@@ -1278,6 +1279,7 @@ mod tests {
                 explain: false,
                 examples: Vec::new(),
                 offered: None,
+                parsed: None,
                 settings: grid_ask::AskSettings {
                     endpoint: crate::guc::endpoint(),
                     model: None,

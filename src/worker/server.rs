@@ -219,6 +219,7 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                         return;
                     }
                     reuse_key = Some(ask.reuse_key());
+                    grid_ask::language::prepare(ask);
                 }
                 // Served here: the language is this process's, and no PostgreSQL is needed.
                 if let Request::Admits(a) = &request {

@@ -67,8 +67,9 @@ impl Attempt {
     ) -> Result<Attempt, Failure> {
         let dialect = compiled.language.dialect.clone();
         let reserved = |w: &str| dialect.is_reserved(w);
-        let prompt = prompt::question_prompt_with(
+        let prompt = prompt::question_prompt_in(
             &compiled.snapshot,
+            Some(&compiled.schema_index),
             &job.ask.question,
             PROMPT_SCHEMA_BYTES,
             &shown_examples(&job.ask.examples),
@@ -298,13 +299,13 @@ impl Attempted {
             .ok_or_else(|| "the attempt wrote no statement".to_string())?;
         let dialect = self.compiled.language.dialect.clone();
         let reserved = |w: &str| dialect.is_reserved(w);
-        let prompt = prompt::repair_prompt_with(
+        let prompt = prompt::repair_prompt_in(
             &self.compiled.snapshot,
+            Some(&self.compiled.schema_index),
             &self.job.ask.question,
             PROMPT_SCHEMA_BYTES,
             &shown_examples(&self.job.ask.examples),
-            sql,
-            reasons,
+            &prompt::Rejected { sql, reasons },
             &reserved,
         )
         .map_err(|e| e.to_string())?;

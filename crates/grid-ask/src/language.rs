@@ -9,12 +9,13 @@ use grid_core::audit::Fingerprints;
 use grid_core::cache::MaskCache;
 use grid_core::catalog::{CatalogError, CatalogSnapshot};
 use grid_core::decode::fingerprints;
+use grid_core::prompt::SchemaIndex;
 use grid_core::reserve::ReserveTable;
 use grid_core::{Dialect, Language, Policy};
 
 use crate::failure::{Failure, FailureKind};
 use crate::models::VocabState;
-use crate::request::Ask;
+use crate::request::{Ask, Parsed};
 
 /// Compiled languages kept.
 const LANGUAGES_KEPT: usize = 64;
@@ -27,6 +28,8 @@ pub struct Compiled {
     /// Shared with every other vocabulary's compilation of it ([`role_language`]).
     pub language: Arc<Language>,
     pub reserve: ReserveTable,
+    /// What choosing the relations of its prompts reads of the snapshot.
+    pub schema_index: SchemaIndex,
     /// What the seals of its generations record.
     pub fingerprints: Fingerprints,
 }
@@ -49,9 +52,16 @@ impl Languages {
         vocab: &VocabState,
         cache: &MaskCache,
     ) -> Result<Arc<Compiled>, Failure> {
-        let (snapshot, base) = parse(ask)?;
+        let parsed = match &ask.parsed {
+            Some(p) => p.clone(),
+            None => parsed(ask),
+        };
+        let (snapshot, base, snapshot_fingerprint) = match &*parsed.0 {
+            Ok(p) => p,
+            Err(f) => return Err(f.clone()),
+        };
         let key: LanguageKey = (
-            snapshot.fingerprint(),
+            *snapshot_fingerprint,
             base.canonical_json(),
             vocab.vocab.fingerprint().to_string(),
         );
@@ -62,17 +72,20 @@ impl Languages {
                 return Ok(compiled);
             }
         }
+        let (snapshot, base) = (snapshot.clone(), base.clone());
         let language = role_language(dialect, &snapshot, &base)?;
         let reserve = ReserveTable::build(&language, &vocab.speller);
         // The walks every statement's first masks share, done before the first token is
         // asked for rather than on it (no mask changes).
         cache.warm(&language, &vocab.trie);
         let fingerprints = fingerprints(&language, vocab.vocab.fingerprint());
+        let schema_index = SchemaIndex::of(&snapshot, &|w: &str| dialect.is_reserved(w));
         let compiled = Arc::new(Compiled {
             snapshot,
             base,
             language,
             reserve,
+            schema_index,
             fingerprints,
         });
         self.kept.push_front((key, compiled.clone()));
@@ -84,6 +97,20 @@ impl Languages {
 /// The snapshot (validated) and the base policy an ask is compiled from.
 pub fn parse(ask: &Ask) -> Result<(CatalogSnapshot, Policy), Failure> {
     parse_parts(&ask.snapshot, ask.policy.as_ref(), &ask.current_user)
+}
+
+/// [`parse`] of `ask`, with the snapshot's fingerprint.
+fn parsed(ask: &Ask) -> Parsed {
+    Parsed(Arc::new(parse(ask).map(|(snapshot, base)| {
+        let fingerprint = snapshot.fingerprint();
+        (snapshot, base, fingerprint)
+    })))
+}
+
+/// Reads `ask`'s snapshot and policy into [`Ask::parsed`], where the ask arrives, so that
+/// the pipeline does not (see there).
+pub fn prepare(ask: &mut Ask) {
+    ask.parsed = Some(parsed(ask));
 }
 
 /// [`parse`] of a snapshot and a policy as an ask carries them, for role `role`.
@@ -210,6 +237,55 @@ pub fn reader_language(dialect: &Arc<Dialect>) -> Result<Arc<Language>, Failure>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ask_with(snapshot: serde_json::Value) -> Ask {
+        let mut ask: Ask = serde_json::from_value(serde_json::json!({
+            "question": "how many staff",
+            "snapshot": snapshot,
+            "session_user": "alice",
+            "current_user": "analyst",
+            "database": "db",
+            "settings": {"endpoint": "mock:scripted", "model": null, "max_tokens": 64,
+                         "temperature": 0.0, "timeout_ms": 1000, "audit": "full"},
+        }))
+        .expect("ask");
+        ask.parsed = None;
+        ask
+    }
+
+    /// An ask read where it arrives ([`prepare`]) compiles to the very language an ask
+    /// read by the pipeline does (the kept one: the keys are equal), and one whose
+    /// snapshot cannot be read fails the same way.
+    #[test]
+    fn a_prepared_ask_compiles_as_the_pipeline_would() {
+        let dialect = Arc::new(Dialect::postgres_without_comments().expect("dialect"));
+        let vocab = grid_endpoint::backend::builtin::builtin_vocabulary().expect("vocabulary");
+        let vocab = VocabState::new(Arc::new(vocab), "builtin".into()).expect("state");
+        let cache = MaskCache::new(4);
+        let mut languages = Languages::default();
+        let snapshot: serde_json::Value =
+            serde_json::from_str(include_str!("../tests/fixtures/analyst_snapshot.json"))
+                .expect("snapshot");
+        let plain = ask_with(snapshot.clone());
+        let mut prepared = ask_with(snapshot);
+        prepare(&mut prepared);
+        assert!(prepared.parsed.is_some());
+        let first = languages
+            .compile(&dialect, &plain, &vocab, &cache)
+            .unwrap_or_else(|f| panic!("{f:?}"));
+        let again = languages
+            .compile(&dialect, &prepared, &vocab, &cache)
+            .unwrap_or_else(|f| panic!("{f:?}"));
+        assert!(Arc::ptr_eq(&first, &again));
+        let broken = serde_json::json!({"relations": "not a list"});
+        let mut prepared = ask_with(broken.clone());
+        prepare(&mut prepared);
+        let fails = |ask: &Ask| match Languages::default().compile(&dialect, ask, &vocab, &cache) {
+            Ok(_) => panic!("a broken snapshot compiled"),
+            Err(f) => f,
+        };
+        assert_eq!(fails(&prepared), fails(&ask_with(broken)));
+    }
 
     #[test]
     fn after_the_warm_up_a_reading_roles_language_builds_no_projection() {

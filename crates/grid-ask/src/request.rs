@@ -35,6 +35,41 @@ pub struct Ask {
     /// only [`Ask::examples`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered: Option<Offered>,
+    /// The snapshot and policy read, filled in where the ask arrives
+    /// (`crate::language::prepare`, on the worker's socket thread): the pipeline, which
+    /// every ask waits for, then reads a large catalog's JSON no more. Never sent.
+    #[serde(skip)]
+    pub parsed: Option<Parsed>,
+}
+
+/// An ask's snapshot and base policy as read from its JSON, and the snapshot's
+/// fingerprint; or why they cannot be read. Derived from the ask's other fields, so it
+/// takes no part in comparing asks.
+#[derive(Clone)]
+pub struct Parsed(pub std::sync::Arc<Result<ParsedParts, crate::failure::Failure>>);
+
+/// What [`Parsed`] holds when the ask's parts can be read: the snapshot, the base
+/// policy, and the snapshot's fingerprint.
+pub type ParsedParts = (
+    grid_core::catalog::CatalogSnapshot,
+    grid_core::Policy,
+    [u8; 16],
+);
+
+impl PartialEq for Parsed {
+    fn eq(&self, _: &Parsed) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Parsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_ok() {
+            "Parsed(ok)"
+        } else {
+            "Parsed(error)"
+        })
+    }
 }
 
 impl Ask {
@@ -225,6 +260,7 @@ mod tests {
             },
             examples: Vec::new(),
             offered: None,
+            parsed: None,
         }
     }
 

@@ -288,6 +288,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
                 explain: false,
                 examples: Vec::new(),
                 offered: None,
+                parsed: None,
                 settings: settings.clone(),
             };
             Job {

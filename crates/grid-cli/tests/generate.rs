@@ -319,6 +319,7 @@ fn generate_seals_what_the_pipeline_seals() {
             explain: false,
             examples: Vec::new(),
             offered: None,
+            parsed: None,
             settings: grid_ask::AskSettings {
                 endpoint: Some(endpoint.clone()),
                 model: None,

@@ -302,19 +302,70 @@ pub fn terms(text: &str) -> BTreeSet<String> {
 /// How well `r` matches the question's terms: name hits weigh most, then column names,
 /// then the notes shown (comments, or descriptions in their place).
 fn relevance(r: &Relation, question: &BTreeSet<String>) -> usize {
-    let hits = |t: &BTreeSet<String>| t.intersection(question).count();
-    let mut cols = BTreeSet::new();
-    let mut comments = BTreeSet::new();
-    for c in &r.columns {
-        cols.extend(terms(&c.name));
-        comments.extend(terms(
-            shown_note(c.comment.as_deref(), c.description.as_deref()).unwrap_or(""),
+    RelationTerms::of(r).relevance(question)
+}
+
+/// The terms relevance compares of one relation: its name's, its columns', and its notes'.
+#[derive(Clone, Debug)]
+struct RelationTerms {
+    name: BTreeSet<String>,
+    columns: BTreeSet<String>,
+    notes: BTreeSet<String>,
+}
+
+impl RelationTerms {
+    fn of(r: &Relation) -> RelationTerms {
+        let mut columns = BTreeSet::new();
+        let mut notes = BTreeSet::new();
+        for c in &r.columns {
+            columns.extend(terms(&c.name));
+            notes.extend(terms(
+                shown_note(c.comment.as_deref(), c.description.as_deref()).unwrap_or(""),
+            ));
+        }
+        notes.extend(terms(
+            shown_note(r.comment.as_deref(), r.description.as_deref()).unwrap_or(""),
         ));
+        RelationTerms {
+            name: terms(&r.name),
+            columns,
+            notes,
+        }
     }
-    comments.extend(terms(
-        shown_note(r.comment.as_deref(), r.description.as_deref()).unwrap_or(""),
-    ));
-    4 * hits(&terms(&r.name)) + 2 * hits(&cols) + hits(&comments)
+
+    fn relevance(&self, question: &BTreeSet<String>) -> usize {
+        let hits = |t: &BTreeSet<String>| t.intersection(question).count();
+        4 * hits(&self.name) + 2 * hits(&self.columns) + hits(&self.notes)
+    }
+}
+
+/// What choosing a prompt's relations reads of a snapshot, whatever the question: per
+/// relation [`CatalogSnapshot::visible`] offers, in its order, the size of its DDL and the
+/// terms relevance compares. At a thousand tables, or a few of a thousand columns, these
+/// cost more than the rest of a prompt, so an ask's first prompt and its repairs (and
+/// every later ask of the role) share one, built with its language.
+#[derive(Clone, Debug)]
+pub struct SchemaIndex {
+    sizes: Vec<usize>,
+    /// Built at the first question that needs it (the DDL exceeds the budget).
+    terms: std::sync::OnceLock<Vec<RelationTerms>>,
+}
+
+impl SchemaIndex {
+    pub fn of(snapshot: &CatalogSnapshot, is_reserved: &dyn Fn(&str) -> bool) -> SchemaIndex {
+        let (offered, _) = snapshot.visible();
+        let all = written_names(&offered, is_reserved);
+        // Sizes are measured with every relation shown: foreign keys only shrink when
+        // neighbours are dropped, so the budget holds.
+        let sizes = offered
+            .iter()
+            .map(|o| relation_ddl(o.relation, &all, is_reserved).len() + 1)
+            .collect();
+        SchemaIndex {
+            sizes,
+            terms: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 /// The relations to show in the prompt within `budget` bytes of DDL (as `size` measures
@@ -328,11 +379,24 @@ pub fn trim_by_relevance<'r>(
     size: &dyn Fn(&Relation) -> usize,
 ) -> Vec<&'r Relation> {
     let sizes: Vec<usize> = relations.iter().map(|r| size(r)).collect();
+    choose(relations, &sizes, question, budget, &|q| {
+        relations.iter().map(|r| relevance(r, q)).collect()
+    })
+}
+
+/// [`trim_by_relevance`] with the relations' sizes measured, and `scores` giving their
+/// relevance to the question's terms (asked only once the sizes exceed the budget).
+fn choose<'r>(
+    relations: &[&'r Relation],
+    sizes: &[usize],
+    question: &str,
+    budget: usize,
+    scores: &dyn Fn(&BTreeSet<String>) -> Vec<usize>,
+) -> Vec<&'r Relation> {
     if sizes.iter().sum::<usize>() <= budget {
         return relations.to_vec();
     }
-    let q = terms(question);
-    let scores: Vec<usize> = relations.iter().map(|r| relevance(r, &q)).collect();
+    let scores = scores(&terms(question));
     let mut relevant: Vec<usize> = (0..relations.len()).filter(|&i| scores[i] > 0).collect();
     relevant.sort_by_key(|&i| (std::cmp::Reverse(scores[i]), i));
     let linked = |a: &Relation, b: &Relation| {
@@ -380,13 +444,35 @@ pub fn schema_ddl(
     budget: usize,
     is_reserved: &dyn Fn(&str) -> bool,
 ) -> String {
+    let index = SchemaIndex::of(snapshot, is_reserved);
+    schema_ddl_in(snapshot, &index, question, budget, is_reserved)
+}
+
+/// [`schema_ddl`] with the snapshot's [`SchemaIndex`] (built with the same `is_reserved`).
+pub fn schema_ddl_in(
+    snapshot: &CatalogSnapshot,
+    index: &SchemaIndex,
+    question: &str,
+    budget: usize,
+    is_reserved: &dyn Fn(&str) -> bool,
+) -> String {
     let (offered, _) = snapshot.visible();
     let all = written_names(&offered, is_reserved);
     let visible: Vec<&Relation> = offered.iter().map(|o| o.relation).collect();
-    // Sizes are measured with every relation shown: foreign keys only shrink when
-    // neighbours are dropped, so the budget holds.
-    let size = |r: &Relation| relation_ddl(r, &all, is_reserved).len() + 1;
-    let kept = trim_by_relevance(&visible, question, budget, &size);
+    let kept = if index.sizes.len() == visible.len() {
+        choose(&visible, &index.sizes, question, budget, &|q| {
+            index
+                .terms
+                .get_or_init(|| visible.iter().map(|r| RelationTerms::of(r)).collect())
+                .iter()
+                .map(|t| t.relevance(q))
+                .collect()
+        })
+    } else {
+        // An index of another snapshot: measured afresh.
+        let size = |r: &Relation| relation_ddl(r, &all, is_reserved).len() + 1;
+        trim_by_relevance(&visible, question, budget, &size)
+    };
     let kept_keys: BTreeSet<(&str, &str)> = kept
         .iter()
         .map(|r| (r.schema.as_str(), r.name.as_str()))
@@ -458,15 +544,19 @@ fn examples_text(examples: &[Example]) -> String {
 /// The user part's schema, examples and question.
 fn schema_and_question(
     snapshot: &CatalogSnapshot,
+    index: Option<&SchemaIndex>,
     q: &str,
     budget: usize,
     examples: &[Example],
     is_reserved: &dyn Fn(&str) -> bool,
 ) -> String {
+    let ddl = match index {
+        Some(index) => schema_ddl_in(snapshot, index, q, budget, is_reserved),
+        None => schema_ddl(snapshot, q, budget, is_reserved),
+    };
     format!(
         "-- PostgreSQL tables visible to role {role}\n{ddl}\n{examples}-- Question:\n{q}\n",
         role = one_line(&snapshot.role),
-        ddl = schema_ddl(snapshot, q, budget, is_reserved),
         examples = examples_text(examples),
         q = question_text(q),
     )
@@ -490,10 +580,22 @@ pub fn question_prompt_with(
     examples: &[Example],
     is_reserved: &dyn Fn(&str) -> bool,
 ) -> Result<Prompt, PromptError> {
+    question_prompt_in(snapshot, None, question, budget, examples, is_reserved)
+}
+
+/// [`question_prompt_with`], with the snapshot's [`SchemaIndex`] when one is kept.
+pub fn question_prompt_in(
+    snapshot: &CatalogSnapshot,
+    index: Option<&SchemaIndex>,
+    question: &str,
+    budget: usize,
+    examples: &[Example],
+    is_reserved: &dyn Fn(&str) -> bool,
+) -> Result<Prompt, PromptError> {
     let q = clean_question(question)?;
     Ok(Prompt {
         system: ANSWER.to_string(),
-        user: schema_and_question(snapshot, q, budget, examples, is_reserved),
+        user: schema_and_question(snapshot, index, q, budget, examples, is_reserved),
     })
 }
 
@@ -528,8 +630,40 @@ pub fn repair_prompt_with<R: std::fmt::Display>(
     reasons: &[R],
     is_reserved: &dyn Fn(&str) -> bool,
 ) -> Result<Prompt, PromptError> {
+    let rejected = Rejected {
+        sql: rejected_sql,
+        reasons,
+    };
+    repair_prompt_in(
+        snapshot,
+        None,
+        question,
+        budget,
+        examples,
+        &rejected,
+        is_reserved,
+    )
+}
+
+/// A rejected statement and why, as a repair prompt quotes them.
+pub struct Rejected<'a, R> {
+    pub sql: &'a str,
+    pub reasons: &'a [R],
+}
+
+/// [`repair_prompt_with`], with the snapshot's [`SchemaIndex`] when one is kept.
+pub fn repair_prompt_in<R: std::fmt::Display>(
+    snapshot: &CatalogSnapshot,
+    index: Option<&SchemaIndex>,
+    question: &str,
+    budget: usize,
+    examples: &[Example],
+    rejected: &Rejected<'_, R>,
+    is_reserved: &dyn Fn(&str) -> bool,
+) -> Result<Prompt, PromptError> {
+    let (rejected_sql, reasons) = (rejected.sql, rejected.reasons);
     let q = clean_question(question)?;
-    let mut user = schema_and_question(snapshot, q, budget, examples, is_reserved);
+    let mut user = schema_and_question(snapshot, index, q, budget, examples, is_reserved);
     user.push_str(&format!(
         "-- This statement was rejected:\n-- {}\n-- because:\n",
         one_line(rejected_sql)

@@ -139,9 +139,20 @@ pub fn prompt_text(text: &str, one_line: bool) -> String {
 /// Whether `text` holds a [`HIDDEN`] character or spells a control token: a name that
 /// does is kept out of the prompt (and out of the lexicon: [`crate::catalog`]).
 pub fn is_unsafe_name(text: &str) -> bool {
+    // Most names are printable ASCII without a byte that every control spelling holds
+    // one of: a wide catalog's tens of thousands of names are not searched for each.
+    if text
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && !CONTROL_MARKS.contains(&b))
+    {
+        return false;
+    }
     text.chars().any(|c| c == '\n' || c == '\t' || is_hidden(c))
         || CONTROL_SPELLINGS.iter().any(|s| contains_ci(text, s))
 }
+
+/// Bytes of which each of [`CONTROL_SPELLINGS`] holds at least one.
+const CONTROL_MARKS: &[u8] = b"<|[";
 
 fn find_ci(hay: &str, needle: &str) -> Option<usize> {
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
@@ -155,6 +166,28 @@ fn contains_ci(hay: &str, needle: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_control_spelling_holds_a_mark_and_is_unsafe() {
+        for s in CONTROL_SPELLINGS {
+            assert!(s.bytes().any(|b| CONTROL_MARKS.contains(&b)), "{s}");
+            assert!(is_unsafe_name(&format!("a_{s}_b")), "{s}");
+            assert!(is_unsafe_name(&s.to_uppercase()), "{s}");
+        }
+        for safe in [
+            "employees",
+            "Mixed Case",
+            "a-b.c",
+            "x_1 (y)",
+            "pay{eur}",
+            "~!@#$%^&*",
+        ] {
+            assert!(!is_unsafe_name(safe), "{safe}");
+        }
+        for unsafe_name in ["a\u{7f}", "a\tb", "line\nbreak", "\u{1b}[2K", "a\u{200b}b"] {
+            assert!(is_unsafe_name(unsafe_name), "{unsafe_name:?}");
+        }
+    }
 
     #[test]
     fn hidden_characters() {

@@ -29,6 +29,7 @@ pub fn job(n: u64, question: &str, settings: AskSettings) -> Job {
             explain: false,
             examples: Vec::new(),
             offered: None,
+            parsed: None,
             settings,
         },
     )

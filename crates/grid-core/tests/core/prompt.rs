@@ -12,8 +12,9 @@ use grid_core::checker::check;
 use grid_core::policy::Verb;
 use grid_core::prompt::{
     clean_description, clean_question, question_prompt, question_prompt_with, relation_ddl,
-    repair_prompt, repair_prompt_with, schema_ddl, terms, trim_by_relevance, DescriptionError,
-    Example, PromptError, Shown, MAX_DESCRIPTION_BYTES, MAX_QUESTION_BYTES,
+    repair_prompt, repair_prompt_with, schema_ddl, schema_ddl_in, terms, trim_by_relevance,
+    DescriptionError, Example, PromptError, SchemaIndex, Shown, MAX_DESCRIPTION_BYTES,
+    MAX_QUESTION_BYTES,
 };
 use sqlparser::ast::{Statement, TableConstraint};
 use sqlparser::dialect::PostgreSqlDialect;
@@ -312,6 +313,36 @@ fn trimming_keeps_the_relevant_and_their_neighbours_within_budget() {
         names.contains(&"invoices") && names.contains(&"customers"),
         "{names:?}"
     );
+}
+
+/// A kept [`SchemaIndex`] chooses what measuring afresh chooses, for any question and
+/// budget, asked again and again through the same index.
+#[test]
+fn a_kept_schema_index_chooses_what_measuring_afresh_chooses() {
+    let snap = CatalogSnapshot {
+        format: 1,
+        role: "r".into(),
+        search_path: vec!["public".into()],
+        relations: wide(40),
+        denied_functions: Vec::new(),
+    };
+    let index = SchemaIndex::of(&snap, &reserved);
+    let mut trimmed = 0;
+    for question in [
+        "invoices per customer",
+        "",
+        "t7 and t12",
+        "which refund is owed",
+        "x",
+    ] {
+        for budget in [0, 300, 600, 2_000, usize::MAX] {
+            let fresh = schema_ddl(&snap, question, budget, &reserved);
+            let kept = schema_ddl_in(&snap, &index, question, budget, &reserved);
+            assert_eq!(kept, fresh, "{question:?} within {budget}");
+            trimmed += usize::from(fresh != schema_ddl(&snap, "", usize::MAX, &reserved));
+        }
+    }
+    assert!(trimmed >= 10, "only {trimmed} prompts were trimmed");
 }
 
 #[test]
