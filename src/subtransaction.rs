@@ -9,8 +9,7 @@ pub(crate) const SET_SEARCH_PATH: &str = "SELECT pg_catalog.set_config('search_p
 
 /// PostgreSQL's timeout API (utils/timeout.h), which pgrx does not bind.
 mod timeout {
-    /// `TimeoutId::STATEMENT_TIMEOUT` of PostgreSQL 15.
-    pub const STATEMENT_TIMEOUT: u32 = 3;
+    pub use crate::pgversion::STATEMENT_TIMEOUT;
     unsafe extern "C-unwind" {
         pub fn enable_timeout_after(id: u32, delay_ms: i32);
         pub fn disable_timeout(id: u32, keep_indicator: bool);

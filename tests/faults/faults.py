@@ -32,6 +32,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FAILED = []
 # The `grid` command (set from --grid).
 GRID_BIN = "grid"
+# PostgreSQL's client programs of the cluster's major (run.sh --pg), and the first port of
+# the fake endpoints (run.sh moves both for PostgreSQL 18, so that a run on 15 may go on
+# beside it).
+PG_BIN = os.environ.get("GRID_PG_BIN", "/usr/lib/postgresql/15/bin")
+FAKE_PORT = int(os.environ.get("GRID_FAULTS_FAKE_PORT", "18298"))
 
 
 def pct(xs, p):
@@ -126,7 +131,7 @@ def setup(cl, script):
 
 def arm_endpoint(cl, n, vocab):
     rows = []
-    port = 18300
+    port = FAKE_PORT + 2
     for mode in ["hang", "5xx", "malformed", "truncated", "fingerprint", "disconnect", "refused"]:
         times, states, stops = [], set(), set()
         for t in range(n):
@@ -174,7 +179,7 @@ def arm_endpoint(cl, n, vocab):
 
 
 def arm_cancel(cl, n, vocab):
-    fake = FakeEndpoint("hang", 18299, vocab)
+    fake = FakeEndpoint("hang", FAKE_PORT + 1, vocab)
     results = {}
     for how in ["pg_cancel_backend", "statement_timeout"]:
         lat, served = [], 0
@@ -232,7 +237,7 @@ def arm_load(cl, clients, per_client, host_dir):
     os.chmod(logdir, 0o777)
     start = time.monotonic()
     r = subprocess.run(
-        ["sudo", "-u", "postgres", "/usr/lib/postgresql/15/bin/pgbench", "-n", "-h", host_dir,
+        ["sudo", "-u", "postgres", os.path.join(PG_BIN, "pgbench"), "-n", "-h", host_dir,
          "-p", str(cl.port), "-U", "f_analyst", "-c", str(clients), "-j", "2", "-t", str(per_client),
          "-f", script, "-l", "--log-prefix", f"{logdir}/log", cl.db],
         capture_output=True, text=True)
@@ -612,7 +617,7 @@ def arm_security(cl, vocab, injections):
         c.execute(f"ALTER SYSTEM SET grid.api_key_file = '{keyfile}'")
         c.execute("SELECT pg_reload_conf()")
     time.sleep(1.5)
-    fake = FakeEndpoint("5xx", 18298, vocab)
+    fake = FakeEndpoint("5xx", FAKE_PORT, vocab)
     with cl.connect() as c:
         c.execute(f"ALTER ROLE f_analyst SET grid.endpoint = '{fake.url}'")
     with cl.connect("f_analyst") as c:
@@ -623,7 +628,7 @@ def arm_security(cl, vocab, injections):
         except psycopg.Error as e:
             shown = e.sqlstate
     fake.stop()
-    dump = subprocess.run(["sudo", "-u", "postgres", "pg_dump", "-h", cl.host, "-p", str(cl.port), cl.db],
+    dump = subprocess.run(["sudo", "-u", "postgres", os.path.join(PG_BIN, "pg_dump"), "-h", cl.host, "-p", str(cl.port), cl.db],
                           capture_output=True, text=True).stdout
     log = open(os.path.join(cl.host, "postgres.log"), errors="replace").read()
     places = {"error message": canary in message, "pg_stat_activity": canary in (activity or ""),
