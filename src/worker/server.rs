@@ -137,13 +137,14 @@ fn vet_examples(stream: &mut UnixStream, reader: &mut FrameReader, ask: &mut Ask
     };
     // Whatever stops the vetting leaves the ask without examples; the pipeline meets the
     // same failure (a snapshot or policy it cannot use) and says so.
-    let Ok((snapshot, language)) =
-        grid_ask::language::for_role(&ask.snapshot, ask.policy.as_ref(), &ask.current_user)
-    else {
+    let Ok((parsed, language)) = grid_ask::language::for_ask(ask) else {
+        return Some(());
+    };
+    let Ok((snapshot, _, _)) = parsed.parts() else {
         return Some(());
     };
     let mut gone = false;
-    let shown = grid_ask::examples::vet(offered, &language, &snapshot, &mut |e| {
+    let shown = grid_ask::examples::vet(offered, &language, snapshot, &mut |e| {
         if gone {
             return false;
         }
@@ -215,11 +216,11 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                 let received = Instant::now();
                 let mut reuse_key = None;
                 if let Request::Ask(ask) = &mut request {
+                    grid_ask::language::prepare(ask);
                     if vet_examples(&mut stream, &mut reader, ask).is_none() {
                         return;
                     }
                     reuse_key = Some(ask.reuse_key());
-                    grid_ask::language::prepare(ask);
                 }
                 // Served here: the language is this process's, and no PostgreSQL is needed.
                 if let Request::Admits(a) = &request {

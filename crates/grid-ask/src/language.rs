@@ -52,14 +52,8 @@ impl Languages {
         vocab: &VocabState,
         cache: &MaskCache,
     ) -> Result<Arc<Compiled>, Failure> {
-        let parsed = match &ask.parsed {
-            Some(p) => p.clone(),
-            None => parsed(ask),
-        };
-        let (snapshot, base, snapshot_fingerprint) = match &*parsed.0 {
-            Ok(p) => p,
-            Err(f) => return Err(f.clone()),
-        };
+        let parsed = parsed_of(ask);
+        let (snapshot, base, snapshot_fingerprint) = parsed.parts()?;
         let key: LanguageKey = (
             *snapshot_fingerprint,
             base.canonical_json(),
@@ -72,17 +66,16 @@ impl Languages {
                 return Ok(compiled);
             }
         }
-        let (snapshot, base) = (snapshot.clone(), base.clone());
-        let language = role_language(dialect, &snapshot, &base)?;
+        let language = role_language(dialect, snapshot, base)?;
         let reserve = ReserveTable::build(&language, &vocab.speller);
         // The walks every statement's first masks share, done before the first token is
         // asked for rather than on it (no mask changes).
         cache.warm(&language, &vocab.trie);
         let fingerprints = fingerprints(&language, vocab.vocab.fingerprint());
-        let schema_index = SchemaIndex::of(&snapshot, &|w: &str| dialect.is_reserved(w));
+        let schema_index = SchemaIndex::of(snapshot, &|w: &str| dialect.is_reserved(w));
         let compiled = Arc::new(Compiled {
-            snapshot,
-            base,
+            snapshot: snapshot.clone(),
+            base: base.clone(),
             language,
             reserve,
             schema_index,
@@ -107,10 +100,30 @@ fn parsed(ask: &Ask) -> Parsed {
     })))
 }
 
+/// `ask`'s parts as [`prepare`] read them, or read now when it did not.
+fn parsed_of(ask: &Ask) -> Parsed {
+    ask.parsed.clone().unwrap_or_else(|| parsed(ask))
+}
+
 /// Reads `ask`'s snapshot and policy into [`Ask::parsed`], where the ask arrives, so that
-/// the pipeline does not (see there).
+/// neither the pipeline nor the vetting of its examples ([`for_ask`]) reads them again.
 pub fn prepare(ask: &mut Ask) {
     ask.parsed = Some(parsed(ask));
+}
+
+/// [`for_role`] of an ask's own snapshot and policy, as [`prepare`] read them: the
+/// parts, and the role's language over the process's dialect for generated SQL.
+pub fn for_ask(ask: &Ask) -> Result<(Parsed, Arc<Language>), Failure> {
+    let parsed = parsed_of(ask);
+    let (snapshot, base, _) = parsed.parts()?;
+    let language = role_language(&generated_dialect()?, snapshot, base)?;
+    Ok((parsed, language))
+}
+
+/// The process's dialect for generated SQL.
+fn generated_dialect() -> Result<Arc<Dialect>, Failure> {
+    Dialect::generated()
+        .map_err(|e| Failure::internal(format!("the SQL dialect grammar does not build: {e}")))
 }
 
 /// [`parse`] of a snapshot and a policy as an ask carries them, for role `role`.
@@ -143,10 +156,8 @@ pub fn for_role(
     policy: Option<&serde_json::Value>,
     role: &str,
 ) -> Result<(CatalogSnapshot, Arc<Language>), Failure> {
-    let dialect = Dialect::generated()
-        .map_err(|e| Failure::internal(format!("the SQL dialect grammar does not build: {e}")))?;
     let (snapshot, base) = parse_parts(snapshot, policy, role)?;
-    let language = role_language(&dialect, &snapshot, &base)?;
+    let language = role_language(&generated_dialect()?, &snapshot, &base)?;
     Ok((snapshot, language))
 }
 

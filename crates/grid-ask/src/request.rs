@@ -56,6 +56,13 @@ pub type ParsedParts = (
     [u8; 16],
 );
 
+impl Parsed {
+    /// The parts, or why they cannot be read.
+    pub fn parts(&self) -> Result<&ParsedParts, crate::failure::Failure> {
+        self.0.as_ref().as_ref().map_err(Clone::clone)
+    }
+}
+
 impl PartialEq for Parsed {
     fn eq(&self, _: &Parsed) -> bool {
         true

@@ -468,6 +468,19 @@ fn reserve_is_never_below_the_true_minimum() {
     );
 }
 
+/// Every generation of `a` wrote what the one of `b` at its place wrote, and stopped alike.
+fn assert_same_writes(a: &[Outcome], b: &[Outcome]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(
+            (&x.tokens, x.stop),
+            (&y.tokens, y.stop),
+            "generation {}",
+            x.generation
+        );
+    }
+}
+
 #[test]
 fn deferred_masks_change_nothing_but_the_schedule() {
     let b = Bench::new(&select_only());
@@ -486,14 +499,7 @@ fn deferred_masks_change_nothing_but_the_schedule() {
         d.iter().map(|o| o.deferred).sum::<u32>() > 0,
         "nothing waited"
     );
-    for (x, y) in a.iter().zip(&d) {
-        assert_eq!(
-            (&x.tokens, x.stop),
-            (&y.tokens, y.stop),
-            "generation {}",
-            x.generation
-        );
-    }
+    assert_same_writes(&a, &d);
     b.replay(&log);
 }
 
@@ -514,14 +520,7 @@ fn serving_the_least_served_first_changes_nothing_but_the_schedule() {
         ..DecodeOptions::default()
     };
     let (h, log) = b.run(&specs, &mut RandomModel { calls: 0 }, least_first);
-    for (x, y) in a.iter().zip(&h) {
-        assert_eq!(
-            (&x.tokens, x.stop),
-            (&y.tokens, y.stop),
-            "generation {}",
-            x.generation
-        );
-    }
+    assert_same_writes(&a, &h);
     let order = |log: &AuditLog| -> Vec<u64> {
         log.entries()
             .iter()
