@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use grid_ask::contents::{check_bound, content_digest, prompt_fingerprint};
-use grid_ask::{Artifact, ArtifactKind};
+use grid_ask::{Artifact, ArtifactKind, DigestedArtifact};
 use grid_core::audit::{to_hex, Digest32, Fingerprints};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
@@ -27,15 +27,32 @@ const BATCH: i64 = 100;
 const NAMED: i64 = 20;
 
 /// Stores an artifact with its content digest, unless that content is there already.
-pub fn store(a: &Artifact) -> Result<(), StoreError> {
+/// Whether it is is asked first: a language's artifacts are named by every seal over it,
+/// and making the `jsonb` of a wide catalog's lexicons (megabytes) only for `ON CONFLICT`
+/// to drop it held up every other ask's audit rows behind the worker's main thread.
+pub fn store(a: &DigestedArtifact) -> Result<(), StoreError> {
+    let key: Vec<DatumWithOid> = vec![
+        a.kind.name().into(),
+        a.fingerprint.to_vec().into(),
+        a.digest().to_vec().into(),
+    ];
+    let stored = Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM grid.artifacts \
+          WHERE kind = $1 AND fingerprint = $2 AND digest = $3)",
+        &key,
+    )?;
+    if stored == Some(true) {
+        return Ok(());
+    }
     let args: Vec<DatumWithOid> = vec![
         a.kind.name().into(),
         a.fingerprint.to_vec().into(),
         a.content.clone().into(),
         a.content_json.clone().map(pgrx::JsonB).into(),
-        content_digest(a).to_vec().into(),
+        a.digest().to_vec().into(),
     ];
-    // DO NOTHING fires no UPDATE trigger: the append-only guard stays as it is.
+    // DO NOTHING fires no UPDATE trigger: the append-only guard stays as it is. A
+    // concurrent writer of the same content is why the conflict can still happen.
     Spi::run_with_args(
         "INSERT INTO grid.artifacts (kind, fingerprint, content, content_json, digest) \
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kind, fingerprint, digest) DO NOTHING",

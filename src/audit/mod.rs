@@ -266,12 +266,12 @@ pub fn write_synthetic(g: &SyntheticGeneration) -> Result<(i64, Head), Synthetic
         (ArtifactKind::Policy, policy),
         (ArtifactKind::Vocabulary, vocabulary),
     ] {
-        artifacts::store(&grid_ask::Artifact {
+        artifacts::store(&grid_ask::DigestedArtifact::new(grid_ask::Artifact {
             kind,
             fingerprint,
             content: None,
             content_json: Some(content),
-        })?;
+        }))?;
     }
     let head = writer.seal(
         id,

@@ -18,11 +18,112 @@
 
 use std::collections::BTreeMap;
 
-use grid_core::audit::{artifact_digest, from_hex, to_hex, Digest32};
+use std::ops::Deref;
+use std::sync::Arc;
+
+use grid_core::audit::{artifact_digest, from_hex, to_hex, Digest32, Fingerprints};
 use grid_core::prompt::Prompt;
 
-use crate::record::{Artifact, ArtifactKind};
 use crate::request::Example;
+
+/// The kinds of artifact a seal names: one per fingerprint, and the prompt, which the
+/// seal's prompt digest names ([`crate::contents`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ArtifactKind {
+    Grammar,
+    Lexicons,
+    Policy,
+    Vocabulary,
+    Prompt,
+}
+
+impl ArtifactKind {
+    /// The kinds the seal's fingerprints name, in their order.
+    pub const ALL: [ArtifactKind; 4] = [
+        ArtifactKind::Grammar,
+        ArtifactKind::Lexicons,
+        ArtifactKind::Policy,
+        ArtifactKind::Vocabulary,
+    ];
+
+    /// The spelling of `grid.artifacts.kind`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArtifactKind::Grammar => "grammar",
+            ArtifactKind::Lexicons => "lexicons",
+            ArtifactKind::Policy => "policy",
+            ArtifactKind::Vocabulary => "vocabulary",
+            ArtifactKind::Prompt => "prompt",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ArtifactKind> {
+        ArtifactKind::ALL
+            .into_iter()
+            .chain([ArtifactKind::Prompt])
+            .find(|k| k.name() == name)
+    }
+
+    /// The seal's fingerprint of this kind (none for the prompt, which the seal names by
+    /// its prompt digest).
+    pub fn of(self, f: &Fingerprints) -> Option<[u8; 16]> {
+        match self {
+            ArtifactKind::Grammar => Some(f.grammar),
+            ArtifactKind::Lexicons => Some(f.lexicons),
+            ArtifactKind::Policy => Some(f.policy),
+            ArtifactKind::Vocabulary => Some(f.vocabulary),
+            ArtifactKind::Prompt => None,
+        }
+    }
+}
+
+/// One artifact of a seal, addressed by the seal's fingerprint of its kind (the prompt by
+/// the first 16 bytes of the seal's prompt digest): a document, or bytes (the
+/// vocabulary). Its content is bound to the seal by its content digest
+/// ([`crate::contents`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Artifact {
+    pub kind: ArtifactKind,
+    pub fingerprint: [u8; 16],
+    pub content: Option<Vec<u8>>,
+    pub content_json: Option<serde_json::Value>,
+}
+
+/// An artifact and its content digest ([`content_digest`]), taken once. A compiled
+/// language's artifacts are built and digested at its first seal and shared by every
+/// later one (`Compiled::artifacts`): the lexicons of a wide catalog are megabytes of
+/// JSON, and digesting them per seal held up every other ask of the worker's loop.
+///
+/// Invariant: `digest == content_digest(&artifact)`; the fields are private so that only
+/// [`DigestedArtifact::new`] makes one.
+#[derive(Debug, PartialEq)]
+pub struct DigestedArtifact {
+    artifact: Artifact,
+    digest: Digest32,
+}
+
+impl DigestedArtifact {
+    pub fn new(artifact: Artifact) -> Arc<DigestedArtifact> {
+        let digest = content_digest(&artifact);
+        Arc::new(DigestedArtifact { artifact, digest })
+    }
+
+    pub fn digest(&self) -> &Digest32 {
+        &self.digest
+    }
+
+    pub fn artifact(&self) -> &Artifact {
+        &self.artifact
+    }
+}
+
+impl Deref for DigestedArtifact {
+    type Target = Artifact;
+
+    fn deref(&self) -> &Artifact {
+        &self.artifact
+    }
+}
 
 /// `v` as canonical JSON text: object keys sorted by their bytes, no whitespace,
 /// strings escaped as serde_json escapes them, and a number that is a whole float
@@ -151,7 +252,7 @@ impl PromptRecord {
     pub fn new(
         prompt: Option<(&Prompt, usize)>,
         rendering: &'static str,
-        artifacts: &[Artifact],
+        artifacts: &[Arc<DigestedArtifact>],
         examples: &[Example],
     ) -> PromptRecord {
         PromptRecord {
@@ -161,7 +262,7 @@ impl PromptRecord {
             artifacts: artifacts
                 .iter()
                 .filter(|a| ArtifactKind::ALL.contains(&a.kind))
-                .map(|a| (a.kind.name(), content_digest(a)))
+                .map(|a| (a.kind.name(), a.digest))
                 .collect(),
         }
     }
@@ -437,12 +538,14 @@ mod tests {
     }
 
     /// One artifact of each fingerprinted kind.
-    fn every_kind() -> Vec<Artifact> {
+    fn every_kind() -> Vec<Arc<DigestedArtifact>> {
         ArtifactKind::ALL
             .into_iter()
-            .map(|kind| Artifact {
-                kind,
-                ..doc(serde_json::json!({ "k": kind.name() }))
+            .map(|kind| {
+                DigestedArtifact::new(Artifact {
+                    kind,
+                    ..doc(serde_json::json!({ "k": kind.name() }))
+                })
             })
             .collect()
     }
@@ -458,7 +561,7 @@ mod tests {
         let (a, digest) = record.artifact();
         assert_eq!(a.fingerprint, prompt_fingerprint(&digest));
         assert_eq!(PromptRecord::parse(&a), Ok(record.clone()));
-        let get = |k: ArtifactKind| arts.iter().find(|a| a.kind == k);
+        let get = |k: ArtifactKind| arts.iter().find(|a| a.kind == k).map(|a| a.artifact());
         assert_eq!(check_bound(&digest, &a, get), Ok(record.clone()));
         // An artifact with other content, and a record without one of the kinds.
         let other = doc(serde_json::json!({"k": "other"}));

@@ -3,7 +3,7 @@
 //! so any DDL, GRANT or REVOKE changes the key before the next ask: nothing to invalidate.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use grid_core::audit::Fingerprints;
 use grid_core::cache::MaskCache;
@@ -13,6 +13,7 @@ use grid_core::prompt::SchemaIndex;
 use grid_core::reserve::ReserveTable;
 use grid_core::{Dialect, Language, Policy};
 
+use crate::contents::DigestedArtifact;
 use crate::failure::{Failure, FailureKind};
 use crate::models::VocabState;
 use crate::request::{Ask, Parsed};
@@ -32,6 +33,9 @@ pub struct Compiled {
     pub schema_index: SchemaIndex,
     /// What the seals of its generations record.
     pub fingerprints: Fingerprints,
+    /// The artifacts its seals name, digested, made at its first seal
+    /// ([`crate::record::artifacts`]).
+    pub artifacts: OnceLock<Vec<Arc<DigestedArtifact>>>,
 }
 
 /// The key of a compiled language.
@@ -80,6 +84,7 @@ impl Languages {
             reserve,
             schema_index,
             fingerprints,
+            artifacts: OnceLock::new(),
         });
         self.kept.push_front((key, compiled.clone()));
         self.kept.truncate(LANGUAGES_KEPT);

@@ -103,13 +103,14 @@ mod round;
 pub mod sanitize;
 
 pub use answer::{Answer, ExplainStep, Generated};
+pub use contents::{Artifact, ArtifactKind, DigestedArtifact};
 pub use engine::{Input, Job, Outbox, Output, Warm, SEED};
 pub use failure::{Failure, FailureKind};
 pub use flow::{Finished, GenerationReport};
 pub use judge::{Candidate, Judge, NoJudge, Ruling, Verdict};
 pub use models::MockDefaults;
 pub use output::StatementCheck;
-pub use record::{Artifact, ArtifactKind, SealToWrite};
+pub use record::SealToWrite;
 pub use request::{Ablation, Ask, AskSettings, AuditLevel};
 
 /// Runs `jobs` through the pipeline on the calling thread, judged by `judge`, and

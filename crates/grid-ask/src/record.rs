@@ -13,7 +13,9 @@ use grid_core::prompt::Prompt;
 use grid_core::Dialect;
 use grid_vocab::Vocabulary;
 
-use crate::contents::PromptRecord;
+use std::sync::Arc;
+
+use crate::contents::{Artifact, ArtifactKind, DigestedArtifact, PromptRecord};
 
 use crate::engine::Job;
 use crate::failure::Failure;
@@ -33,7 +35,8 @@ pub struct SealToWrite {
     pub refused: Option<String>,
     /// The generation this one repairs.
     pub repair_of: Option<u64>,
-    pub artifacts: Vec<Artifact>,
+    /// Shared with the other seals over the same language ([`artifacts`]).
+    pub artifacts: Vec<Arc<DigestedArtifact>>,
     /// When the ask reached the pipeline (seconds since the Unix epoch).
     pub started_at: f64,
 }
@@ -47,69 +50,6 @@ impl SealToWrite {
         seal.hash = seal.compute_hash();
         seal
     }
-}
-
-/// The kinds of artifact a seal names: one per fingerprint, and the prompt, which the
-/// seal's prompt digest names ([`crate::contents`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ArtifactKind {
-    Grammar,
-    Lexicons,
-    Policy,
-    Vocabulary,
-    Prompt,
-}
-
-impl ArtifactKind {
-    /// The kinds the seal's fingerprints name, in their order.
-    pub const ALL: [ArtifactKind; 4] = [
-        ArtifactKind::Grammar,
-        ArtifactKind::Lexicons,
-        ArtifactKind::Policy,
-        ArtifactKind::Vocabulary,
-    ];
-
-    /// The spelling of `grid.artifacts.kind`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ArtifactKind::Grammar => "grammar",
-            ArtifactKind::Lexicons => "lexicons",
-            ArtifactKind::Policy => "policy",
-            ArtifactKind::Vocabulary => "vocabulary",
-            ArtifactKind::Prompt => "prompt",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<ArtifactKind> {
-        ArtifactKind::ALL
-            .into_iter()
-            .chain([ArtifactKind::Prompt])
-            .find(|k| k.name() == name)
-    }
-
-    /// The seal's fingerprint of this kind (none for the prompt, which the seal names by
-    /// its prompt digest).
-    pub fn of(self, f: &Fingerprints) -> Option<[u8; 16]> {
-        match self {
-            ArtifactKind::Grammar => Some(f.grammar),
-            ArtifactKind::Lexicons => Some(f.lexicons),
-            ArtifactKind::Policy => Some(f.policy),
-            ArtifactKind::Vocabulary => Some(f.vocabulary),
-            ArtifactKind::Prompt => None,
-        }
-    }
-}
-
-/// One artifact of a seal, addressed by the seal's fingerprint of its kind (the prompt by
-/// the first 16 bytes of the seal's prompt digest): a document, or bytes (the
-/// vocabulary). Its content is bound to the seal by its content digest
-/// ([`crate::contents`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Artifact {
-    pub kind: ArtifactKind,
-    pub fingerprint: [u8; 16],
-    pub content: Option<Vec<u8>>,
-    pub content_json: Option<serde_json::Value>,
 }
 
 /// The seal's role: who asked, as `["<session_user>","<current_user>"]` (JSON), so that
@@ -135,13 +75,13 @@ pub fn seal_meta(job: &Job) -> SealMeta {
 /// the prompt digest the seal carries. `examples` are the curated examples the prompt
 /// showed (none when the model was never asked).
 pub fn with_prompt(
-    mut artifacts: Vec<Artifact>,
+    mut artifacts: Vec<Arc<DigestedArtifact>>,
     prompt: Option<(&Prompt, usize)>,
     rendering: &'static str,
     examples: &[crate::request::Example],
-) -> (Vec<Artifact>, Digest32) {
+) -> (Vec<Arc<DigestedArtifact>>, Digest32) {
     let (a, digest) = PromptRecord::new(prompt, rendering, &artifacts, examples).artifact();
-    artifacts.push(a);
+    artifacts.push(DigestedArtifact::new(a));
     (artifacts, digest)
 }
 
@@ -157,8 +97,23 @@ pub fn refusal(violations: &[Violation]) -> Option<String> {
 }
 
 /// The artifacts a replay of a generation over `c` and `vocab` needs, addressed by the
-/// seal's fingerprints (the prompt is added by [`with_prompt`]).
-pub fn artifacts(c: &Compiled, vocab: &Vocabulary) -> Vec<Artifact> {
+/// seal's fingerprints (the prompt is added by [`with_prompt`]), built and digested at
+/// `c`'s first seal and kept with it. `vocab` is the one `c` was compiled for: a
+/// compiled language is kept per vocabulary (`Languages`), so what is kept is what
+/// [`build_artifacts`] would build now.
+pub fn artifacts(c: &Compiled, vocab: &Vocabulary) -> Vec<Arc<DigestedArtifact>> {
+    c.artifacts
+        .get_or_init(|| {
+            build_artifacts(c, vocab)
+                .into_iter()
+                .map(DigestedArtifact::new)
+                .collect()
+        })
+        .clone()
+}
+
+/// The artifacts of [`artifacts`], built afresh.
+pub fn build_artifacts(c: &Compiled, vocab: &Vocabulary) -> Vec<Artifact> {
     let f = &c.fingerprints;
     let policy = serde_json::from_str::<serde_json::Value>(&c.language.policy.canonical_json())
         .unwrap_or_default();
@@ -255,6 +210,7 @@ pub fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<Seal
         vocabulary: artifacts[3].fingerprint,
     };
     // No prompt was shown; the prompt artifact still binds the others' contents.
+    let artifacts = artifacts.into_iter().map(DigestedArtifact::new).collect();
     let (artifacts, prompt_digest) =
         with_prompt(artifacts, None, crate::contents::RENDERINGS[0], &[]);
     let meta = SealMeta {

@@ -17,7 +17,7 @@ use grid_core::decode::Recomputer;
 use grid_core::prompt::question_prompt_with;
 
 use crate::contents::{check_bound, prompt_fingerprint, PromptRecord};
-use crate::record::{Artifact, ArtifactKind};
+use crate::contents::{Artifact, ArtifactKind};
 use grid_core::catalog::CatalogSnapshot;
 use grid_core::trie::TokenTrie;
 use grid_core::{Dialect, Language, Policy};

@@ -93,17 +93,22 @@ impl Ask {
             fault: None,
             ..self.settings.clone()
         };
-        let key = serde_json::json!([
+        // Serialized by reference: the snapshot of a wide catalog is megabytes, and a
+        // `json!` array would copy it first. The settings go through a `Value` as they
+        // always have, so their keys stay sorted and the key stays what it was.
+        let settings = serde_json::to_value(settings).unwrap_or_default();
+        let key = serde_json::to_string(&(
             "grid-ask-reuse-1",
-            self.question,
-            self.current_user,
-            self.database,
+            &self.question,
+            &self.current_user,
+            &self.database,
             self.explain,
-            self.snapshot,
-            self.policy,
-            settings,
-        ]);
-        grid_core::audit::text_digest(&key.to_string())
+            &self.snapshot,
+            &self.policy,
+            &settings,
+        ))
+        .unwrap_or_default();
+        grid_core::audit::text_digest(&key)
     }
 }
 
@@ -308,5 +313,35 @@ mod tests {
             change(&mut a);
             assert_eq!(a.reuse_key(), base, "change {i} changed the key");
         }
+    }
+
+    #[test]
+    fn the_reuse_key_is_what_it_was_when_the_ask_was_copied_to_be_keyed() {
+        // The key as it was made before it was serialized by reference: a stored
+        // `ask_key` from an earlier version still finds its ask.
+        let copied = |a: &Ask| {
+            let settings = AskSettings {
+                timeout_ms: 0,
+                fault: None,
+                ..a.settings.clone()
+            };
+            let key = serde_json::json!([
+                "grid-ask-reuse-1",
+                a.question,
+                a.current_user,
+                a.database,
+                a.explain,
+                a.snapshot,
+                a.policy,
+                settings,
+            ]);
+            grid_core::audit::text_digest(&key.to_string())
+        };
+        let mut a = ask();
+        assert_eq!(a.reuse_key(), copied(&a));
+        a.snapshot = serde_json::json!({"relations": [{"b": 1.5, "a": "\u{2028}é\"x"}]});
+        a.policy = None;
+        a.explain = true;
+        assert_eq!(a.reuse_key(), copied(&a));
     }
 }

@@ -322,6 +322,47 @@ fn asks_of_one_group_share_a_loop_and_each_gets_its_own_answer() {
     assert_eq!(generated(by_ask[&7]).sql, "SELECT name FROM employees");
 }
 
+#[test]
+fn the_seals_over_one_language_share_its_artifacts_digested_once() {
+    let questions = ["list the names", "who earns what", "list the names"];
+    let jobs = questions
+        .iter()
+        .enumerate()
+        .map(|(i, q)| job(i as u64, q, settings()))
+        .collect();
+    let (steps, done) = split(ask_all(jobs, &mut NoJudge, MockDefaults::default()));
+    record_verifies_and_replays(&steps, &done);
+    let seals: Vec<&SealToWrite> = done.iter().flat_map(|f| &f.seals).collect();
+    // "who earns what" is refused once and repaired: a second seal.
+    assert_eq!(seals.len(), 4);
+    for s in &seals {
+        for a in &s.artifacts {
+            // The digest kept is the one the content has now.
+            assert_eq!(*a.digest(), content_digest(a.artifact()), "{:?}", a.kind);
+        }
+    }
+    for kind in ArtifactKind::ALL {
+        let of = |s: &SealToWrite| {
+            s.artifacts
+                .iter()
+                .find(|a| a.kind == kind)
+                .cloned()
+                .expect("every kind")
+        };
+        let first = of(seals[0]);
+        for s in &seals[1..] {
+            assert!(Arc::ptr_eq(&first, &of(s)), "{kind:?} built again");
+        }
+    }
+    // Each question's prompt is its own artifact ("list the names" twice shows the
+    // same one).
+    let prompts: std::collections::BTreeSet<_> = seals
+        .iter()
+        .map(|s| *s.artifacts.last().expect("the prompt").digest())
+        .collect();
+    assert!(prompts.len() >= 2, "{prompts:?}");
+}
+
 /// A judge that fails the first `fail` statements it sees, at once.
 struct Strict {
     fail: usize,
@@ -702,7 +743,7 @@ fn asks_that_arrive_while_a_loop_runs_join_it_and_are_answered_first() {
 fn prompt_record(s: &SealToWrite) -> (PromptRecord, ArtifactSet) {
     let mut set = ArtifactSet::default();
     for a in &s.artifacts {
-        set.insert(a.clone());
+        set.insert(a.artifact().clone());
     }
     let record = set
         .check_bound(&s.seal)
@@ -811,7 +852,7 @@ fn edited(
 ) -> ArtifactSet {
     let mut set = ArtifactSet::default();
     for a in &s.artifacts {
-        let mut a = a.clone();
+        let mut a = a.artifact().clone();
         if a.kind == kind {
             edit(a.content_json.as_mut().expect("a document"));
         }
@@ -874,7 +915,7 @@ fn a_seal_without_a_prompt_digest_still_verifies_and_replays() {
     verify(&log, &VerifyOptions::default()).expect("the old seal verifies");
     let mut set = ArtifactSet::default();
     for a in &old.artifacts {
-        set.insert(a.clone());
+        set.insert(a.artifact().clone());
     }
     assert_eq!(set.check_bound(&seal), Ok(None));
     grid_ask::replay::replay_log(&log, &set, &VerifyOptions::default())

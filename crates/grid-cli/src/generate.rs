@@ -223,7 +223,7 @@ fn record(outputs: Vec<Output>) -> (Vec<Entry>, Vec<Finished>, ArtifactSet) {
                     head = seal.head();
                     log.push(Entry::Seal(seal));
                     for a in &s.artifacts {
-                        artifacts.insert(a.clone());
+                        artifacts.insert(a.artifact().clone());
                     }
                 }
                 done.push(*f);

@@ -80,7 +80,7 @@ pub fn record_verifies_and_replays(steps: &[StepRecord], done: &[Finished]) {
     let mut artifacts = grid_ask::replay::ArtifactSet::default();
     for s in done.iter().flat_map(|f| &f.seals) {
         for a in &s.artifacts {
-            artifacts.insert(a.clone());
+            artifacts.insert(a.artifact().clone());
         }
     }
     // What a file beside a log holds reads back the same.
