@@ -157,15 +157,15 @@ fn above_bound(what: &str, unit: &str, n: usize, setting: &str, max: usize) -> !
 /// (docs/security.md, "Whose objects"): a DBA who installs grid_pg over an application
 /// schema owned by an ordinary role learns at the first ask what to vouch for. Nothing in
 /// it is hidden from the caller: the catalogs it reads say as much.
-fn tell_left_out(what: &str, left_out: Option<pgrx::JsonB>) {
+fn tell_left_out(what: &str, left_out: Option<serde_json::Value>) {
     let Some(found) = left_out else {
         return;
     };
-    let n = found.0[0].as_i64().unwrap_or(0);
+    let n = found[0].as_i64().unwrap_or(0);
     if n == 0 {
         return;
     }
-    let owners: Vec<String> = found.0[1]
+    let owners: Vec<String> = found[1]
         .as_array()
         .into_iter()
         .flatten()
@@ -173,7 +173,7 @@ fn tell_left_out(what: &str, left_out: Option<pgrx::JsonB>) {
         .take(3)
         .map(|o| grid_core::message::ascii(o).into_owned())
         .collect();
-    let more = if found.0[1].as_array().map_or(0, Vec::len) > 3 {
+    let more = if found[1].as_array().map_or(0, Vec::len) > 3 {
         ", ..."
     } else {
         ""
@@ -255,7 +255,7 @@ pub fn prepare(what: &str, question: &str, explain: bool, purpose: Purpose) -> P
             format!("{what}: reading the catalog: {e}"),
         ),
     };
-    let mut snapshot = read.snapshot.map(|j| j.0).unwrap_or_default();
+    let mut snapshot = read.snapshot.unwrap_or_default();
     within_counts(what, &snapshot);
     if purpose == Purpose::Ask {
         tell_left_out(what, read.left_out);
