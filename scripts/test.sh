@@ -18,6 +18,11 @@
 #   pgrx tests pg18  on PostgreSQL 18 (the wheel scripts/setup.sh installs), a subset of
 #                    them in one build and one cluster: grid.ask/grid.run, the audit, and
 #                    the attacks (PG18_TESTS below)
+#   pg parse diff    scripts/pg-parse-diff.sh: the statements of pg differential (CI budget),
+#                    the Spider gold and tests/pgref/version_probes.sql parsed by throwaway
+#                    PostgreSQL 15 and 18 servers and by libpg_query 15 and 18 (pglast);
+#                    fails when the language reads a statement either server refuses.
+#                    Skipped without PostgreSQL 18 or the Spider data
 #   fault suite      tests/faults/run.sh: endpoint faults, cancellation, load, admission, tamper,
 #                    security and kill -9 arms on a throwaway cluster, CI counts
 #   demo             scripts/demo.sh --mock --check: the README's main job with the scripted
@@ -67,7 +72,7 @@ PG18_SKIP=(
     --skip meaning::tests::pg_the_mocks_outputs_read_the_same
 )
 
-STEPS=(fmt clippy-engine clippy-pg clippy-pg18 engine-tests pg-differential llama-backend spider-parse pgrx-tests pgrx-tests-pg18 fault-suite demo demo-real-model eval-harness fuzz)
+STEPS=(fmt clippy-engine clippy-pg clippy-pg18 engine-tests pg-differential llama-backend spider-parse pgrx-tests pgrx-tests-pg18 pg-parse-diff fault-suite demo demo-real-model eval-harness fuzz)
 wanted=("$@")
 for w in "${wanted[@]}"; do
     [[ " ${STEPS[*]} " == *" $w "* ]] || die "unknown step \"$w\" (steps: ${STEPS[*]})"
@@ -155,6 +160,16 @@ pgrx_tests_pg18() {
     fi
 }
 
+pg_parse_diff() {
+    if [ ! -x "$(pg_bin 18)/postgres" ]; then
+        note "SKIPPED: no PostgreSQL 18 at $(pg_bin 18) (scripts/setup.sh installs it)"
+    elif [ ! -f "$GRID_DATA/spider/dev_gold_pg.sql" ]; then
+        note "SKIPPED: no Spider data at $GRID_DATA/spider (put ../shared/data beside the repo)"
+    else
+        bash scripts/pg-parse-diff.sh
+    fi
+}
+
 pg_differential() {
     cargo clippy "${DIFFERENTIAL[@]}" --all-targets -- -D warnings
     cargo test "${DIFFERENTIAL[@]}"
@@ -193,6 +208,7 @@ step "llama backend" llama_backend
 step "spider parse" spider_parse
 step "pgrx tests" pgrx_tests
 step "pgrx tests pg18" pgrx_tests_pg18
+step "pg parse diff" pg_parse_diff
 # After the pgrx tests, which installed the extension it runs.
 step "fault suite" bash tests/faults/run.sh
 step "demo" bash scripts/demo.sh --mock --check

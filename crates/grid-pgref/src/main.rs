@@ -36,6 +36,17 @@ struct Args {
     /// whether PostgreSQL's parser and the checker's read it.
     #[arg(long)]
     stdin: bool,
+    /// Also write every statement judged to this file, one JSON object a line: `source`,
+    /// `sql`, `language` and `postgres` ("ok" or the language's or PostgreSQL 15's
+    /// error). scripts/pg-parse-diff.sh has the PostgreSQL 15 and 18 servers read them
+    /// again.
+    #[arg(long)]
+    dump: Option<std::path::PathBuf>,
+    /// With --dump: also judge the statements of this file (one a line; blank lines and
+    /// `--` comments skipped) in a permissive language, for the dump only
+    /// (tests/pgref/version_probes.sql).
+    #[arg(long, requires = "dump")]
+    probes: Option<std::path::PathBuf>,
 }
 
 fn main() {
@@ -64,13 +75,51 @@ fn main() {
     if data.is_none() {
         eprintln!("grid-pgref: no Spider data: the built-in schema only");
     }
+    let probes = match &a.probes {
+        None => Vec::new(),
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with("--"))
+                .map(|(i, l)| (i + 1, l.to_string()))
+                .collect(),
+            Err(e) => {
+                eprintln!("grid-pgref: cannot read the probes {}: {e}", path.display());
+                std::process::exit(2);
+            }
+        },
+    };
     let start = std::time::Instant::now();
-    let d = run(&budget, a.seed, data.as_deref(), &mut |what| {
+    let mut d = run(&budget, a.seed, data.as_deref(), &mut |what| {
         eprintln!(
             "grid-pgref: {what} ({:.0} s)",
             start.elapsed().as_secs_f64()
         )
     });
+    grid_pgref::probes(&mut d, &probes);
+    if let Some(path) = &a.dump {
+        use std::io::Write;
+        let written = std::fs::File::create(path).and_then(|f| {
+            let mut w = std::io::BufWriter::new(f);
+            let verdict =
+                |r: &Result<(), String>| r.as_ref().err().map_or("ok", String::as_str).to_string();
+            for j in &d.judged {
+                let line = serde_json::json!({
+                    "source": j.source,
+                    "sql": j.sql,
+                    "language": verdict(&j.language),
+                    "postgres": verdict(&j.postgres),
+                });
+                writeln!(w, "{line}")?;
+            }
+            w.flush()
+        });
+        if let Err(e) = written {
+            eprintln!("grid-pgref: cannot write {}: {e}", path.display());
+            std::process::exit(2);
+        }
+    }
     for x in &d.disagreements {
         println!(
             "{}",

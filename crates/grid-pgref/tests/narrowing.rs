@@ -39,9 +39,10 @@ const POSTGRES_REFUSES_WORDS: &[&str] = &[
     "SELECT EXTRACT(over FROM x) FROM t",
 ];
 
-/// PostgreSQL 15 reads these as a number and a label (`98.` and `n`); 16 refuses them
-/// ("trailing junk after numeric literal"). The language refuses them, so that both
-/// versions read it alike.
+/// libpg_query 15 reads these as a number and a label (`98.` and `n`); the PostgreSQL 15
+/// server (15.20) and 16 on refuse them ("trailing junk after numeric literal":
+/// scripts/pg-parse-diff.sh). The language refuses them, so that every parser reads it
+/// alike.
 const VERSIONS_READ_OTHERWISE: &[&str] = &["SELECT 98.n", "SELECT 1.e FROM t"];
 
 /// PostgreSQL's parser refuses these (it merges the options of a query around a
