@@ -302,8 +302,10 @@ pub fn parse_one(sql: &str) -> Result<Statement, ViolationKind> {
     };
     let parsed = tokens(sql).map_err(ParserError::from).and_then(|tokens| {
         parse(tokens.clone()).or_else(|e| {
+            // The error quotes the word as written: `conflict` in any case.
             e.to_string()
-                .contains("found: CONFLICT")
+                .to_ascii_lowercase()
+                .contains("found: conflict")
                 .then(|| insert_source_closed(tokens))
                 .flatten()
                 .and_then(|tokens| parse(tokens).ok())

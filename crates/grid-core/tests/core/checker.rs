@@ -536,6 +536,9 @@ fn an_insert_source_ending_in_its_target_list_takes_on_conflict() {
         "INSERT INTO orders SELECT 1, 2 ON CONFLICT (id) DO NOTHING RETURNING id",
         "INSERT INTO orders (total) SELECT total FROM orders UNION SELECT 'on conflict' ON CONFLICT DO NOTHING",
         "INSERT INTO orders (total) WITH c AS (SELECT 1 AS v) SELECT (SELECT v FROM c) ON CONFLICT DO NOTHING",
+        // Keywords in any case, as PostgreSQL reads them.
+        "insert into orders (total) select 1 on conflict do nothing",
+        "INSERT INTO orders (total) SELECT 1 On Conflict DO NOTHING",
     ] {
         assert!(parses(sql).is_ok(), "{sql}: {:?}", parses(sql));
     }
