@@ -62,26 +62,40 @@ fn refuses_what_postgres_refuses() {
         "SELECT name FROM dogs WHERE",
         "SELECT name FROM dogs; DROP TABLE dogs",
         "SELECT name FROM dogs; SELECT 1",
-        "DROP TABLE dogs",
         "SELECT FROM FROM dogs",
         "SELECT name FROM dogs WHERE age > 1 > 2",
         "SELECT name FROM dogs ORDER BY",
-        "SELECT name AS select FROM dogs",
-        "SELECT pg_sleep(10)",
         "SELECT 1 LIKE 2 NOT LIKE 3",
         "SELECT 'unterminated",
         "SELECT name FROM dogs /* open comment",
         "SELECT 1ex",
-        "COPY dogs TO '/tmp/x'",
         // PostgreSQL requires ON, USING, NATURAL or CROSS.
         "SELECT * FROM dogs JOIN owners",
         "SELECT * FROM dogs d JOIN owners o WHERE d.owner_id = o.owner_id",
         "SELECT * FROM dogs LEFT JOIN owners",
+    ] {
+        assert!(!s.complete(bad.as_bytes()), "accepted: {bad}");
+    }
+}
+
+/// Statements PostgreSQL reads that the language leaves out on purpose: other statement
+/// kinds, functions the lexicon does not offer, a reserved word as a bare label (PostgreSQL
+/// takes `AS select`), and spellings whose meaning depends on a setting.
+#[test]
+fn leaves_out_what_postgres_reads_but_it_does_not_offer() {
+    let ex = examples();
+    let lang = language_for(&permissive_schema(&ex), &Policy::default());
+    let mut s = Session::new(&lang);
+    for left_out in [
+        "DROP TABLE dogs",
+        "COPY dogs TO '/tmp/x'",
+        "SELECT pg_sleep(10)",
+        "SELECT name AS select FROM dogs",
         // One meaning under every setting (tests/one_meaning.json has the rest).
         "SELECT 'a\\' FROM dogs",
         "SELECT E'\\'' FROM dogs",
     ] {
-        assert!(!s.complete(bad.as_bytes()), "accepted: {bad}");
+        assert!(!s.complete(left_out.as_bytes()), "accepted: {left_out}");
     }
 }
 
