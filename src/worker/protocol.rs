@@ -28,9 +28,10 @@ pub const WARMED_MAX: usize = 8;
 /// Longest delay a ping may ask for.
 pub const MAX_PING_DELAY_MS: u32 = 60_000;
 
-/// What a backend asks the worker.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+/// What a backend asks the worker. Serialized as one object whose first key, `type`,
+/// names the variant; read by [`Request`]'s own `Deserialize`, which takes that first key.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Request {
     /// Answer with a [`Response::Pong`] carrying `nonce`, after `delay_ms` (at most
     /// [`MAX_PING_DELAY_MS`]; the delay lets tests show that a waiting backend can be
@@ -57,6 +58,97 @@ pub enum Request {
     /// no ask waits (the warm-up worker's, after a start), answered with
     /// [`Response::Warming`] at once; the server log says what each came to.
     Warm { endpoints: Vec<String> },
+}
+
+/// [`Request`]'s `type`.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RequestType {
+    Ping,
+    AppendSynthetic,
+    Ask,
+    Verdict,
+    Admits,
+    RecordRun,
+    Warm,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PingBody {
+    nonce: u64,
+    delay_ms: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VerdictBody {
+    ask: u64,
+    verdict: Verdict,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WarmBody {
+    endpoints: Vec<String>,
+}
+
+/// Reads the `type` first and the variant from the rest of the object, as it streams by.
+/// serde's derived reading of an internally tagged enum buffers the whole object first
+/// (the tag might come last), and an ask's object holds the caller's catalog snapshot:
+/// megabytes read twice on the socket thread, beside every other role's asks. The
+/// worker's backends write `type` first (serde's tagged serialization does), so a request
+/// whose first key is another is refused.
+impl<'de> Deserialize<'de> for Request {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Request, D::Error> {
+        struct Tagged;
+        impl<'de> serde::de::Visitor<'de> for Tagged {
+            type Value = Request;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a request: an object whose first key is \"type\"")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Request, A::Error> {
+                use serde::de::Error as _;
+                let key: Option<std::borrow::Cow<'de, str>> = map.next_key()?;
+                if key.as_deref() != Some("type") {
+                    return Err(A::Error::custom("a request's first key must be \"type\""));
+                }
+                let kind: RequestType = map.next_value()?;
+                let rest = serde::de::value::MapAccessDeserializer::new(map);
+                Ok(match kind {
+                    RequestType::Ping => {
+                        let b = PingBody::deserialize(rest)?;
+                        Request::Ping {
+                            nonce: b.nonce,
+                            delay_ms: b.delay_ms,
+                        }
+                    }
+                    RequestType::AppendSynthetic => {
+                        Request::AppendSynthetic(SyntheticGeneration::deserialize(rest)?)
+                    }
+                    RequestType::Ask => Request::Ask(Ask::deserialize(rest)?),
+                    RequestType::Verdict => {
+                        let b = VerdictBody::deserialize(rest)?;
+                        Request::Verdict {
+                            ask: b.ask,
+                            verdict: b.verdict,
+                        }
+                    }
+                    RequestType::Admits => Request::Admits(Admits::deserialize(rest)?),
+                    RequestType::RecordRun => Request::RecordRun(RunRecord::deserialize(rest)?),
+                    RequestType::Warm => Request::Warm {
+                        endpoints: WarmBody::deserialize(rest)?.endpoints,
+                    },
+                })
+            }
+        }
+        d.deserialize_map(Tagged)
+    }
 }
 
 /// What an ask waits for, as the worker sees it (the backend adds the judge's turns).
@@ -332,6 +424,84 @@ mod unit_tests {
         r.push(&(forged.len() as u32).to_be_bytes());
         r.push(forged);
         assert!(matches!(r.next::<Request>(), Err(ProtocolError::Json(_))));
+    }
+
+    fn decoded(bytes: &[u8]) -> Result<Option<Request>, ProtocolError> {
+        let mut r = FrameReader::new();
+        r.push(&(bytes.len() as u32).to_be_bytes());
+        r.push(bytes);
+        r.next::<Request>()
+    }
+
+    /// Every request reads back as it was written, its `type` read first; a request whose
+    /// first key is another, or with a field its variant lacks, is refused.
+    #[test]
+    fn every_request_round_trips_read_type_first() {
+        let ask: Ask = serde_json::from_value(serde_json::json!({
+            "question": "q", "snapshot": {"format": 1, "relations": []},
+            "session_user": "s", "current_user": "c", "database": "d", "policy": null,
+            "explain": false,
+            "settings": {"endpoint": null, "model": null, "max_tokens": 64,
+                         "temperature": 0.0, "timeout_ms": 1000, "audit": "full",
+                         "ablation": {}, "fault": null, "judge": true},
+            "examples": [], "offered": null
+        }))
+        .expect("an ask");
+        let requests = [
+            Request::Ping {
+                nonce: 1,
+                delay_ms: 2,
+            },
+            Request::Ask(ask),
+            Request::Verdict {
+                ask: 3,
+                verdict: Verdict::Pass,
+            },
+            Request::Admits(Admits {
+                sql: "SELECT 1".into(),
+                snapshot: serde_json::json!({"format": 1}),
+                policy: None,
+                current_user: "c".into(),
+            }),
+            Request::RecordRun(RunRecord {
+                generation: 4,
+                session_user: "s".into(),
+                current_user: "c".into(),
+                called_as: "generation".into(),
+            }),
+            Request::Warm {
+                endpoints: vec!["http://x".into()],
+            },
+        ];
+        for q in requests {
+            let bytes = encode(&q).expect("encodes");
+            let body = &bytes[4..];
+            assert!(body.starts_with(br#"{"type":""#), "{q:?}");
+            assert_eq!(decoded(body).expect("decodes"), Some(q.clone()));
+            if matches!(
+                q,
+                Request::Ping { .. } | Request::Verdict { .. } | Request::Warm { .. }
+            ) {
+                let mut extra = body[..body.len() - 1].to_vec();
+                extra.extend_from_slice(br#","x":1}"#);
+                assert!(
+                    matches!(decoded(&extra), Err(ProtocolError::Json(_))),
+                    "{q:?} with a field it lacks"
+                );
+            }
+        }
+        for refused in [
+            &br#"{"nonce":1,"type":"ping","delay_ms":0}"#[..],
+            br#"{"type":"shutdown"}"#,
+            br#"{}"#,
+            br#"[]"#,
+        ] {
+            assert!(
+                matches!(decoded(refused), Err(ProtocolError::Json(_))),
+                "{}",
+                String::from_utf8_lossy(refused)
+            );
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ use grid_core::decode::fingerprints;
 use grid_core::prompt::SchemaIndex;
 use grid_core::reserve::ReserveTable;
 use grid_core::{Dialect, Language, Policy};
+use serde::Deserialize;
 
 use crate::contents::DigestedArtifact;
 use crate::failure::{Failure, FailureKind};
@@ -137,7 +138,8 @@ pub fn parse_parts(
     policy: Option<&serde_json::Value>,
     role: &str,
 ) -> Result<(CatalogSnapshot, Policy), Failure> {
-    let snapshot: CatalogSnapshot = serde_json::from_value(snapshot.clone())
+    // Read from the document in place: a wide catalog's is megabytes, not worth a copy.
+    let snapshot: CatalogSnapshot = CatalogSnapshot::deserialize(snapshot)
         .map_err(CatalogError::from)
         .and_then(|s: CatalogSnapshot| s.validate().map(|()| s))
         .map_err(|e| Failure::internal(format!("catalog snapshot: {e}")))?;
