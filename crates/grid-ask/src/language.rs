@@ -71,7 +71,7 @@ impl Languages {
                 return Ok(compiled);
             }
         }
-        let language = role_language(dialect, snapshot, base)?;
+        let language = role_language(dialect, snapshot, snapshot_fingerprint, base)?;
         let reserve = ReserveTable::build(&language, &vocab.speller);
         // The walks every statement's first masks share, done before the first token is
         // asked for rather than on it (no mask changes).
@@ -121,8 +121,8 @@ pub fn prepare(ask: &mut Ask) {
 /// parts, and the role's language over the process's dialect for generated SQL.
 pub fn for_ask(ask: &Ask) -> Result<(Parsed, Arc<Language>), Failure> {
     let parsed = parsed_of(ask);
-    let (snapshot, base, _) = parsed.parts()?;
-    let language = role_language(&generated_dialect()?, snapshot, base)?;
+    let (snapshot, base, fingerprint) = parsed.parts()?;
+    let language = role_language(&generated_dialect()?, snapshot, fingerprint, base)?;
     Ok((parsed, language))
 }
 
@@ -164,7 +164,12 @@ pub fn for_role(
     role: &str,
 ) -> Result<(CatalogSnapshot, Arc<Language>), Failure> {
     let (snapshot, base) = parse_parts(snapshot, policy, role)?;
-    let language = role_language(&generated_dialect()?, &snapshot, &base)?;
+    let language = role_language(
+        &generated_dialect()?,
+        &snapshot,
+        &snapshot.fingerprint(),
+        &base,
+    )?;
     Ok((snapshot, language))
 }
 
@@ -179,16 +184,15 @@ type RoleKey = ([u8; 16], [u8; 16], String);
 static ROLE_LANGUAGES: Mutex<VecDeque<(RoleKey, Arc<Language>)>> = Mutex::new(VecDeque::new());
 
 /// The language of the role whose snapshot and base policy these are, built unless kept.
+/// `fingerprint` is the snapshot's ([`CatalogSnapshot::fingerprint`]), taken once where it
+/// was read: at tens of thousands of columns it is not free.
 pub fn role_language(
     dialect: &Arc<Dialect>,
     snapshot: &CatalogSnapshot,
+    fingerprint: &[u8; 16],
     base: &Policy,
 ) -> Result<Arc<Language>, Failure> {
-    let key: RoleKey = (
-        dialect.fingerprint,
-        snapshot.fingerprint(),
-        base.canonical_json(),
-    );
+    let key: RoleKey = (dialect.fingerprint, *fingerprint, base.canonical_json());
     let kept = || {
         ROLE_LANGUAGES
             .lock()
@@ -249,7 +253,7 @@ pub fn reader_language(dialect: &Arc<Dialect>) -> Result<Arc<Language>, Failure>
     .map_err(|e| Failure::internal(format!("the warm-up snapshot: {e}")))?;
     let base = Policy::for_asker(None)
         .map_err(|e| Failure::internal(format!("the default policy: {e}")))?;
-    role_language(dialect, &snapshot, &base)
+    role_language(dialect, &snapshot, &snapshot.fingerprint(), &base)
 }
 
 #[cfg(test)]
