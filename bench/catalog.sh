@@ -262,7 +262,7 @@ done
 # The summary: one markdown table of timings (p50/p90/max per size, role and step), one of
 # what each role sees, both with the commit and the host.
 {
-    echo "bench/catalog.sh --sizes $sizes --asks $asks --snapshots $snapshots --seed $seed$(printf ' --set %s' ${settings[@]+"${settings[@]}"})"
+    echo "bench/catalog.sh --sizes $sizes --asks $asks --snapshots $snapshots --seed $seed${settings[*]+ $(printf -- '--set %s ' "${settings[@]}")}"
     echo "commit $commit; host $host; load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%d)"
     echo "extension: as installed in $("$PG_BIN/pg_config" --pkglibdir) ($(date -u -r "$("$PG_BIN/pg_config" --pkglibdir)/grid_pg.so" +%Y-%m-%dT%H:%MZ)); endpoint: scripted mock; ms, one new psql connection each"
     echo
