@@ -7,7 +7,7 @@
 # the role's language and lexicons, the prompt.
 #
 #   bash bench/catalog.sh [--sizes 100,1000[,10000]] [--asks N] [--snapshots N] [--seed N]
-#                         [--set NAME=VALUE]... [--out DIR] [--keep]
+#                         [--set NAME=VALUE]... [--tokenizer DIR] [--out DIR] [--keep]
 #
 # --sizes      relations per catalog (default 100,1000; 10,000 loads in minutes, add it
 #              explicitly)
@@ -19,6 +19,9 @@
 #              --set grid.max_snapshot_size=12MB: by default an ask whose snapshot holds
 #              more than 5,000 relations, 100,000 columns or 8 MB is refused (SQLSTATE
 #              54000, docs/postgres.md), which the 10,000-relation catalog's roles reach
+# --tokenizer  the mock's vocabulary (default builtin: bytes and SQL words, 337 tokens);
+#              a real one (e.g. ../shared/data/tokenizers/qwen2_5, 152k tokens) makes the
+#              worker's masks cost what they cost with a real model
 # --keep       keep each cluster's data directory (it is removed after its size otherwise)
 #
 # Per size, a throwaway PostgreSQL 15 cluster (scripts/cluster.sh, one at a time) with the
@@ -69,10 +72,11 @@ snapshots=5
 seed=34
 out=""
 keep=0
+tokenizer=builtin
 settings=()
 while [ $# -gt 0 ]; do
     case $1 in
-        --sizes | --asks | --snapshots | --seed | --out)
+        --sizes | --asks | --snapshots | --seed | --out | --tokenizer)
             [ $# -ge 2 ] || die "$1 needs a value"
             case $1 in
                 --sizes) sizes=$2 ;;
@@ -80,6 +84,7 @@ while [ $# -gt 0 ]; do
                 --snapshots) snapshots=$2 ;;
                 --seed) seed=$2 ;;
                 --out) out=$2 ;;
+                --tokenizer) tokenizer=$2 ;;
             esac
             shift 2
             ;;
@@ -101,6 +106,7 @@ command -v curl >/dev/null 2>&1 || die "curl is needed to wait for the endpoint"
 [ -x "$PG_BIN/initdb" ] || die "PostgreSQL 15 is not installed in $PG_BIN (run scripts/setup.sh)"
 ext_dir="$("$PG_BIN/pg_config" --sharedir)/extension"
 [ -f "$ext_dir/grid_pg.control" ] || die "the extension is not installed in $ext_dir (cargo pgrx install --release)"
+[ "$tokenizer" = builtin ] || [ -e "$tokenizer" ] || die "no tokenizer at $tokenizer"
 if [ "$(id -u)" -eq 0 ]; then
     command -v sudo >/dev/null 2>&1 || die "as root, sudo is needed to run PostgreSQL as postgres"
 fi
@@ -135,7 +141,7 @@ trap cleanup EXIT
 # ask (the demo analyst's) fetches its vocabulary before anything is timed.
 say "catalog: results in $out; commit $commit; host $host; endpoint $endpoint_bin"
 "$endpoint_bin" serve --backend mock --mock scripted --script demo/script.json \
-    --tokenizer builtin --listen "127.0.0.1:$ENDPOINT_PORT" >"$out/endpoint.log" 2>&1 &
+    --tokenizer "$tokenizer" --listen "127.0.0.1:$ENDPOINT_PORT" >"$out/endpoint.log" 2>&1 &
 endpoint_pid=$!
 echo "$endpoint_pid" >"$out/endpoint.pid"
 endpoint_wait "$out" "$ENDPOINT_PORT" catalog
@@ -262,9 +268,9 @@ done
 # The summary: one markdown table of timings (p50/p90/max per size, role and step), one of
 # what each role sees, both with the commit and the host.
 {
-    echo "bench/catalog.sh --sizes $sizes --asks $asks --snapshots $snapshots --seed $seed${settings[*]+ $(printf -- '--set %s ' "${settings[@]}")}"
+    echo "bench/catalog.sh --sizes $sizes --asks $asks --snapshots $snapshots --seed $seed$([ "$tokenizer" = builtin ] || echo " --tokenizer $tokenizer")${settings[*]+ $(printf -- '--set %s ' "${settings[@]}")}"
     echo "commit $commit; host $host; load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%Y-%m-%d)"
-    echo "extension: as installed in $("$PG_BIN/pg_config" --pkglibdir) ($(date -u -r "$("$PG_BIN/pg_config" --pkglibdir)/grid_pg.so" +%Y-%m-%dT%H:%MZ)); endpoint: scripted mock; ms, one new psql connection each"
+    echo "extension: as installed in $("$PG_BIN/pg_config" --pkglibdir) ($(date -u -r "$("$PG_BIN/pg_config" --pkglibdir)/grid_pg.so" +%Y-%m-%dT%H:%MZ)); endpoint: scripted mock, tokenizer $tokenizer; ms, one new psql connection each"
     echo
     echo "| relations | role | step | n | p50 | p90 | max | outcomes |"
     echo "|---:|---|---|---:|---:|---:|---:|---|"
