@@ -56,13 +56,15 @@ const SNAPSHOT_WORK_MEM: &str = "64MB";
 pub fn read_snapshot(
     search_path: Option<Vec<Option<String>>>,
 ) -> Result<Read, pgrx::spi::SpiError> {
-    let jit = Spi::get_one::<String>("SELECT pg_catalog.current_setting('jit')")?;
-    let work_mem = Spi::get_one::<String>("SELECT pg_catalog.current_setting('work_mem')")?;
-    Spi::run("SELECT pg_catalog.set_config('jit', 'off', true)")?;
+    // One statement to read both settings, one to set them: every ask runs these.
+    let (jit, work_mem) = Spi::get_two::<String, String>(
+        "SELECT pg_catalog.current_setting('jit'), pg_catalog.current_setting('work_mem')",
+    )?;
     Spi::run_with_args(
-        "SELECT pg_catalog.set_config('work_mem', $1, true) \
-          WHERE pg_catalog.pg_size_bytes(pg_catalog.current_setting('work_mem')) \
-                OPERATOR(pg_catalog.<) pg_catalog.pg_size_bytes($1)",
+        "SELECT pg_catalog.set_config('jit', 'off', true), \
+                CASE WHEN pg_catalog.pg_size_bytes(pg_catalog.current_setting('work_mem')) \
+                          OPERATOR(pg_catalog.<) pg_catalog.pg_size_bytes($1) \
+                     THEN pg_catalog.set_config('work_mem', $1, true) END",
         &[SNAPSHOT_WORK_MEM.into()],
     )?;
     let read =

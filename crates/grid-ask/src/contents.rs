@@ -95,7 +95,7 @@ pub struct Artifact {
 /// JSON, and digesting them per seal held up every other ask of the worker's loop.
 ///
 /// Invariant: `digest == content_digest(&artifact)`; the fields are private so that only
-/// [`DigestedArtifact::new`] makes one.
+/// [`DigestedArtifact::new`] and [`PromptRecord::digested`] make one.
 #[derive(Debug, PartialEq)]
 pub struct DigestedArtifact {
     artifact: Artifact,
@@ -310,6 +310,13 @@ impl PromptRecord {
         let digest = content_digest(&a);
         a.fingerprint = prompt_fingerprint(&digest);
         (a, digest)
+    }
+
+    /// [`PromptRecord::artifact`] with its digest kept: the digest is taken once (the
+    /// fingerprint cut from it is no part of what it covers, so the pair stays true).
+    pub fn digested(&self) -> Arc<DigestedArtifact> {
+        let (artifact, digest) = self.artifact();
+        Arc::new(DigestedArtifact { artifact, digest })
     }
 
     /// The record a prompt artifact holds (the inverse of [`PromptRecord::to_json`]).

@@ -80,8 +80,9 @@ pub fn with_prompt(
     rendering: &'static str,
     examples: &[crate::request::Example],
 ) -> (Vec<Arc<DigestedArtifact>>, Digest32) {
-    let (a, digest) = PromptRecord::new(prompt, rendering, &artifacts, examples).artifact();
-    artifacts.push(DigestedArtifact::new(a));
+    let a = PromptRecord::new(prompt, rendering, &artifacts, examples).digested();
+    let digest = *a.digest();
+    artifacts.push(a);
     (artifacts, digest)
 }
 
@@ -113,7 +114,7 @@ pub fn artifacts(c: &Compiled, vocab: &Vocabulary) -> Vec<Arc<DigestedArtifact>>
 }
 
 /// The artifacts of [`artifacts`], built afresh.
-pub fn build_artifacts(c: &Compiled, vocab: &Vocabulary) -> Vec<Artifact> {
+fn build_artifacts(c: &Compiled, vocab: &Vocabulary) -> Vec<Artifact> {
     let f = &c.fingerprints;
     let policy = serde_json::from_str::<serde_json::Value>(&c.language.policy.canonical_json())
         .unwrap_or_default();
