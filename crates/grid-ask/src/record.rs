@@ -15,7 +15,7 @@ use grid_vocab::Vocabulary;
 
 use std::sync::Arc;
 
-use crate::contents::{Artifact, ArtifactKind, DigestedArtifact, PromptRecord};
+use crate::contents::{Artifact, ArtifactKind, DigestedArtifact, PromptRecord, Rendering};
 
 use crate::engine::Job;
 use crate::failure::Failure;
@@ -77,7 +77,7 @@ pub fn seal_meta(job: &Job) -> SealMeta {
 pub fn with_prompt(
     mut artifacts: Vec<Arc<DigestedArtifact>>,
     prompt: Option<(&Prompt, usize)>,
-    rendering: &'static str,
+    rendering: Rendering,
     examples: &[crate::request::Example],
 ) -> (Vec<Arc<DigestedArtifact>>, Digest32) {
     let a = PromptRecord::new(prompt, rendering, &artifacts, examples).digested();
@@ -212,8 +212,7 @@ pub fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<Seal
     };
     // No prompt was shown; the prompt artifact still binds the others' contents.
     let artifacts = artifacts.into_iter().map(DigestedArtifact::new).collect();
-    let (artifacts, prompt_digest) =
-        with_prompt(artifacts, None, crate::contents::RENDERINGS[0], &[]);
+    let (artifacts, prompt_digest) = with_prompt(artifacts, None, Rendering::Flat, &[]);
     let meta = SealMeta {
         prompt_digest: Some(prompt_digest),
         ..seal_meta(job)
