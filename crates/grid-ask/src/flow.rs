@@ -30,8 +30,8 @@ use grid_vocab::Vocabulary;
 
 use crate::answer::{explain_rows, Answer, Generated};
 use crate::contents::Rendering;
-use crate::engine::Job;
 use crate::failure::{Failure, FailureKind};
+use crate::job::Job;
 use crate::judge::{Candidate, Verdict};
 use crate::language::Compiled;
 use crate::models::Prompter;

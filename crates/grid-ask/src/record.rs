@@ -16,9 +16,8 @@ use grid_vocab::Vocabulary;
 use std::sync::Arc;
 
 use crate::contents::{Artifact, ArtifactKind, DigestedArtifact, PromptRecord, Rendering};
-
-use crate::engine::Job;
 use crate::failure::Failure;
+use crate::job::Job;
 use crate::language::Compiled;
 
 /// A seal to store, with who asked and the artifacts it names.
