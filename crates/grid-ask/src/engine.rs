@@ -1,21 +1,21 @@
-//! The pipeline's thread: its inputs ([`Job`]s and the judge's verdicts), its outputs
-//! (step records as they are made, each ask's seals and answer), and its state
-//! ([`Engine`]: the dialect, the models, the compiled languages, the mask cache, the pool
-//! of cold mask walks). [`run`] is the thread's body; the host sends [`Input`]s and takes
-//! [`Output`]s through its [`Outbox`].
+//! The pipeline's thread: its state ([`Engine`]: the dialect, the models, the compiled
+//! languages, the mask cache, the pool of cold mask walks) and its body ([`run`]), which
+//! takes the host's [`Input`]s ([`Job`]s, the judge's verdicts) and serves each group of
+//! asks in a decode loop ([`crate::round`]), handing the host [`Output`]s through its
+//! [`Outbox`] ([`crate::host`]).
 
 use std::collections::HashMap;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use grid_core::audit::StepRecord;
 use grid_core::cache::MaskCache;
 use grid_core::Dialect;
 use grid_endpoint::EndpointSpec;
 
 use crate::failure::Failure;
 use crate::flow::{Attempt, Finished, Flow, Next, Parked};
+use crate::host::{Input, Outbox, Output, Warm};
 use crate::job::Job;
 use crate::judge::{Judge, Ruling, Verdict};
 use crate::language::{Compiled, Languages};
@@ -32,59 +32,6 @@ const MASK_CACHE_NAMESPACES: usize = 1 << 14;
 
 /// How often asks parked for the judge are looked at (their asker may have gone).
 const SWEEP: Duration = Duration::from_millis(200);
-
-/// What the host hands the pipeline.
-pub enum Input {
-    Ask(Box<Job>),
-    /// The judge's verdict on the candidate of ask `ask`, after [`Ruling::Later`].
-    Verdict {
-        ask: u64,
-        verdict: Verdict,
-    },
-    /// Fetch and prepare the vocabulary of the endpoint a setting names, before any ask
-    /// needs it (a host sends the endpoints its configuration names when it starts). Done
-    /// only while no ask waits, and at most once an endpoint: a later ask finds it kept.
-    Warm(Warm),
-}
-
-/// An endpoint to prepare ([`Input::Warm`]).
-#[derive(Clone, Debug)]
-pub struct Warm {
-    /// The `grid.endpoint` setting, as written.
-    pub endpoint: String,
-    /// How long its vocabulary's fetch may take.
-    pub timeout: Duration,
-    /// Threads of the pool of cold mask walks, as [`Job::threads`].
-    pub threads: usize,
-}
-
-/// What the pipeline hands the host.
-pub enum Output {
-    /// Step records, in the order they were made (so that a generation in flight is on
-    /// record up to its last step).
-    Steps(Vec<StepRecord>),
-    /// An ask's seals and answer: the host stores the seals, then answers.
-    Finish(Box<Finished>),
-    /// A decode loop took ask `ask` from the queue: its language is compiled (unless
-    /// kept) and its prompt rendered (by the endpoint, for some) before it starts (a host
-    /// tells a waiting asker, as for the two below).
-    Taken { ask: u64 },
-    /// Generation `generation` of ask `ask` joined its decode loop: the model evaluates
-    /// its prompt next, and its first step record says decoding has begun.
-    Started { ask: u64, generation: u64 },
-    /// What an [`Input::Warm`] came to: the model and the number of tokens of the
-    /// endpoint's vocabulary, or why it could not be had (the first ask then tries again).
-    Warmed {
-        endpoint: String,
-        outcome: Result<(String, usize), Failure>,
-        took: Duration,
-    },
-}
-
-/// Where [`Output`]s go.
-pub trait Outbox: Send + Sync {
-    fn send(&self, output: Output);
-}
 
 /// An ask parked for the judge, with the vocabulary of the loop that wrote it.
 pub(crate) struct Waiting {

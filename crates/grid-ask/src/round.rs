@@ -15,9 +15,10 @@ use grid_core::decode::{Batch, DecodeOptions, Decoder, Model, Outcome};
 use grid_core::mask::Masker;
 use grid_endpoint::ClientError;
 
-use crate::engine::{Engine, Hands, Output};
+use crate::engine::{Engine, Hands};
 use crate::failure::Failure;
 use crate::flow::{Attempt, Attempted, Flow};
+use crate::host::Output;
 use crate::language::Compiled;
 use crate::models::{ModelSlot, Prompter, VocabState};
 use crate::queue::{Entry, Pinned};
