@@ -4,7 +4,6 @@
 //! asks in a decode loop ([`crate::round`]), handing the host [`Output`]s through its
 //! [`Outbox`] ([`crate::host`]).
 
-use std::collections::HashMap;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,16 +13,16 @@ use grid_core::Dialect;
 use grid_endpoint::EndpointSpec;
 
 use crate::failure::Failure;
-use crate::flow::{Attempt, Finished, Flow, Next, Parked};
+use crate::flow::Finished;
+use crate::hands::{Hands, Parking};
 use crate::host::{Input, Outbox, Output, Warm};
 use crate::job::Job;
-use crate::judge::{Judge, Ruling, Verdict};
+use crate::judge::{Judge, Verdict};
 use crate::language::{Compiled, Languages};
 use crate::models::{
     bounded_http_config, http_config, MockDefaults, ModelSlot, Models, VocabState,
 };
 use crate::queue::{group_key, Entry, InLoop, Inbox, Pinned, Repair};
-use crate::record::unreached;
 use crate::round::Round;
 
 /// Mask cache namespaces kept (one per dialect, lexicon and vocabulary in use); their
@@ -33,90 +32,13 @@ const MASK_CACHE_NAMESPACES: usize = 1 << 14;
 /// How often asks parked for the judge are looked at (their asker may have gone).
 const SWEEP: Duration = Duration::from_millis(200);
 
-/// An ask parked for the judge, with the vocabulary of the loop that wrote it.
-pub(crate) struct Waiting {
-    pub parked: Box<Parked>,
-    pub vocab: Arc<VocabState>,
-}
-
-/// The asks parked for the judge, by id.
-pub(crate) type Parking = HashMap<u64, Waiting>;
-
-/// What the pipeline's loops answer and park through.
-pub(crate) struct Hands<'h> {
-    pub outbox: &'h dyn Outbox,
-    pub in_loop: &'h InLoop,
-    pub judge: &'h mut dyn Judge,
-    pub parked: &'h mut Parking,
-}
-
-impl Hands<'_> {
-    /// Follows `next` through the judge's immediate verdicts: the attempt to run next,
-    /// or `None` when the ask has been answered or parked.
-    pub fn follow(&mut self, mut next: Next, vocab: &Arc<VocabState>) -> Option<(Attempt, Flow)> {
-        loop {
-            match next {
-                Next::Run(a, f) => return Some((a, f)),
-                Next::Done(fin) => {
-                    self.finish(*fin);
-                    return None;
-                }
-                Next::Judge(candidate, parked) => match self.judge.judge(&candidate) {
-                    Ruling::Now(v) => next = parked.judged(v, &vocab.prompter(), &vocab.vocab),
-                    Ruling::Later => {
-                        self.in_loop.leave(parked.ask());
-                        self.parked.insert(
-                            parked.ask(),
-                            Waiting {
-                                parked,
-                                vocab: vocab.clone(),
-                            },
-                        );
-                        return None;
-                    }
-                },
-            }
-        }
-    }
-
-    /// Sends an ask's seals and answer; the ask leaves the loop.
-    pub fn finish(&mut self, fin: Finished) {
-        self.in_loop.leave(fin.ask);
-        self.outbox.send(Output::Finish(Box::new(fin)));
-    }
-
-    /// Answers an ask that cannot be asked: sealed as unreached, with the failure.
-    pub fn refuse(&mut self, entry: Entry, f: &Failure, dialect: &Dialect) {
-        match entry {
-            Entry::Ask(job) => self.finish(Finished {
-                ask: job.id(),
-                session_user: job.ask.session_user.clone(),
-                seals: unreached(&job, f, dialect).into_iter().collect(),
-                answer: crate::answer::Answer::Failed(f.clone()),
-                generations: Vec::new(),
-            }),
-            Entry::Repair(r) => {
-                let Repair {
-                    attempt: a,
-                    flow,
-                    vocab,
-                } = *r;
-                // The repair never ran: the ask ends with the failure, the first
-                // attempt's seal kept.
-                let next = flow.after(a.failed(f.clone()), &vocab.prompter(), &vocab.vocab);
-                self.follow(next, &vocab);
-            }
-        }
-    }
-}
-
 /// The pipeline's state (see the module documentation). Caches are this thread's own,
 /// so no lock.
 pub struct Engine {
-    pub(crate) dialect: Arc<Dialect>,
-    pub(crate) models: Models,
-    pub(crate) languages: Languages,
-    pub(crate) cache: Arc<MaskCache>,
+    dialect: Arc<Dialect>,
+    models: Models,
+    languages: Languages,
+    cache: Arc<MaskCache>,
     /// The pool of cold mask walks, and the thread count it was built for.
     pool: Option<(usize, rayon::ThreadPool)>,
 }
@@ -138,7 +60,7 @@ impl Engine {
 
     /// Serves a group of entries that share an endpoint in one decode loop, which admits
     /// the group's later entries as they arrive (see [`Round`]).
-    pub(crate) fn serve(&mut self, group: Vec<Entry>, inbox: &mut Inbox, hands: &mut Hands<'_>) {
+    fn serve(&mut self, group: Vec<Entry>, inbox: &mut Inbox, hands: &mut Hands<'_>) {
         let Some(first) = group.first() else { return };
         let threads = first.job().threads;
         // A changed cache budget takes effect at the next miss.
@@ -178,7 +100,7 @@ impl Engine {
             // One tick of each lane in turn: every open group's decode moves.
             for lane in lanes.iter_mut() {
                 if lane.round.runs() {
-                    lane.round.step(self, &mut lane.slot, hands);
+                    lane.round.step(&mut self.models, &mut lane.slot, hands);
                 }
             }
             self.admit_arrivals(&mut lanes, inbox, hands);
@@ -249,10 +171,17 @@ impl Engine {
             }
         };
         let key = group_key(&first);
-        let mut round = Round::new(key.clone(), vocab, kept, pinned, self.cache.clone());
+        let mut round = Round::new(
+            key.clone(),
+            vocab,
+            kept,
+            pinned,
+            self.dialect.clone(),
+            self.cache.clone(),
+        );
         self.watch(&slot, hands.in_loop, key);
         for entry in group {
-            round.admit(self, entry, hands);
+            round.admit(&mut self.languages, entry, hands);
         }
         inbox.give_back(round.take_held_back());
         lanes.push(Lane {
@@ -327,7 +256,7 @@ impl Engine {
                 };
                 hands.in_loop.enter(entry.job().clone());
                 fail_if_asked(std::slice::from_ref(&entry));
-                lane.round.admit(self, entry, hands);
+                lane.round.admit(&mut self.languages, entry, hands);
             }
         }
         for entry in resolve(inbox.verdicts(), hands) {
@@ -337,7 +266,7 @@ impl Engine {
             {
                 Some(lane) => {
                     hands.in_loop.enter(entry.job().clone());
-                    lane.round.admit(self, entry, hands);
+                    lane.round.admit(&mut self.languages, entry, hands);
                 }
                 None => inbox.push(entry),
             }

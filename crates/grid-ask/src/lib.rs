@@ -90,6 +90,7 @@ pub mod engine;
 pub mod examples;
 pub mod failure;
 pub mod flow;
+mod hands;
 pub mod host;
 pub mod job;
 pub mod judge;
