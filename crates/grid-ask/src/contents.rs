@@ -11,7 +11,7 @@
 //! changes no mask (a table comment inside an archived snapshot, which only the prompt
 //! shows) keeps the fingerprint. The content digest is over the stored content itself.
 //!
-//! Invariant (kept by [`crate::record`], checked by `grid.verify_audit()` and the
+//! Invariant (kept by `record`, checked by `grid.verify_audit()` and the
 //! replays): for a seal with a prompt digest `d`, the prompt artifact stored under the
 //! fingerprint `d[..16]` has content digest `d`, and the content digest of each artifact
 //! the seal's fingerprints name is the one that prompt artifact lists for its kind.

@@ -542,7 +542,7 @@ impl Models {
 }
 
 /// The key of a kept model client, and of a group of the queue
-/// ([`crate::queue::group_key`]): the endpoint setting as written (trimmed, as
+/// (`queue::group_key`): the endpoint setting as written (trimmed, as
 /// [`EndpointSpec::parse`] reads it), the sampling, the model asked for and the API key's
 /// digest. One key for both, so that two open loops never share a client (and its abort
 /// hook), and two spellings of one server (a `chunk=` or `server=` apart in the direct

@@ -1,6 +1,6 @@
 //! What the audit records of an ask, made in this one place: each generation's seal with
 //! who asked and what came out ([`SealToWrite`]), and the artifacts its fingerprints
-//! name ([`Artifact`]), which a replay rebuilds the language from ([`crate::replay`]).
+//! name ([`Artifact`]), which a replay rebuilds the language from (`replay`).
 //! An ask that fails before its generation begins is sealed too ([`unreached`]), so that
 //! every ask is in the log.
 
