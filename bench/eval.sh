@@ -40,6 +40,8 @@ cd "$GRID_ROOT"
 PORT=${GRID_EVAL_PORT:-55600}
 ENDPOINT_PORT=${GRID_EVAL_ENDPOINT_PORT:-55601}
 LOCK=/tmp/grid-pg-install.lock
+# Where cargo puts its builds (the endpoint is run from there).
+target=${CARGO_TARGET_DIR:-$GRID_ROOT/target}
 spider="$GRID_DATA/spider"
 
 model= endpoint= mock_script= questions= schemas= gold= install=1 keep=0
@@ -92,7 +94,7 @@ ensure_py_venv "$venv"
 endpoint_cmd=()
 if [ -n "$mock_script" ]; then
     run_logged "cargo build -p grid-endpoint" cargo build -p grid-endpoint
-    endpoint_cmd=(target/debug/grid-endpoint serve --backend mock --mock scripted --script "$mock_script"
+    endpoint_cmd=("$target/debug/grid-endpoint" serve --backend mock --mock scripted --script "$mock_script"
         --tokenizer "${GRID_EVAL_TOKENIZER:-builtin}")
     model_name="mock-scripted ($(basename "$mock_script"))"
 elif [ -z "$endpoint" ]; then
@@ -105,7 +107,7 @@ elif [ -z "$endpoint" ]; then
     # build llama.cpp a second time).
     run_logged "cargo build --profile ci -p grid-endpoint --features llama" \
         cargo build --profile ci -p grid-endpoint --features llama
-    endpoint_cmd=(target/ci/grid-endpoint serve --backend llama --model "$model" --threads 1 --trace-steps)
+    endpoint_cmd=("$target/ci/grid-endpoint" serve --backend llama --model "$model" --threads 1 --trace-steps)
     model_name=$(basename "$model")
 fi
 

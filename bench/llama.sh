@@ -36,7 +36,7 @@ done
 
 say "bench: building the llama backend's bench"
 cargo build -q -p grid-endpoint --features llama --profile ci --example llama_bench
-bin="$GRID_ROOT/target/ci/examples/llama_bench"
+bin="${CARGO_TARGET_DIR:-$GRID_ROOT/target}/ci/examples/llama_bench"
 
 note "host: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'), $(nproc) cores; commit $(git rev-parse --short HEAD)"
 for m in "${models[@]}"; do
