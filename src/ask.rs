@@ -10,7 +10,7 @@ use crate::subtransaction::{in_rolled_back_subtransaction, without_terminator, S
 fn set_search_path(what: &str, path: &str) {
     use pgrx::prelude::*;
     if let Err(e) = Spi::run_with_args(SET_SEARCH_PATH, &[path.into()]) {
-        crate::worker::raise(
+        crate::error::raise(
             PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
             format!("{what}: setting search_path: {e}"),
         );
@@ -40,7 +40,7 @@ fn denied_functions(what: &str) -> Vec<String> {
         &[names.into()],
     ) {
         Ok(v) => v.unwrap_or_default(),
-        Err(e) => crate::worker::raise(
+        Err(e) => crate::error::raise(
             PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
             format!("{what}: reading function privileges: {e}"),
         ),
@@ -213,8 +213,9 @@ pub struct Prepared {
 /// The ask of `question` as the caller: its catalog snapshot (taken as the caller, under
 /// its path), policy, identity and settings (see [`Purpose`]). Raises what stops it.
 pub fn prepare(what: &str, question: &str, explain: bool, purpose: Purpose) -> Prepared {
+    use crate::error::raise;
     use crate::guc;
-    use crate::worker::{raise, require_store_database};
+    use crate::worker::require_store_database;
     use grid_ask::{Ask, AskSettings};
     use pgrx::prelude::*;
 
@@ -375,7 +376,7 @@ const ANSWER_READ_TIMEOUT_MS: i32 = 10_000;
 /// Raises unless `max_rows` is at least 1.
 fn check_max_rows(max_rows: i32) {
     if max_rows < 1 {
-        crate::worker::raise(
+        crate::error::raise(
             pgrx::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             format!("grid.run: max_rows must be at least 1 (got {max_rows})"),
         );
@@ -404,7 +405,7 @@ fn answer_of(what: &str, generation: i64, role: &str) -> Option<String> {
     });
     match read {
         Ok(sql) => sql,
-        Err(e) => crate::worker::raise(
+        Err(e) => crate::error::raise(
             PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
             format!("{what}: reading the answers: {e}"),
         ),
@@ -439,7 +440,7 @@ fn last_answer(what: &str, ask: &grid_ask::Ask) -> Option<(i64, String)> {
     });
     match read {
         Ok(found) => found,
-        Err(e) => crate::worker::raise(
+        Err(e) => crate::error::raise(
             PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
             format!("{what}: reading the role's last answer: {e}"),
         ),
@@ -544,7 +545,7 @@ fn advisory_locks() -> Vec<String> {
 fn release_advisory_locks(before: &[String]) {
     let unlock = |call: &str| {
         if let Err(e) = pgrx::Spi::run(&format!("SELECT {call}")) {
-            crate::worker::raise(
+            crate::error::raise(
                 pgrx::PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
                 format!("grid.run: releasing the statement's advisory locks: {e}"),
             );
@@ -610,7 +611,7 @@ fn run_read_only(sql: &str, max_rows: i32, search_path: &str) -> serde_json::Val
                 crate::resolution::REFUSAL_HINT
             );
         }
-        Err(e) => crate::worker::raise(
+        Err(e) => crate::error::raise(
             PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
             format!("grid.run: {e}"),
         ),

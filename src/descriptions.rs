@@ -25,6 +25,7 @@
 use pgrx::prelude::*;
 use serde_json::Value;
 
+use crate::error::raise;
 use grid_core::catalog::{attach_descriptions, Description};
 use grid_core::prompt::{clean_description, DescriptionError};
 
@@ -131,10 +132,6 @@ struct Target {
     /// Whether the caller may describe it.
     may: bool,
     caller: String,
-}
-
-fn raise(code: PgSqlErrorCode, message: String) -> ! {
-    ereport!(ERROR, code, message);
 }
 
 fn spi<T>(r: Result<T, pgrx::spi::Error>, doing: &str) -> T {

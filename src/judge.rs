@@ -30,7 +30,7 @@ pub fn judge(candidate: &Candidate, search_path: &str) -> Verdict {
         .flatten()
         .unwrap_or_default();
     if current != candidate.current_user {
-        crate::worker::raise(
+        crate::error::raise(
             PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
             format!(
                 "the grid_pg worker asked to judge a statement of role {:?} in a session of {current:?}",

@@ -44,6 +44,10 @@
 //! - `audit`: the append-only audit store, its verifier and `grid.replay()`
 //!   (sql/audit.sql).
 //!
+//! Errors:
+//! - `error`: `raise`, the one way the extension raises an ERROR of its own (an SQLSTATE
+//!   and a message made ASCII).
+//!
 //! PostgreSQL versions:
 //! - `pgversion`: what differs between PostgreSQL 15 and 18, each difference with its
 //!   reason.
@@ -73,6 +77,7 @@ mod caller;
 mod catalog;
 mod descriptions;
 mod endpoint_faults;
+mod error;
 mod examples;
 mod guc;
 mod judge;

@@ -30,6 +30,7 @@ use std::time::Duration;
 use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime};
 use pgrx::prelude::*;
 
+use crate::error::raise;
 use client::{call, ClientError};
 use protocol::{sqlstate_code, Request, Response};
 
@@ -74,13 +75,6 @@ pub fn unexpected(what: &str, response: &Response) -> ! {
         PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
         format!("{what}: unexpected answer from the grid_pg worker: {response:?}"),
     )
-}
-
-/// Raises an ERROR with `code`. The message is made ASCII: it may quote generated text
-/// or catalog names, and must reach a client of any `client_encoding`.
-pub fn raise(code: PgSqlErrorCode, message: String) -> ! {
-    let message = grid_core::message::ascii(&message).into_owned();
-    ereport!(ERROR, code, message);
 }
 
 /// Raises an ERROR unless the worker runs and this session is connected to the database
