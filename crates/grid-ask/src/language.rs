@@ -177,15 +177,23 @@ pub fn for_role(
 /// fingerprints (the vocabulary plays no part in it).
 type RoleKey = ([u8; 16], [u8; 16], String);
 
+/// A role's language, built once: the first thread that asks for it builds it, and any
+/// other that asks meanwhile waits for that build instead of starting its own (a wide
+/// role's language takes seconds of a core, and a role's first asks tend to come
+/// together: the examples' vetting where the ask arrives, then the pipeline).
+type LanguageSlot = Arc<OnceLock<Result<Arc<Language>, Failure>>>;
+
 /// The role languages this process keeps, most recent first: every vocabulary's
 /// [`Compiled`] and the host's vetting of curated examples (`examples`) share
 /// them, so that a role's language is built once, by whichever needs it first. The lock
-/// is held to look up and to insert, never while a language builds.
-static ROLE_LANGUAGES: Mutex<VecDeque<(RoleKey, Arc<Language>)>> = Mutex::new(VecDeque::new());
+/// is held to look up and to insert, never while a language builds (that waits on the
+/// slot). A failed build is not kept.
+static ROLE_LANGUAGES: Mutex<VecDeque<(RoleKey, LanguageSlot)>> = Mutex::new(VecDeque::new());
 
-/// The language of the role whose snapshot and base policy these are, built unless kept.
-/// `fingerprint` is the snapshot's ([`CatalogSnapshot::fingerprint`]), taken once where it
-/// was read: at tens of thousands of columns it is not free.
+/// The language of the role whose snapshot and base policy these are, built unless kept
+/// (or waited for while another thread builds it). `fingerprint` is the snapshot's
+/// ([`CatalogSnapshot::fingerprint`]), taken once where it was read: at tens of thousands
+/// of columns it is not free.
 pub fn role_language(
     dialect: &Arc<Dialect>,
     snapshot: &CatalogSnapshot,
@@ -198,35 +206,55 @@ pub fn role_language(
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     };
-    {
+    let slot = {
         let mut kept = kept();
-        if let Some(pos) = kept.iter().position(|(k, _)| *k == key) {
-            if let Some(hit) = kept.remove(pos) {
-                let language = hit.1.clone();
-                kept.push_front(hit);
-                return Ok(language);
-            }
-        }
+        let hit = kept
+            .iter()
+            .position(|(k, _)| *k == key)
+            .and_then(|pos| kept.remove(pos));
+        let entry = hit.unwrap_or_else(|| (key, Arc::new(OnceLock::new())));
+        let slot = entry.1.clone();
+        kept.push_front(entry);
+        kept.truncate(LANGUAGES_KEPT);
+        slot
+    };
+    let built = slot.get_or_init(|| build_role_language(dialect, snapshot, base));
+    if built.is_err() {
+        // Not kept: the next ask builds again (and reports its own failure).
+        kept().retain(|(_, s)| !Arc::ptr_eq(s, &slot));
     }
-    let language = Arc::new(
-        snapshot
-            .language(dialect.clone(), base)
-            .map_err(|e| match e {
-                CatalogError::NothingGranted { .. } => Failure::new(
-                    FailureKind::NothingGranted,
-                    format!("{e}: GRANT it SELECT (or INSERT, UPDATE, DELETE) on a table first"),
-                ),
-                other => Failure::internal(format!("the role's language does not build: {other}")),
-            })?,
-    );
-    let mut kept = kept();
-    // Another thread may have built it meanwhile: the first one kept stays.
-    if let Some((_, first)) = kept.iter().find(|(k, _)| *k == key) {
-        return Ok(first.clone());
-    }
-    kept.push_front((key, language.clone()));
-    kept.truncate(LANGUAGES_KEPT);
-    Ok(language)
+    built.clone()
+}
+
+/// The key of every role language this process has built, in order ([`role_language`]'s
+/// builds, for the tests of its single flight).
+#[cfg(test)]
+static BUILT: Mutex<Vec<RoleKey>> = Mutex::new(Vec::new());
+
+fn build_role_language(
+    dialect: &Arc<Dialect>,
+    snapshot: &CatalogSnapshot,
+    base: &Policy,
+) -> Result<Arc<Language>, Failure> {
+    #[cfg(test)]
+    BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((
+            dialect.fingerprint,
+            snapshot.fingerprint(),
+            base.canonical_json(),
+        ));
+    let language = snapshot
+        .language(dialect.clone(), base)
+        .map_err(|e| match e {
+            CatalogError::NothingGranted { .. } => Failure::new(
+                FailureKind::NothingGranted,
+                format!("{e}: GRANT it SELECT (or INSERT, UPDATE, DELETE) on a table first"),
+            ),
+            other => Failure::internal(format!("the role's language does not build: {other}")),
+        })?;
+    Ok(Arc::new(language))
 }
 
 /// Builds the language of a role that reads one table under the default policy (no
@@ -307,6 +335,75 @@ mod tests {
             Err(f) => f,
         };
         assert_eq!(fails(&prepared), fails(&ask_with(broken)));
+    }
+
+    /// How many times this process has built the language of `key`.
+    fn builds_of(key: &RoleKey) -> usize {
+        BUILT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|k| *k == key)
+            .count()
+    }
+
+    /// Threads that ask for one role's language at once share one build: the others
+    /// wait for it (and get the very same language) instead of building their own.
+    #[test]
+    fn a_roles_language_is_built_once_by_threads_that_ask_together() {
+        // A dialect of the test's own: no other test's language has its key.
+        let dialect = Arc::new(Dialect::postgres_without_comments().expect("dialect"));
+        let snapshot: CatalogSnapshot =
+            serde_json::from_str(include_str!("../tests/fixtures/analyst_snapshot.json"))
+                .expect("snapshot");
+        let fingerprint = snapshot.fingerprint();
+        let base = Policy::for_asker(None).expect("policy");
+        let key: RoleKey = (dialect.fingerprint, fingerprint, base.canonical_json());
+        let start = std::sync::Barrier::new(4);
+        let languages: Vec<Arc<Language>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        role_language(&dialect, &snapshot, &fingerprint, &base)
+                            .unwrap_or_else(|f| panic!("{f:?}"))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("thread"))
+                .collect()
+        });
+        assert!(languages.iter().all(|l| Arc::ptr_eq(l, &languages[0])));
+        assert_eq!(builds_of(&key), 1, "threads asking together each built it");
+        let again = role_language(&dialect, &snapshot, &fingerprint, &base).expect("kept");
+        assert!(Arc::ptr_eq(&again, &languages[0]));
+        assert_eq!(builds_of(&key), 1);
+    }
+
+    /// A build that fails is not kept: the next ask builds again.
+    #[test]
+    fn a_failed_build_is_not_kept() {
+        let dialect = Arc::new(Dialect::postgres_without_comments().expect("dialect"));
+        let nothing: CatalogSnapshot = serde_json::from_value(serde_json::json!({
+            "format": 1, "role": "nobody", "search_path": ["public"], "relations": []
+        }))
+        .expect("snapshot");
+        let base = Policy::for_asker(None).expect("policy");
+        let fingerprint = nothing.fingerprint();
+        let key: RoleKey = (dialect.fingerprint, fingerprint, base.canonical_json());
+        for _ in 0..2 {
+            match role_language(&dialect, &nothing, &fingerprint, &base) {
+                Err(f) => assert_eq!(f.kind, FailureKind::NothingGranted),
+                Ok(_) => panic!("a role with nothing granted has a language"),
+            }
+        }
+        assert_eq!(builds_of(&key), 2, "the failed build was kept");
+        let kept = ROLE_LANGUAGES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        assert!(kept.iter().all(|(k, _)| *k != key));
     }
 
     #[test]
