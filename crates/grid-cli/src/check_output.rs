@@ -13,6 +13,7 @@ use grid_core::catalog::CatalogSnapshot;
 use grid_core::Dialect;
 
 use crate::corpus::read_policy;
+use crate::error::CliError;
 
 #[derive(Args)]
 pub struct CheckOutputArgs {
@@ -24,23 +25,22 @@ pub struct CheckOutputArgs {
     policy: Option<PathBuf>,
 }
 
-pub fn run(a: &CheckOutputArgs) -> Result<(), String> {
+pub fn run(a: &CheckOutputArgs) -> Result<(), CliError> {
     let text = std::fs::read_to_string(&a.snapshot)
-        .map_err(|e| format!("{}: {e}", a.snapshot.display()))?;
-    let snapshot =
-        CatalogSnapshot::from_json(&text).map_err(|e| format!("{}: {e}", a.snapshot.display()))?;
-    let base = read_policy(a.policy.as_deref()).map_err(|e| e.to_string())?;
-    let dialect = Dialect::postgres_without_comments().map_err(|e| e.to_string())?;
-    let check =
-        StatementCheck::for_snapshot(&dialect, &snapshot, &base).map_err(|e| e.to_string())?;
+        .map_err(|e| CliError::Input(format!("{}: {e}", a.snapshot.display())))?;
+    let snapshot = CatalogSnapshot::from_json(&text)
+        .map_err(|e| CliError::Input(format!("{}: {e}", a.snapshot.display())))?;
+    let base = read_policy(a.policy.as_deref())?;
+    let dialect = Dialect::postgres_without_comments()?;
+    let check = StatementCheck::for_snapshot(&dialect, &snapshot, &base)?;
     let mut bad = 0usize;
     for (i, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.map_err(|e| e.to_string())?;
+        let line = line?;
         if line.trim().is_empty() {
             continue;
         }
-        let sql: String =
-            serde_json::from_str(&line).map_err(|e| format!("stdin line {}: {e}", i + 1))?;
+        let sql: String = serde_json::from_str(&line)
+            .map_err(|e| CliError::Input(format!("stdin line {}: {e}", i + 1)))?;
         let forbidden = check.forbidden(&sql);
         bad += usize::from(!forbidden.is_empty());
         println!(

@@ -25,6 +25,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::error::CliError;
 use clap::Args;
 use grid_ask::host::Output;
 use grid_ask::replay::{replay_log, ArtifactSet};
@@ -35,11 +36,10 @@ use grid_ask::{
 use grid_core::audit::{read_jsonl, verify, write_jsonl, Entry, Head, StopReason, VerifyOptions};
 use grid_core::catalog::CatalogSnapshot;
 use grid_core::decode::DecodeError;
-use grid_core::{Dialect, GridError, Session};
+use grid_core::{Dialect, Session};
 use grid_endpoint::backend::script::{Script, ScriptEntry};
-use grid_vocab::{VocabError, Vocabulary};
+use grid_vocab::Vocabulary;
 use serde_json::json;
-use thiserror::Error;
 
 use crate::corpus::read_policy;
 
@@ -107,24 +107,6 @@ pub struct GenerateArgs {
     audit_out: Option<PathBuf>,
 }
 
-#[derive(Debug, Error)]
-pub enum GenerateError {
-    #[error(transparent)]
-    Grid(#[from] GridError),
-    #[error("tokenizer: {0}")]
-    Vocab(#[from] VocabError),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-    #[error("database {0:?} is not in the tables file")]
-    UnknownDb(String),
-    #[error("no questions given")]
-    NoQuestions,
-    #[error("{0}")]
-    Input(String),
-    #[error("audit log: {0}")]
-    Audit(String),
-}
-
 /// The scripted mock's script: each `dev.json` question of `db` targets its gold SQL
 /// (the PostgreSQL spelling from `dev_gold_pg.sql`, same order, when present).
 fn spider_script(tables: &Path, db: &str) -> Script {
@@ -163,12 +145,12 @@ fn spider_script(tables: &Path, db: &str) -> Script {
     Script { entries }
 }
 
-fn read_questions(a: &GenerateArgs) -> Result<Vec<String>, GenerateError> {
+fn read_questions(a: &GenerateArgs) -> Result<Vec<String>, CliError> {
     let qs: Vec<String> = match (&a.question, &a.questions) {
         (Some(q), _) => vec![q.clone()],
         (None, Some(p)) => std::fs::read_to_string(p)
             .map_err(|e| {
-                GenerateError::Io(std::io::Error::new(
+                CliError::Io(std::io::Error::new(
                     e.kind(),
                     format!("{}: {e}", p.display()),
                 ))
@@ -181,20 +163,20 @@ fn read_questions(a: &GenerateArgs) -> Result<Vec<String>, GenerateError> {
         (None, None) => vec![],
     };
     if qs.is_empty() {
-        return Err(GenerateError::NoQuestions);
+        return Err(CliError::NoQuestions);
     }
     Ok(qs)
 }
 
 /// The role's catalog snapshot: the file, or every table of the Spider database.
-fn snapshot(a: &GenerateArgs, dialect: &Dialect) -> Result<CatalogSnapshot, GenerateError> {
+fn snapshot(a: &GenerateArgs, dialect: &Dialect) -> Result<CatalogSnapshot, CliError> {
     if let Some(path) = &a.snapshot {
         let text = std::fs::read_to_string(path)?;
         return CatalogSnapshot::from_json(&text)
-            .map_err(|e| GenerateError::Input(format!("{}: {e}", path.display())));
+            .map_err(|e| CliError::Input(format!("{}: {e}", path.display())));
     }
     let (Some(tables), Some(db)) = (&a.tables, &a.db) else {
-        return Err(GenerateError::Input(
+        return Err(CliError::Input(
             "give --snapshot, or --tables and --db".into(),
         ));
     };
@@ -202,7 +184,7 @@ fn snapshot(a: &GenerateArgs, dialect: &Dialect) -> Result<CatalogSnapshot, Gene
     let schema = grid_core::schema::load_spider(tables, &reserved)?
         .into_iter()
         .find(|s| s.db_id == *db)
-        .ok_or_else(|| GenerateError::UnknownDb(db.clone()))?;
+        .ok_or_else(|| CliError::UnknownDb(db.clone()))?;
     Ok(CatalogSnapshot::granting_all(&schema, &a.role))
 }
 
@@ -233,14 +215,14 @@ fn record(outputs: Vec<Output>) -> (Vec<Entry>, Vec<Finished>, ArtifactSet) {
     (log, done, artifacts)
 }
 
-pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
+pub fn run(a: &GenerateArgs) -> Result<(), CliError> {
     let base = read_policy(a.policy.as_deref())?;
     let dialect = Dialect::postgres_without_comments()?;
     let snapshot = snapshot(a, &dialect)?;
     let questions = read_questions(a)?;
     let n = a.n.unwrap_or(questions.len());
     let ablation = Ablation::named(&a.ablation)
-        .ok_or_else(|| GenerateError::Input(format!("--ablation {}", a.ablation)))?;
+        .ok_or_else(|| CliError::Input(format!("--ablation {}", a.ablation)))?;
     let defaults = MockDefaults {
         vocabulary: match &a.tokenizer {
             Some(t) => Some(Arc::new(Vocabulary::load(t)?)),
@@ -263,16 +245,16 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
         judge: true,
     };
     let snapshot_json =
-        serde_json::to_value(&snapshot).map_err(|e| GenerateError::Input(e.to_string()))?;
+        serde_json::to_value(&snapshot).map_err(|e| CliError::Input(e.to_string()))?;
     let policy_json = a
         .policy
         .as_ref()
         .map(|_| serde_json::from_str(&base.canonical_json()))
         .transpose()
-        .map_err(|e| GenerateError::Input(e.to_string()))?;
+        .map_err(|e| CliError::Input(e.to_string()))?;
     let api_key = match &a.api_key_env {
         Some(var) => Some(std::env::var(var).map_err(|_| {
-            GenerateError::Input(format!("--api-key-env {var}: the variable is not set"))
+            CliError::Input(format!("--api-key-env {var}: the variable is not set"))
         })?),
         None => None,
     };
@@ -309,11 +291,10 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
             std::fs::write(
                 artifacts_path(path),
                 serde_json::to_string(&artifacts.to_json())
-                    .map_err(|e| GenerateError::Audit(e.to_string()))?,
+                    .map_err(|e| CliError::Audit(e.to_string()))?,
             )?;
             let f = std::fs::File::open(path)?;
-            read_jsonl(std::io::BufReader::new(f))
-                .map_err(|e| GenerateError::Audit(e.to_string()))?
+            read_jsonl(std::io::BufReader::new(f)).map_err(|e| CliError::Audit(e.to_string()))?
         }
         None => log,
     };
@@ -321,9 +302,9 @@ pub fn run(a: &GenerateArgs) -> Result<(), GenerateError> {
     let dialect = Arc::new(dialect);
     let language = snapshot
         .language(dialect.clone(), &base)
-        .map_err(|e| GenerateError::Input(e.to_string()))?;
+        .map_err(|e| CliError::Input(e.to_string()))?;
     let check = StatementCheck::for_snapshot(&dialect, &snapshot, &base)
-        .map_err(|e| GenerateError::Input(e.to_string()))?;
+        .map_err(|e| CliError::Input(e.to_string()))?;
     let mut session = Session::new(&language);
     let mut t = Tally::default();
     let mut done = done;

@@ -8,6 +8,7 @@ mod audit;
 mod bench;
 mod check_output;
 mod corpus;
+mod error;
 mod generate;
 mod parse;
 mod replay;
@@ -43,13 +44,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Audit(a) => return audit::run(&a),
-        Command::Bench(a) => bench::run(&a).map_err(|e| e.to_string()),
-        Command::BenchExport(a) => bench::export::run(&a).map_err(|e| e.to_string()),
-        Command::BenchR(a) => bench::r::run(&a).map_err(|e| e.to_string()),
-        Command::CheckOutput(a) => check_output::run(&a).map_err(|e| e.to_string()),
-        Command::Generate(a) => generate::run(&a).map_err(|e| e.to_string()),
-        Command::Parse(a) => parse::run(&a).map_err(|e| e.to_string()),
-        Command::Replay(a) => replay::run(&a).map_err(|e| e.to_string()),
+        Command::Bench(a) => bench::run(&a),
+        Command::BenchExport(a) => bench::export::run(&a),
+        Command::BenchR(a) => bench::r::run(&a),
+        Command::CheckOutput(a) => check_output::run(&a),
+        Command::Generate(a) => generate::run(&a),
+        Command::Parse(a) => parse::run(&a),
+        Command::Replay(a) => replay::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,10 +3,11 @@
 use std::io::Write;
 
 use clap::Args;
-use grid_core::{GridError, Session, StopKind};
+use grid_core::{Session, StopKind};
 use serde_json::json;
 
 use crate::corpus::{CorpusArgs, Languages};
+use crate::error::CliError;
 
 #[derive(Args)]
 pub struct ParseArgs {
@@ -14,7 +15,7 @@ pub struct ParseArgs {
     corpus: CorpusArgs,
 }
 
-pub fn run(a: &ParseArgs) -> Result<(), GridError> {
+pub fn run(a: &ParseArgs) -> Result<(), CliError> {
     let policy = a.corpus.policy()?;
     let gold = a.corpus.gold()?;
     let mut langs = Languages::new(&a.corpus.tables, policy)?;

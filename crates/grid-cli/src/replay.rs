@@ -20,14 +20,14 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use crate::error::CliError;
 use clap::Args;
 use grid_core::mask::Mask;
 use grid_core::oracle::oracle_mask;
-use grid_core::trie::{TokenTrie, TrieError};
-use grid_core::{GridError, Session};
-use grid_vocab::{VocabError, Vocabulary};
+use grid_core::trie::TokenTrie;
+use grid_core::Session;
+use grid_vocab::Vocabulary;
 use serde_json::json;
-use thiserror::Error;
 
 use crate::corpus::{CacheMode, CorpusArgs, Languages};
 
@@ -50,18 +50,6 @@ pub struct ReplayArgs {
     /// Replay the statements this many times (with the cache on, later passes are warm).
     #[arg(long, default_value_t = 1)]
     passes: usize,
-}
-
-#[derive(Debug, Error)]
-pub enum ReplayError {
-    #[error(transparent)]
-    Grid(#[from] GridError),
-    #[error("tokenizer: {0}")]
-    Vocab(#[from] VocabError),
-    #[error("token trie: {0}")]
-    Trie(#[from] TrieError),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
 }
 
 /// Counters of one replay.
@@ -114,7 +102,7 @@ impl Tally {
     }
 }
 
-pub fn run(a: &ReplayArgs) -> Result<(), ReplayError> {
+pub fn run(a: &ReplayArgs) -> Result<(), CliError> {
     let policy = a.corpus.policy()?;
     let gold = a.corpus.gold()?;
     let mut langs = Languages::new(&a.corpus.tables, policy)?;

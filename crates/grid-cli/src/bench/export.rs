@@ -15,8 +15,9 @@ use grid_vocab::Vocabulary;
 use serde_json::json;
 
 use crate::bench::grammar::PeerSource;
-use crate::bench::{sample, vocab_label, BenchError, PeerSchemas};
+use crate::bench::{sample, vocab_label, PeerSchemas};
 use crate::corpus::CorpusArgs;
+use crate::error::CliError;
 
 #[derive(Args)]
 pub struct BenchExportArgs {
@@ -43,7 +44,7 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-pub fn run(a: &BenchExportArgs) -> Result<(), BenchError> {
+pub fn run(a: &BenchExportArgs) -> Result<(), CliError> {
     let policy = a.corpus.policy()?;
     let gold = sample(a.corpus.gold()?, a.every, a.limit);
     let n = gold.len();
@@ -54,7 +55,7 @@ pub fn run(a: &BenchExportArgs) -> Result<(), BenchError> {
         .unwrap_or_else(|| vocab_label(&a.tokenizer));
     let eos = vocab
         .eos_id()
-        .ok_or_else(|| BenchError::Usage("the vocabulary names no EOS token".into()))?;
+        .ok_or_else(|| CliError::Usage("the vocabulary names no EOS token".into()))?;
     std::fs::create_dir_all(a.out.join("grammars"))?;
     let tokens: Vec<String> = vocab.iter().map(|(_, b)| hex(b)).collect();
     let v =
@@ -69,7 +70,7 @@ pub fn run(a: &BenchExportArgs) -> Result<(), BenchError> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
         {
-            return Err(BenchError::Usage(format!(
+            return Err(CliError::Usage(format!(
                 "line {}: database name {:?} is not a plain file name",
                 g.line, g.db
             )));

@@ -30,17 +30,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::error::CliError;
 use clap::{Args, ValueEnum};
 use grid_core::mask::{Mask, Masker};
 use grid_core::schema::load_spider;
-use grid_core::trie::{TokenTrie, TrieError};
+use grid_core::trie::TokenTrie;
 use grid_core::{Dialect, GridError, Lexicon, Policy, Schema, Session};
-use grid_vocab::{VocabError, Vocabulary};
+use grid_vocab::Vocabulary;
 use llguidance::api::TopLevelGrammar;
 use llguidance::toktrie::{TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 use llguidance::{Matcher, ParserFactory};
 use serde_json::json;
-use thiserror::Error;
 
 use crate::corpus::{CacheMode, CorpusArgs, GoldLine, Languages};
 use grammar::PeerSource;
@@ -92,22 +92,6 @@ pub enum EngineKind {
     Llguidance,
 }
 
-#[derive(Debug, Error)]
-pub enum BenchError {
-    #[error(transparent)]
-    Grid(#[from] GridError),
-    #[error("tokenizer: {0}")]
-    Vocab(#[from] VocabError),
-    #[error("token trie: {0}")]
-    Trie(#[from] TrieError),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-    #[error("llguidance: {0}")]
-    Llguidance(String),
-    #[error("{0}")]
-    Usage(String),
-}
-
 /// How one replay of one statement ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -121,12 +105,7 @@ pub enum Outcome {
 trait Engine {
     fn name(&self) -> &'static str;
     /// Replays `ids` in database `db`, pushing each mask's time (ns) onto `times`.
-    fn replay(
-        &mut self,
-        db: &str,
-        ids: &[u32],
-        times: &mut Vec<u64>,
-    ) -> Result<Outcome, BenchError>;
+    fn replay(&mut self, db: &str, ids: &[u32], times: &mut Vec<u64>) -> Result<Outcome, CliError>;
     /// Per-database grammar compile times so far.
     fn compiles(&self) -> &[Duration];
     /// Share of masks served from a cache, when the engine has one to report.
@@ -155,7 +134,7 @@ impl GridEngine {
         cache: CacheMode,
         slow_us: Option<u64>,
         warm: bool,
-    ) -> Result<GridEngine, BenchError> {
+    ) -> Result<GridEngine, CliError> {
         let trie = TokenTrie::shared(&vocab)?;
         Ok(GridEngine {
             langs: Languages::new(tables, policy)?,
@@ -174,12 +153,7 @@ impl Engine for GridEngine {
         "grid"
     }
 
-    fn replay(
-        &mut self,
-        db: &str,
-        ids: &[u32],
-        times: &mut Vec<u64>,
-    ) -> Result<Outcome, BenchError> {
+    fn replay(&mut self, db: &str, ids: &[u32], times: &mut Vec<u64>) -> Result<Outcome, CliError> {
         let t0 = Instant::now();
         let lang = self.langs.get(db)?;
         if self.built.insert(db.to_string()) {
@@ -251,10 +225,10 @@ impl TokenizerEnv for LlgTokens {
     }
 }
 
-pub fn llg_tok_env(vocab: &Vocabulary) -> Result<TokEnv, BenchError> {
+pub fn llg_tok_env(vocab: &Vocabulary) -> Result<TokEnv, CliError> {
     let eos = vocab
         .eos_id()
-        .ok_or_else(|| BenchError::Usage("the vocabulary names no EOS token".into()))?;
+        .ok_or_else(|| CliError::Usage("the vocabulary names no EOS token".into()))?;
     let words: Vec<Vec<u8>> = vocab
         .iter()
         .map(|(id, b)| {
@@ -281,7 +255,7 @@ pub struct PeerSchemas {
 }
 
 impl PeerSchemas {
-    pub fn load(tables: &Path, policy: Policy) -> Result<PeerSchemas, BenchError> {
+    pub fn load(tables: &Path, policy: Policy) -> Result<PeerSchemas, CliError> {
         let dialect = Arc::new(Dialect::postgres()?);
         let reserved = |w: &str| dialect.is_reserved(w);
         let schemas = load_spider(tables, &reserved)?
@@ -295,7 +269,7 @@ impl PeerSchemas {
         })
     }
 
-    pub fn lexicon(&self, db: &str) -> Result<Lexicon, BenchError> {
+    pub fn lexicon(&self, db: &str) -> Result<Lexicon, CliError> {
         let schema = self.schemas.get(db).ok_or_else(|| {
             GridError::Schema(format!("database {db:?} is not in the tables file"))
         })?;
@@ -316,10 +290,10 @@ struct LlgEngine {
 }
 
 impl LlgEngine {
-    fn new(tables: &Path, policy: Policy, vocab: &Vocabulary) -> Result<LlgEngine, BenchError> {
+    fn new(tables: &Path, policy: Policy, vocab: &Vocabulary) -> Result<LlgEngine, CliError> {
         let env = llg_tok_env(vocab)?;
         let mut factory =
-            ParserFactory::new_simple(&env).map_err(|e| BenchError::Llguidance(e.to_string()))?;
+            ParserFactory::new_simple(&env).map_err(|e| CliError::Llguidance(e.to_string()))?;
         factory.quiet();
         Ok(LlgEngine {
             factory,
@@ -330,7 +304,7 @@ impl LlgEngine {
         })
     }
 
-    fn matcher(&mut self, db: &str) -> Result<Matcher, BenchError> {
+    fn matcher(&mut self, db: &str) -> Result<Matcher, CliError> {
         if let Some(m) = self.compiled.get(db) {
             return Ok(m.deep_clone());
         }
@@ -341,11 +315,11 @@ impl LlgEngine {
         let parser = self
             .factory
             .create_parser(TopLevelGrammar::from_lark(lark))
-            .map_err(|e| BenchError::Llguidance(format!("grammar of {db}: {e}")))?;
+            .map_err(|e| CliError::Llguidance(format!("grammar of {db}: {e}")))?;
         let m = Matcher::new(Ok(parser));
         self.compiles.push(t0.elapsed());
         if let Some(e) = m.get_error() {
-            return Err(BenchError::Llguidance(format!("grammar of {db}: {e}")));
+            return Err(CliError::Llguidance(format!("grammar of {db}: {e}")));
         }
         let out = m.deep_clone();
         self.compiled.insert(db.to_string(), m);
@@ -358,12 +332,7 @@ impl Engine for LlgEngine {
         "llguidance"
     }
 
-    fn replay(
-        &mut self,
-        db: &str,
-        ids: &[u32],
-        times: &mut Vec<u64>,
-    ) -> Result<Outcome, BenchError> {
+    fn replay(&mut self, db: &str, ids: &[u32], times: &mut Vec<u64>) -> Result<Outcome, CliError> {
         let mut m = self.matcher(db)?;
         for step in 0..=ids.len() {
             let t = Instant::now();
@@ -428,9 +397,9 @@ pub fn vocab_label(path: &Path) -> String {
         .unwrap_or_else(|| path.display().to_string())
 }
 
-pub fn run(a: &BenchArgs) -> Result<(), BenchError> {
+pub fn run(a: &BenchArgs) -> Result<(), CliError> {
     if a.engines.is_empty() {
-        return Err(BenchError::Usage("--engines names no engine".into()));
+        return Err(CliError::Usage("--engines names no engine".into()));
     }
     let policy = a.corpus.policy()?;
     let gold = sample(a.corpus.gold()?, a.every, a.limit);
@@ -454,7 +423,7 @@ pub fn run(a: &BenchArgs) -> Result<(), BenchError> {
             kinds.push(kind);
         }
     }
-    let build = || -> Result<Vec<Built>, BenchError> {
+    let build = || -> Result<Vec<Built>, CliError> {
         let mut engines: Vec<Built> = Vec::new();
         for &kind in &kinds {
             let t = Instant::now();

@@ -27,8 +27,9 @@ use grid_vocab::Vocabulary;
 use serde_json::json;
 
 use crate::bench::stats::fit_by_position;
-use crate::bench::{vocab_label, BenchError};
+use crate::bench::vocab_label;
 use crate::corpus::CacheMode;
+use crate::error::CliError;
 
 #[derive(Args)]
 pub struct BenchRArgs {
@@ -65,10 +66,10 @@ pub fn stream_text(depth: u32, items: usize) -> String {
 
 /// The first `n` ids of the encoded stream of `depth`, or an error when the tokenizer packs
 /// the text so tightly that it falls short.
-fn stream_ids(vocab: &Vocabulary, depth: u32, n: usize) -> Result<Vec<u32>, BenchError> {
+fn stream_ids(vocab: &Vocabulary, depth: u32, n: usize) -> Result<Vec<u32>, CliError> {
     let mut ids = vocab.encode(&stream_text(depth, n + 8));
     if ids.len() < n {
-        return Err(BenchError::Usage(format!(
+        return Err(CliError::Usage(format!(
             "the depth-{depth} stream encodes to {} tokens, fewer than {n}",
             ids.len()
         )));
@@ -77,9 +78,9 @@ fn stream_ids(vocab: &Vocabulary, depth: u32, n: usize) -> Result<Vec<u32>, Benc
     Ok(ids)
 }
 
-pub fn run(a: &BenchRArgs) -> Result<(), BenchError> {
+pub fn run(a: &BenchRArgs) -> Result<(), CliError> {
     if a.depths.is_empty() {
-        return Err(BenchError::Usage("--depths names no depth".into()));
+        return Err(CliError::Usage("--depths names no depth".into()));
     }
     let vocab = Vocabulary::load(&a.tokenizer)?;
     let label = a
@@ -119,7 +120,7 @@ pub fn run(a: &BenchRArgs) -> Result<(), BenchError> {
                     best[pos] = best[pos].min(ns);
                 }
                 if !m.contains(id) || session.feed(&mut cfg, vocab.token_bytes(id)).is_err() {
-                    return Err(BenchError::Usage(format!(
+                    return Err(CliError::Usage(format!(
                         "depth {depth}: the engine refused stream token {pos} ({:?})",
                         String::from_utf8_lossy(vocab.token_bytes(id))
                     )));
@@ -135,7 +136,7 @@ pub fn run(a: &BenchRArgs) -> Result<(), BenchError> {
             })
             .collect();
         let (Some(step), Some(cum)) = (fit_by_position(&us), fit_by_position(&cumulative)) else {
-            return Err(BenchError::Usage("a stream needs at least 3 tokens".into()));
+            return Err(CliError::Usage("a stream needs at least 3 tokens".into()));
         };
         let mean = us.iter().sum::<f64>() / n as f64;
         writeln!(
