@@ -211,6 +211,8 @@ pub struct Masker {
     run: Vec<u32>,
     /// Scratch of [`Masker::add_dynamic`]: the tokens to check in full.
     dynamic_nodes: Vec<u32>,
+    /// Scratch of [`Masker::add_dynamic`]: where names may start in which tokens.
+    dynamic_starts: Vec<(u32, u16)>,
     /// The verdicts of CD classes that only a cut back can save, per session.
     cutback: CutbackMemo,
 }
@@ -234,6 +236,7 @@ impl Masker {
             run_mask: None,
             run: Vec::new(),
             dynamic_nodes: Vec::new(),
+            dynamic_starts: Vec::new(),
             cutback: CutbackMemo::default(),
         }
     }
@@ -408,9 +411,57 @@ impl Masker {
         }
         let mut nodes = std::mem::take(&mut self.dynamic_nodes);
         nodes.clear();
+        let mut found = std::mem::take(&mut self.dynamic_starts);
+        found.clear();
+        let mut quoted = false;
         for n in names.iter().flat_map(|n| n.iter()) {
-            starts.matching(n, false, &mut nodes);
+            // The lone quote of a quoted spelling is the pass below's.
+            let shortest = if n.first() == Some(&b'"') {
+                quoted = true;
+                2
+            } else {
+                1
+            };
+            starts.matching_starts(n, false, shortest, |node, at| found.push((node, at)));
         }
+        if quoted {
+            // A token cut short at a lone quote: that quote may begin any name, so the
+            // names change its verdict only where no static identifier stands beside a
+            // dynamic one. COLUMN_NAME stands wherever ALIAS_REF, DERIVED_COL and QUALIFIER
+            // may, and each column word has a quoted spelling; only QUAL_COL stands alone,
+            // after a qualifier's dot. So such a token is a candidate only when a qualifier
+            // (or a qualifier and its dot) is on top of a stack, or its bytes before the
+            // quote hold a dot, or the lexicon has no column word. (A name those bytes
+            // spell is found by its own start above.)
+            let anywhere = !session.lang.sem.column_words()
+                || cfg.stacks.iter().any(|&s| {
+                    session
+                        .lang
+                        .sem
+                        .in_qualified_column(session.stacks.state(s))
+                });
+            starts.ending_in_quote(
+                |before| anywhere || before.contains(&b'.'),
+                |node, at| found.push((node, at)),
+            );
+        }
+        // Each start is kept only where a stack may take a dynamic terminal there.
+        found.sort_unstable();
+        found.dedup();
+        let mut gate = StartGate::default();
+        for &(node, at) in &found {
+            if nodes.last() == Some(&node) {
+                continue;
+            }
+            let ids = trie.ids(node as usize);
+            if ids.iter().next().is_none_or(|id| m.contains(id)) {
+                continue;
+            }
+            if gate.admits(session, cfg, &starts.spelling(node)[..usize::from(at)]) {
+                nodes.push(node);
+            }
+        }
+        self.dynamic_starts = found;
         let rem = &cfg.scan.rem;
         for a in 0..rem.len() {
             if !crate::trie::starts::starts_at(rem, a) {
@@ -666,6 +717,66 @@ impl Masker {
         }
         out.finish()
     }
+}
+
+/// Whether a name may start after some bytes of a token ([`Masker::add_dynamic`]): a
+/// necessary condition for the name to change the token's verdict, checked before the
+/// token is, once per distinct bytes.
+///
+/// A name lexeme that begins after bytes `p` of a token is taken by the stacks there:
+/// those of the output followed by `p` once the lexeme in progress is handed over (the
+/// name's first byte ends it). Unless one of them allows a dynamic terminal, the name
+/// cannot be one there, and the token's verdict is the static mask's unless another name
+/// of it, found by its own start, changes it.
+#[derive(Default)]
+struct StartGate {
+    /// The verdict after no bytes or only blanks (where the name's first byte ends the
+    /// lexeme in progress just the same).
+    blank: Option<bool>,
+    /// The verdict after other bytes, by those bytes.
+    after: FxHashMap<SmallVec<[u8; 16]>, bool>,
+}
+
+impl StartGate {
+    fn admits(&mut self, session: &mut Session<'_>, cfg: &Config, before: &[u8]) -> bool {
+        if before
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            return *self
+                .blank
+                .get_or_insert_with(|| dynamic_may_start(session, cfg));
+        }
+        if let Some(&v) = self.after.get(before) {
+            return v;
+        }
+        let mut c = cfg.clone();
+        let v = session.feed(&mut c, before).is_ok() && dynamic_may_start(session, &c);
+        self.after.insert(SmallVec::from_slice(before), v);
+        v
+    }
+}
+
+/// Whether a lexeme beginning after `cfg` may be a dynamic terminal: some stack allows one
+/// once the lexeme in progress is handed over. True when that is not known: the lexeme in
+/// progress is not yet one, or only a cut back could end it.
+fn dynamic_may_start(session: &mut Session<'_>, cfg: &Config) -> bool {
+    let lang = session.lang;
+    let dynamic = lang.terms().dynamic_all;
+    let mut stacks = cfg.stacks.clone();
+    if !cfg.scan.rem.is_empty() {
+        match cfg.scan.last {
+            Some((len, cands)) if len as usize == cfg.scan.rem.len() => {
+                if !session.emit_text(&mut stacks, cands, &cfg.scan.rem) {
+                    return false;
+                }
+            }
+            _ => return true,
+        }
+    }
+    stacks
+        .iter()
+        .any(|&s| session.allowed_on(&[s]).intersects(&dynamic))
 }
 
 /// A masker's handle on a shared cache.

@@ -338,6 +338,8 @@ pub struct Semantics {
     qual_col: Option<u16>,
     /// The columns of each relation of the lexicon, by key ([`Lexicon::columns_of`]).
     columns: Arc<FxHashMap<Name, Arc<[Name]>>>,
+    /// Whether the lexicon has column words.
+    column_words: bool,
     /// Which qualifier form stands where ([`crate::qualifier`]).
     rule: Option<Arc<ContextRule>>,
 }
@@ -461,6 +463,7 @@ impl Semantics {
             qualifier,
             qual_col,
             columns: Arc::new(columns),
+            column_words: !lexicon.is_empty(crate::grammar::spec::LexiconKind::Column),
             rule: ContextRule::build(table, terms).map(Arc::new),
         }
     }
@@ -514,6 +517,11 @@ impl Semantics {
             t.insert(x);
         }
         t
+    }
+
+    /// Whether the lexicon has column words (`COLUMN_NAME` stands in the language).
+    pub fn column_words(&self) -> bool {
+        self.column_words
     }
 
     /// The `QUAL_COL` terminal, if the grammar has one.

@@ -201,25 +201,30 @@ impl TokenStarts {
     /// it); `at_start` keeps only lexemes starting at the token's first byte. `out` gets
     /// their nodes (a superset of the tokens whose scan holds such a lexeme).
     pub fn matching(&self, name: &[u8], at_start: bool, out: &mut Vec<u32>) {
+        self.matching_starts(name, at_start, 1, |node, _| out.push(node))
+    }
+
+    /// [`TokenStarts::matching`], calling `f` with each token's node and where in it the
+    /// lexeme starts, without the prefixes of `name` shorter than `shortest` bytes (a
+    /// token whose lexeme is cut short before is not kept for them).
+    pub fn matching_starts(
+        &self,
+        name: &[u8],
+        at_start: bool,
+        shortest: usize,
+        mut f: impl FnMut(u32, u16),
+    ) {
         if name.is_empty() {
             return;
         }
         let keep = |s: &Start| !at_start || s.offset == 0;
         // A prefix of `name` to the token's end.
-        for k in 1..=name.len() {
-            let p = &name[..k];
-            let lo = self
-                .starts
-                .partition_point(|s| fold_cmp(suffix(&self.bytes, s), p) == Ordering::Less);
-            let hi = self
-                .starts
-                .partition_point(|s| fold_cmp(suffix(&self.bytes, s), p) != Ordering::Greater);
-            out.extend(
-                self.starts[lo..hi]
-                    .iter()
-                    .filter(|s| keep(s))
-                    .map(|s| s.node),
-            );
+        for k in shortest.max(1)..=name.len() {
+            self.ending_with(&name[..k], |s| {
+                if keep(s) {
+                    f(s.node, s.offset)
+                }
+            });
         }
         // All of `name`, then a byte that ends it.
         let lo = self
@@ -231,9 +236,34 @@ impl TokenStarts {
                 break;
             }
             if keep(s) && !is_word_byte(u[name.len()]) {
-                out.push(s.node);
+                f(s.node, s.offset);
             }
         }
+    }
+}
+
+impl TokenStarts {
+    /// Calls `f` on every start whose bytes to the token's end are `p` (folded).
+    fn ending_with(&self, p: &[u8], mut f: impl FnMut(&Start)) {
+        let lo = self
+            .starts
+            .partition_point(|s| fold_cmp(suffix(&self.bytes, s), p) == Ordering::Less);
+        let hi = self
+            .starts
+            .partition_point(|s| fold_cmp(suffix(&self.bytes, s), p) != Ordering::Greater);
+        self.starts[lo..hi].iter().for_each(&mut f);
+    }
+
+    /// Tokens ending in a lone double quote (the start of a quoted name, cut short there)
+    /// where `before` (the token's bytes before that quote) holds: `f` gets each one's node
+    /// and the quote's place in it.
+    pub fn ending_in_quote(&self, before: impl Fn(&[u8]) -> bool, mut f: impl FnMut(u32, u16)) {
+        self.ending_with(b"\"", |s| {
+            let at = s.at as usize;
+            if before(&self.bytes[at..at + usize::from(s.offset)]) {
+                f(s.node, s.offset);
+            }
+        });
     }
 }
 
