@@ -45,7 +45,7 @@ use crate::lexer::dfa::DEAD;
 use crate::lexer::words::WordTrie;
 use crate::lexicon::quoted;
 use crate::recognizer::{Config, Session};
-use crate::scope::{spells_prefix, NIL};
+use crate::scope::{spells_prefix, Word, NIL};
 
 use crate::termset::TermSet;
 
@@ -545,12 +545,21 @@ impl ReserveTable {
                     } else {
                         speller.cost(&suffix)
                     };
-                    let Some(next) = session.stacks.shift(&lang.table, s, t) else {
-                        continue;
-                    };
                     if suffix_cost == UNREACHABLE {
                         continue;
                     }
+                    // With its value: a qualifier's columns are read from it.
+                    let word = Word {
+                        name: n.clone(),
+                        key: n.clone(),
+                    };
+                    let Some(next) =
+                        session
+                            .stacks
+                            .shift_valued(&lang.table, &lang.sem, s, t, Some(&word))
+                    else {
+                        continue;
+                    };
                     out.push(self.rest(session, memo, speller, suffix, suffix_cost, next));
                 }
             }

@@ -70,10 +70,15 @@ pub enum Output {
     /// Columns not known here, in a number not known here (a `*` over a qualifier that
     /// names nothing): no later reference may name them.
     Unknown,
-    /// Every column of the relation of this key ([`crate::schema::Table::key`]), as the
-    /// role's lexicon lists them; in a number not known here (the lexicon may list only
-    /// the columns the role may touch).
-    Relation(Name),
+    /// The columns of the relation of this key ([`crate::schema::Table::key`]) as the
+    /// role's lexicon lists them, from position `from` on (a column alias list renamed
+    /// those before). The lexicon lists the columns the role may touch, in the catalog's
+    /// order: all of them, and so their positions, when the role may read the relation
+    /// whole (the checker refuses an alias list on one it may not).
+    Relation {
+        key: Name,
+        from: u32,
+    },
 }
 
 /// A select-list item.
@@ -599,10 +604,13 @@ impl Semantics {
                     None => (word(*t), None),
                 };
                 let columns = match at(*t) {
-                    Value::Relation { key, .. } => Output::Relation(key.clone()),
+                    Value::Relation { key, .. } => Output::Relation {
+                        key: key.clone(),
+                        from: 0,
+                    },
                     _ => Output::Unknown,
                 };
-                range_var(name, renamed(&[columns], cols.as_deref()))
+                range_var(name, self.renamed(&[columns], cols.as_deref()))
             }
             Action::RangeCte(t, a) => {
                 let cte = word(*t);
@@ -614,7 +622,7 @@ impl Semantics {
                     Some((n, c)) => (Some(n), c),
                     None => (cte, None),
                 };
-                range_var(name, renamed(&columns, cols.as_deref()))
+                range_var(name, self.renamed(&columns, cols.as_deref()))
             }
             Action::RangeQuery(q, a) => {
                 let outputs = match at(*q) {
@@ -622,7 +630,7 @@ impl Semantics {
                     _ => Arc::from([]),
                 };
                 let (name, cols) = alias(*a).map_or((None, None), |(n, c)| (Some(n), c));
-                range_var(name, renamed(&outputs, cols.as_deref()))
+                range_var(name, self.renamed(&outputs, cols.as_deref()))
             }
             Action::RangeJoinAlias(j, a) => {
                 let mut columns: Vec<Output> = vec![Output::Unknown];
@@ -630,7 +638,7 @@ impl Semantics {
                     columns.extend(r.columns.iter().cloned());
                 }
                 let (name, cols) = alias(*a).map_or((None, None), |(n, c)| (Some(n), c));
-                range_var(name, renamed(&columns, cols.as_deref()))
+                range_var(name, self.renamed(&columns, cols.as_deref()))
             }
             Action::Ranges => {
                 let all: Vec<RangeVar> =
@@ -677,7 +685,7 @@ impl Semantics {
                 };
                 Value::Ctes(Arc::from([Cte {
                     name,
-                    columns: renamed(&outputs, cols.as_deref()),
+                    columns: self.renamed(&outputs, cols.as_deref()),
                 }]))
             }
             Action::CtesAppend(l, i) => {
@@ -941,12 +949,9 @@ impl Semantics {
         for c in columns {
             match c {
                 Output::Named(n) => out.push(n.clone()),
-                Output::Relation(k) => out.extend(
-                    self.columns
-                        .get(k)
-                        .into_iter()
-                        .flat_map(|cs| cs.iter().cloned()),
-                ),
+                Output::Relation { key, from } => {
+                    out.extend(self.relation_columns(key, *from).iter().cloned())
+                }
                 Output::Unnamed | Output::Unknown => {}
             }
         }
@@ -955,9 +960,55 @@ impl Semantics {
     fn has_columns(&self, columns: &[Output]) -> bool {
         columns.iter().any(|c| match c {
             Output::Named(_) => true,
-            Output::Relation(k) => self.columns.get(k).is_some_and(|cs| !cs.is_empty()),
+            Output::Relation { key, from } => !self.relation_columns(key, *from).is_empty(),
             Output::Unnamed | Output::Unknown => false,
         })
+    }
+
+    /// The lexicon's columns of the relation `key` from position `from` on.
+    fn relation_columns(&self, key: &Name, from: u32) -> &[Name] {
+        self.columns
+            .get(key)
+            .and_then(|cs| cs.get(from as usize..))
+            .unwrap_or(&[])
+    }
+
+    /// Outputs renamed by a column alias list (`AS t(a, b)` renames the first two), by
+    /// position; where a position is not known (an unknown column comes first), the new
+    /// names are added and the old kept: more names than PostgreSQL has, never fewer.
+    fn renamed(&self, outputs: &[Output], alias: Option<&[Name]>) -> Arc<[Output]> {
+        let Some(alias) = alias else {
+            return outputs.into();
+        };
+        let mut out: Vec<Output> = alias.iter().cloned().map(Output::Named).collect();
+        // Positions still to rename.
+        let mut skip = alias.len();
+        for (i, o) in outputs.iter().enumerate() {
+            if skip == 0 {
+                out.extend(outputs[i..].iter().cloned());
+                break;
+            }
+            match o {
+                Output::Named(_) | Output::Unnamed => skip -= 1,
+                Output::Relation { key, from } => {
+                    let n = self.relation_columns(key, *from).len();
+                    if n <= skip {
+                        skip -= n;
+                    } else {
+                        out.push(Output::Relation {
+                            key: key.clone(),
+                            from: from + skip as u32,
+                        });
+                        skip = 0;
+                    }
+                }
+                Output::Unknown => {
+                    out.extend(outputs.iter().cloned());
+                    break;
+                }
+            }
+        }
+        out.into()
     }
 }
 
@@ -1003,24 +1054,6 @@ fn expand(targets: &[Target], ranges: &[RangeVar]) -> Arc<[Output]> {
                 }
             }
         }
-    }
-    out.into()
-}
-
-/// Outputs renamed by a column alias list (`AS t(a, b)` renames the first two). Where the
-/// positions are not known (a `*` over a relation comes first), the new names are added
-/// and the old kept: more names than PostgreSQL has, never fewer.
-fn renamed(outputs: &[Output], alias: Option<&[Name]>) -> Arc<[Output]> {
-    let Some(alias) = alias else {
-        return outputs.into();
-    };
-    let k = alias.len().min(outputs.len());
-    let mut out: Vec<Output> = alias.iter().cloned().map(Output::Named).collect();
-    let counted = |o: &Output| !matches!(o, Output::Unknown | Output::Relation(_));
-    if !outputs[..k].iter().all(counted) {
-        out.extend(outputs.iter().cloned());
-    } else {
-        out.extend(outputs[k..].iter().cloned());
     }
     out.into()
 }
@@ -1226,11 +1259,36 @@ mod tests {
     fn alias_lists_rename_by_position() {
         let n = |s: &str| Output::Named(Arc::from(s));
         let a: Vec<Name> = vec![Arc::from("x")];
-        assert_eq!(&*renamed(&[n("a"), n("b")], Some(&a)), &[n("x"), n("b")]);
+        let mut sem = Semantics::default();
+        let columns: FxHashMap<Name, Arc<[Name]>> =
+            [(Arc::from("t"), Arc::from([Arc::from("p"), Arc::from("q")]))]
+                .into_iter()
+                .collect();
+        sem.columns = Arc::new(columns);
+        let rel = |from| Output::Relation {
+            key: Arc::from("t"),
+            from,
+        };
         assert_eq!(
-            &*renamed(&[Output::Unknown, n("b")], Some(&a)),
+            &*sem.renamed(&[n("a"), n("b")], Some(&a)),
+            &[n("x"), n("b")]
+        );
+        assert_eq!(
+            &*sem.renamed(&[Output::Unknown, n("b")], Some(&a)),
             &[n("x"), Output::Unknown, n("b")]
         );
-        assert_eq!(&*renamed(&[n("a")], None), &[n("a")]);
+        assert_eq!(&*sem.renamed(&[n("a")], None), &[n("a")]);
+        assert_eq!(
+            &*sem.renamed(&[rel(0), n("b")], Some(&a)),
+            &[n("x"), rel(1), n("b")]
+        );
+        let xyz: Vec<Name> = ["x", "y", "z"].into_iter().map(Arc::from).collect();
+        assert_eq!(
+            &*sem.renamed(&[rel(0), n("b")], Some(&xyz)),
+            &[n("x"), n("y"), n("z")]
+        );
+        let mut names = Vec::new();
+        sem.column_names(&[rel(1)], &mut names);
+        assert_eq!(names, vec![Arc::<str>::from("q")]);
     }
 }
