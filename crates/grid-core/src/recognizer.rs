@@ -359,27 +359,31 @@ impl<'l> Session<'l> {
     }
 
     /// Every name the next token could spell as a dynamic terminal, in each spelling it
-    /// may take (folded), per stack of `cfg`: the names the values of the stack hold, its
-    /// range variables' (qualifiers), and where a qualifier is on top (or a qualifier and
-    /// its dot), the columns it may be followed by. A column or output name that is a
-    /// column word of the lexicon is left out (see [`Session::emit_text`]): not a
+    /// may take (folded), per stack of `cfg`: the names the values of the stack hold and
+    /// its range variables' (qualifiers), which a lexeme anywhere in the token may spell;
+    /// and, where a qualifier is on top (or a qualifier and its dot), the columns it may be
+    /// followed by, which only a lexeme right after its dot may. A column or output name
+    /// that is a column word of the lexicon is left out (see [`Session::emit_text`]): not a
     /// qualifier, nor a qualifier's column. A name the token itself introduces, or the
     /// lexeme in progress does, is usable only after a keyword (`ORDER BY`, `WHERE`, `ON`,
     /// `AS (SELECT`, ...), so a token using it holds two names
     /// ([`crate::trie::starts::TokenStarts::multi_using_own`]).
-    pub(crate) fn dynamic_spellings(&mut self, cfg: &Config) -> SmallVec<[Arc<[Vec<u8>]>; 4]> {
-        let mut out = SmallVec::new();
+    pub(crate) fn dynamic_names(&mut self, cfg: &Config) -> DynamicNames {
+        let mut out = DynamicNames::default();
         let lang = self.lang;
         for &s in &cfg.stacks {
-            let lists = [
+            for (names, column_like) in [
                 (self.stacks.names_on(s), true),
                 (self.stacks.range_names_on(s), false),
-                (self.stacks.qualified_columns_on(&lang.sem, s), false),
-            ];
-            for (names, column_like) in lists {
+            ] {
                 if !names.is_empty() {
-                    out.push(self.spellings_of(names, column_like));
+                    out.anywhere.push(self.spellings_of(names, column_like));
                 }
+            }
+            let columns = self.stacks.qualified_columns_on(&lang.sem, s);
+            if !columns.is_empty() {
+                let dot = lang.sem.dot_to_come(self.stacks.state(s));
+                out.qualified.push((self.spellings_of(columns, false), dot));
             }
         }
         out
@@ -473,7 +477,7 @@ impl<'l> Session<'l> {
     /// terminal (its longest accepted prefix handed over, the rest scanned again), when
     /// that reads the dynamic lexicon: a stack takes a dynamic terminal for it, or a name
     /// of `names` may begin in the rest. `None` otherwise, or when no stack takes it.
-    pub(crate) fn lexeme_end(&mut self, cfg: &Config, names: &[Arc<[Vec<u8>]>]) -> Option<Config> {
+    pub(crate) fn lexeme_end(&mut self, cfg: &Config, names: &DynamicNames) -> Option<Config> {
         let (len, cands) = cfg.scan.last?;
         let len = len as usize;
         let dynamic = self.pending_is_dynamic(cfg);
@@ -482,8 +486,7 @@ impl<'l> Session<'l> {
             let part = &tail[i..];
             crate::trie::starts::starts_at(tail, i)
                 && names
-                    .iter()
-                    .flat_map(|n| n.iter())
+                    .all()
                     .any(|n| n.len() > part.len() && n[..part.len()].eq_ignore_ascii_case(part))
         });
         if !dynamic && !tail_name {
@@ -875,6 +878,28 @@ impl<'l> Session<'l> {
             })?;
         }
         Ok(out)
+    }
+}
+
+/// The names a next token could spell as a dynamic terminal ([`Session::dynamic_names`]),
+/// folded, as lists of sorted, distinct spellings.
+#[derive(Default)]
+pub(crate) struct DynamicNames {
+    /// Names a lexeme anywhere in the token may spell (per stack).
+    pub anywhere: SmallVec<[Arc<[Vec<u8>]>; 4]>,
+    /// Columns a qualified reference may name, where a qualifier is on top of a stack (its
+    /// dot still to come: `true`) or a qualifier and its dot: only a lexeme right after
+    /// that dot may spell them.
+    pub qualified: SmallVec<[(Arc<[Vec<u8>]>, bool); 2]>,
+}
+
+impl DynamicNames {
+    /// Every spelling, of both kinds.
+    pub fn all(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.anywhere
+            .iter()
+            .chain(self.qualified.iter().map(|(n, _)| n))
+            .flat_map(|n| n.iter().map(Vec::as_slice))
     }
 }
 

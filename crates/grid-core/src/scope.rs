@@ -6,33 +6,37 @@
 //! parser stacks: every stack entry carries a [`Value`], a synthesized attribute of its
 //! grammar symbol (the identifier a terminal spelled, the output names of a query, the
 //! range variables of a FROM list, ...), computed when the terminal is shifted or the
-//! production reduced ([`Semantics`]). Two terminals read them:
+//! production reduced ([`Semantics`]). Four terminals read them:
 //!
 //! * `ALIAS_REF` ([`DynKind::OutputAlias`]), a whole ORDER BY or GROUP BY item: the output
 //!   names of the SELECT whose clause it is (PostgreSQL's SQL92 rule; in GROUP BY an input
 //!   column of the same name wins, which only the checker and the server can see).
-//! * `DERIVED_COL` ([`DynKind::DerivedColumn`]), a column reference, bare or after a
-//!   qualifier: the columns the statement named of the range variables in scope there —
-//!   derived tables, CTE references, relations renamed by a column alias list — of the
-//!   current SELECT (once its FROM item is complete) and of the enclosing ones, except that
-//!   a subquery in FROM that is not LATERAL does not see its siblings; and the columns of
-//!   the CTEs of every WITH that reaches the position. After `q.`, only the innermost range
-//!   variable (or CTE) named `q` counts (a relation of that name shadows).
+//! * `DERIVED_COL` ([`DynKind::DerivedColumn`]), a column reference, bare or after an
+//!   `IDENT` qualifier (where a FROM is still to come, [`crate::qualifier`]): the columns
+//!   the statement named of the range variables in scope there — derived tables, CTE
+//!   references, relations renamed by a column alias list — of the current SELECT (once
+//!   its FROM item is complete) and of the enclosing ones, except that a subquery in FROM
+//!   that is not LATERAL does not see its siblings, and a JOIN's ON sees its join's two
+//!   sides, not the other FROM items of its SELECT; and the columns of the CTEs of every
+//!   WITH that reaches the position. After `q.`, only the innermost range variable (or
+//!   CTE) named `q` counts (a relation of that name shadows). A query's own FROM items stay
+//!   in scope through its ORDER BY (and what that nests), not in a set operation's right
+//!   operand.
 //! * `QUALIFIER` ([`DynKind::Qualifier`]) and `QUAL_COL` ([`DynKind::QualifiedColumn`]), a
 //!   qualified column reference where every FROM clause it could name is written (the
 //!   stack is not pending, [`crate::qualifier`]): the qualifier is the name of a range
-//!   variable in scope there (its alias, or a relation's or CTE's name when it has none),
-//!   by the visibility rules above, and within a JOIN's ON only the join's own two sides
-//!   of the current SELECT (PostgreSQL's rule; the enclosing queries' stay in scope); the
-//!   column is one of the innermost range variable of that name: for a relation, its
-//!   columns in the role's lexicon ([`crate::lexicon::Lexicon::columns_of`]), for a derived
-//!   table or a CTE, its named outputs (a `*` over a relation counts as that relation's
-//!   columns). A range variable with no such column is no qualifier, so a stack that took
-//!   one can always go on.
+//!   variable in scope there (its alias, or a relation's, CTE's or derived table's name
+//!   when it has none), by the visibility rules above (a CTE no FROM item names is none);
+//!   the column is one of the innermost range variable of that name: for a relation, its
+//!   columns in the role's lexicon ([`crate::lexicon::Lexicon::columns_of`], renamed by
+//!   position by a column alias list), for a derived table or a CTE, its named outputs (a
+//!   `*` over a relation brings that relation's columns). A range variable with no such
+//!   column is no qualifier, so a stack that took one can always go on.
 //!
 //! Soundness (what the words can reach): a dynamic terminal appears in the grammar only
 //! where a column reference may stand, so a dynamic word is never a relation, function or
-//! type name. Its words are names the statement gave to output columns earlier in the text;
+//! type name. Its words are names the statement gave to output columns earlier in the text,
+//! range variables of its FROM items, or, after a qualifier, columns of the lexicon;
 //! every FROM item of the statement is still a relation of the role's lexicon or a query
 //! the mask admitted. PostgreSQL binds such a word to the introduced column, or (a bare
 //! word in GROUP BY, or one that several FROM items provide) to a column of one of those
@@ -510,6 +514,12 @@ impl Semantics {
     /// qualifier is on top, or a qualifier and its dot.
     pub fn in_qualified_column(&self, state: u32) -> bool {
         self.flag(state, AFTER_QUALIFIER | QUALIFIER_COLUMN)
+    }
+
+    /// Whether a qualifier is on top of a stack whose top is in `state`, its dot still to
+    /// come.
+    pub fn dot_to_come(&self, state: u32) -> bool {
+        self.flag(state, AFTER_QUALIFIER)
     }
 
     /// The dynamic terminals a column word of the lexicon stands in for: wherever they may
@@ -1202,27 +1212,38 @@ fn stored_part(part: &[u8]) -> String {
     }
 }
 
-/// Whether `lexeme` spells the stored name `name`.
+/// Whether `lexeme` spells the stored name `name`. (The bytes are compared before the
+/// reserved words are looked up: this runs for every name a stack makes visible.)
 pub fn spells(lexeme: &[u8], name: &str, is_reserved: &dyn Fn(&str) -> bool) -> bool {
     if lexeme.first() == Some(&b'"') {
-        lexeme.len() >= 2 && lexeme.last() == Some(&b'"') && *stored_of(lexeme) == *name
+        quoted_bytes(name).eq(lexeme.iter().copied())
     } else {
-        spells_unquoted(name, is_reserved)
-            && lexeme.len() == name.len()
+        lexeme.len() == name.len()
             && lexeme.eq_ignore_ascii_case(name.as_bytes())
+            && spells_unquoted(name, is_reserved)
     }
 }
 
 /// Whether `prefix` (a lexeme in progress) can still become a spelling of `name`.
 pub fn spells_prefix(prefix: &[u8], name: &str, is_reserved: &dyn Fn(&str) -> bool) -> bool {
     if prefix.first() == Some(&b'"') {
-        let q = crate::lexicon::quoted(name);
-        q.as_bytes().starts_with(prefix)
+        let mut q = quoted_bytes(name);
+        prefix.iter().all(|&b| q.next() == Some(b))
     } else {
-        spells_unquoted(name, is_reserved)
-            && prefix.len() <= name.len()
+        prefix.len() <= name.len()
             && prefix.eq_ignore_ascii_case(&name.as_bytes()[..prefix.len()])
+            && spells_unquoted(name, is_reserved)
     }
+}
+
+/// The bytes of [`crate::lexicon::quoted`]`(name)`, without building it.
+fn quoted_bytes(name: &str) -> impl Iterator<Item = u8> + '_ {
+    let inner = name
+        .bytes()
+        .flat_map(|b| std::iter::repeat_n(b, if b == b'"' { 2 } else { 1 }));
+    std::iter::once(b'"')
+        .chain(inner)
+        .chain(std::iter::once(b'"'))
 }
 
 #[cfg(test)]
@@ -1253,6 +1274,12 @@ mod tests {
         assert!(spells_prefix(b"\"To", "Total", &reserved));
         assert!(!spells_prefix(b"To", "Total", &reserved));
         assert!(!spells_prefix(b"totals", "total", &reserved));
+        assert!(spells(b"\"a\"\"b\"", "a\"b", &reserved));
+        assert!(!spells(b"\"a\"\"b", "a\"b", &reserved));
+        assert!(spells_prefix(b"\"a\"\"", "a\"b", &reserved));
+        assert!(!spells_prefix(b"\"a\"b", "a\"b", &reserved));
+        assert!(spells_prefix(b"\"ab\"", "ab", &reserved));
+        assert!(!spells_prefix(b"\"ab\"x", "ab", &reserved));
     }
 
     #[test]

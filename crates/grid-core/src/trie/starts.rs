@@ -53,6 +53,12 @@ pub struct TokenStarts {
     multi_uses: Vec<(bool, Option<ByteSet>)>,
     /// Per token node, ascending: where its spelling is in `bytes`.
     spelled: Vec<(u32, u32, u16)>,
+    /// Where a name may begin in a token right after the end of a comment (`*/`, or a line
+    /// end that ends a `--` comment) and blanks, a dot among them or not: by node and
+    /// offset. `closing` has every such place, `closed` those whose comment also opens in
+    /// the token.
+    closing: Vec<(u32, u16)>,
+    closed: Vec<(u32, u16)>,
 }
 
 fn fold_cmp(a: &[u8], b: &[u8]) -> Ordering {
@@ -115,6 +121,12 @@ impl TokenStarts {
                     });
                 }
             }
+            for (o, opened) in after_comments(&path) {
+                ts.closing.push((n as u32, o));
+                if opened {
+                    ts.closed.push((n as u32, o));
+                }
+            }
             if names >= 2 {
                 ts.multi.push(n as u32);
                 let own = uses_own_name(&path, 0);
@@ -152,6 +164,17 @@ impl TokenStarts {
                 &self.bytes[at as usize..at as usize + usize::from(len)]
             }
             Err(_) => &[],
+        }
+    }
+
+    /// Where a name may begin in a token right after a comment ends there (and blanks, a
+    /// dot among them or not): `(node, offset)`; with `opened`, only where the comment
+    /// opens in the token too.
+    pub fn after_comment(&self, opened: bool) -> &[(u32, u16)] {
+        if opened {
+            &self.closed
+        } else {
+            &self.closing
         }
     }
 
@@ -265,6 +288,36 @@ impl TokenStarts {
             }
         });
     }
+}
+
+/// The places of `t` where a name may begin right after a comment ends and blanks (one dot
+/// among them or not), each with whether a comment opens before that end in `t`.
+fn after_comments(t: &[u8]) -> SmallVec<[(u16, bool); 2]> {
+    let mut out = SmallVec::new();
+    // Where the last comment end so far is, and whether an opener came before it.
+    let mut end: Option<(usize, bool)> = None;
+    let mut opener = false;
+    for i in 0..t.len() {
+        if t[i..].starts_with(b"/*") || t[i..].starts_with(b"--") {
+            opener = true;
+        }
+        if i >= 1 && (t[i - 1] == b'\n' || t[i - 1] == b'\r') || i >= 2 && t[i - 2..i] == *b"*/" {
+            end = Some((i, opener));
+        }
+        if let Some((e, opened)) = end {
+            let between = &t[e..i];
+            if name_at(t, i)
+                && between
+                    .iter()
+                    .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'.'))
+                && between.iter().filter(|&&b| b == b'.').count() <= 1
+                && i <= usize::from(u16::MAX)
+            {
+                out.push((i as u16, opened));
+            }
+        }
+    }
+    out
 }
 
 /// A name lexeme at `i` of `s` (where [`name_at`] holds): its spelling without an opening

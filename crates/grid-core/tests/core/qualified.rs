@@ -74,6 +74,11 @@ pub const ACCEPTED: &[&str] = &[
     // A relation written qualified is qualified by its bare name.
     "SELECT 1 FROM hr.staff WHERE staff.salary > 1",
     "SELECT 1 FROM hr.staff AS x WHERE x.id = 1",
+    // Blanks and comments around the dot.
+    "SELECT 1 FROM student AS T1 WHERE T1 . age > 1 AND T1. sex = 'f' AND T1 .major = 1",
+    "SELECT 1 FROM student AS T1 WHERE T1./* c */age > 1 AND T1/**/./**/sex = 'f'",
+    "SELECT 1 FROM student AS T1 WHERE T1.-- c\nage > 1",
+    "SELECT 1 FROM student AS T1 WHERE T1-- c\n.age > 1 AND T1/* c */ . sex = 'm'",
     // Quoted, and in other cases.
     "SELECT 1 FROM student AS \"S\" WHERE \"S\".age > 1 AND \"S\".\"age\" > 1",
     "SELECT 1 FROM Student WHERE STUDENT.Age > 1",
@@ -162,6 +167,8 @@ const FRAGMENTS: &[&str] = &[
     "staff.", ".salary", " hr.staff", " \"S\"", "\"S\".", "\".age", "S", "\"", " x", "x.", " q",
     " c", "c.", ".n", " n", " k", "k.", " t", "t.", ".a", " e", "e.", ".k", "AS T1 WHERE T1.",
     " s WHERE s.", ") AS t WHERE t.", " STUDENT", "STUDENT.", ".Age", " zz", "zz.", ".fname",
+    "*/age", "/**/age", "/* c */ ag", "*/", "/*", " */sex", "\nage", "-- c\nage", ". age", " .ag",
+    "\"age\"", ".\"age", " \"S", "T1.ag", "1.age >", "- c\n.age", "*/.age", "/* */ . ag",
 ];
 
 fn synthetic_vocab() -> grid_vocab::Vocabulary {
