@@ -3,9 +3,15 @@
 # tools do): the wall time of `psql -c "SELECT grid.ask(...)"`, one new connection per
 # ask, on the demo schema (demo/schema.sql) as the analyst.
 #
-#   bash bench/latency.sh [--asks N] [--model NAME|PATH]
+#   bash bench/latency.sh [--asks N] [--model NAME|PATH] [--spider-dbs IDS]
 #
 # --asks   asks per configuration (default 8)
+# --spider-dbs  Spider dev databases whose questions are asked too (default
+#          concert_singer,pets_1,car_1; "" for none): all 19 dumps are loaded as the accuracy
+#          harness loads them (../shared/data/spider; skipped with a message when absent),
+#          and each database's first --asks dev questions are asked by a role that may read
+#          its schema, one new connection each. Each question differs, as users' do, so the
+#          endpoint's prefix cache serves the schema but not the question.
 # --model  a real model behind the reference endpoint (llama.cpp, one thread;
 #          scripts/model.sh: qwen2.5-coder-1.5b, qwen2.5-coder-0.5b or a GGUF path).
 #          Without it, the scripted mock (demo/script.json), whose own time is near zero:
@@ -25,7 +31,7 @@
 # restart and the warm-up timed apart). Prints one row per configuration (p50
 # and p95 of the wall time, of the model's and of the overhead, in ms) and a JSON line.
 # Uses the installed extension (cargo pgrx install, debug unless you installed --release:
-# say which with the figures). Spider's databases are not measured yet (issue 32).
+# say which with the figures).
 set -euo pipefail
 # `for ... | record`: the pipeline's last command runs in this shell, so its rows stay.
 shopt -s lastpipe
@@ -39,14 +45,25 @@ PORT=${GRID_LATENCY_PORT:-54341}
 ENDPOINT_PORT=${GRID_LATENCY_ENDPOINT_PORT:-8091}
 asks=8
 model=""
+spider_dbs=concert_singer,pets_1,car_1
 while [ $# -gt 0 ]; do
     case $1 in
         --asks) asks=$2; shift 2 ;;
         --model) model=$2; shift 2 ;;
+        --spider-dbs) spider_dbs=$2; shift 2 ;;
         *) die "unknown argument $1 (see the head of bench/latency.sh)" ;;
     esac
 done
 command -v python3 >/dev/null 2>&1 || die "python3 is needed to read the endpoint's step trace"
+spider="$GRID_DATA/spider"
+if [ -n "$spider_dbs" ] && [ ! -f "$spider/dev.json" ]; then
+    note "SKIPPED Spider's databases: no Spider dev at $spider (the project's shared data)"
+    spider_dbs=""
+fi
+if [ -n "$spider_dbs" ]; then
+    venv=${GRID_EVAL_VENV:-${GRID_FAULTS_VENV:-/tmp/grid-faults-venv}}
+    ensure_py_venv "$venv"
+fi
 
 target=${CARGO_TARGET_DIR:-$GRID_ROOT/target}
 if [ -n "$model" ]; then
@@ -97,14 +114,19 @@ print(int(sum(s["step_ms"] + s["ahead_ms"] for s in mine)))
 PY
 }
 trace_lines() { grep -c '^{"grid_endpoint_step"' "$dir/endpoint.log" || true; }
-# Runs one psql -c as role $1 in a new connection; prints "wall model" in ms.
+# Runs one psql -c as role $1 in a new connection; prints "wall model outcome" (ms, and
+# ok or the error psql printed: an ask the model's statement fails is timed too, as the
+# user waits for it).
 timed() {
-    local role=$1 sql=$2 before t0 t1
+    local role=$1 sql=$2 before t0 t1 outcome=ok
     before=$(trace_lines)
     t0=$(now_ms)
-    psql_as "$role" -Atq -c "$sql" >/dev/null
+    if ! psql_as "$role" -Atq -c "$sql" >/dev/null 2>"$dir/timed.err" </dev/null; then
+        outcome=failed
+        echo "$(date +%T) $role: ${sql:0:200} -> $(head -c 300 "$dir/timed.err")" >>"$dir/failures.log"
+    fi
     t1=$(now_ms)
-    echo "$((t1 - t0)) $(model_ms "$before")"
+    echo "$((t1 - t0)) $(model_ms "$before") $outcome"
 }
 ask_sql() { echo "SELECT grid.ask('How many employees work in each department? ($1)')"; }
 # p50 and p95 of the numbers on stdin.
@@ -116,7 +138,7 @@ rows=()
 json=()
 # Records one configuration from "wall model" lines on stdin.
 record() {
-    local label=$1 key=$2 lines wall model over n
+    local label=$1 key=$2 lines wall model over n failed
     lines=$(cat)
     n=$(wc -l <<<"$lines")
     wall=$(awk '{print $1}' <<<"$lines" | stats)
@@ -125,8 +147,9 @@ record() {
     read -r w50 w95 <<<"$wall"
     read -r m50 m95 <<<"$model"
     read -r o50 o95 <<<"$over"
-    rows+=("$(printf '%-34s %4d %7d %7d %7d %7d %7d %7d' "$label" "$n" "$w50" "$w95" "$m50" "$m95" "$o50" "$o95")")
-    json+=("\"$key\":{\"n\":$n,\"wall_p50\":$w50,\"wall_p95\":$w95,\"model_p50\":$m50,\"model_p95\":$m95,\"overhead_p50\":$o50,\"overhead_p95\":$o95}")
+    failed=$(awk '$3 == "failed"' <<<"$lines" | wc -l)
+    rows+=("$(printf '%-34s %4d %7d %7d %7d %7d %7d %7d %6d' "$label" "$n" "$w50" "$w95" "$m50" "$m95" "$o50" "$o95" "$failed")")
+    json+=("\"$key\":{\"n\":$n,\"failed\":$failed,\"wall_p50\":$w50,\"wall_p95\":$w95,\"model_p50\":$m50,\"model_p95\":$m95,\"overhead_p50\":$o50,\"overhead_p95\":$o95}")
 }
 
 for k in 0 2; do
@@ -160,6 +183,20 @@ timed analyst "$(ask_sql altered)" | record "first ask after ALTER TABLE" first_
 psql_as postgres -q -c "CREATE ROLE newcomer LOGIN IN ROLE grid_user" \
     -c "GRANT SELECT ON employees, orders TO newcomer"
 timed newcomer "$(ask_sql "new role")" | record "a new role's first ask" new_role_first
+
+# Spider's databases: each question its own, each role's first ask building its language
+# (the first ask of each database is the p95's).
+if [ -n "$spider_dbs" ]; then
+    "$venv/bin/python" bench/latency/spider.py --host "$dir" --port "$PORT" --db grid_latency \
+        --spider "$spider" --dbs "$spider_dbs" --per "$asks" >"$dir/spider-asks.tsv"
+    while IFS=$'\t' read -r role sql; do timed "$role" "$sql"; done <"$dir/spider-asks.tsv" \
+        >"$dir/spider-times"
+    record "Spider: $spider_dbs" spider <"$dir/spider-times"
+    if [ "$asks" -gt 1 ]; then
+        awk -v k="$asks" 'NR % k != 1' "$dir/spider-times" |
+            record "Spider, each role's later asks" spider_later
+    fi
+fi
 
 # Running what was read: grid.run(generation) of the analyst's last answer, and
 # grid.run(question) right after grid.ask of the same question (the answer reused), each
@@ -197,8 +234,9 @@ timed analyst "$(ask_sql restart)" | record "first ask after a restart" first_af
 json+=("\"restart_ms\":$restart" "\"warm_ms\":$warm")
 
 say "latency: ms, $serving, $(git rev-parse --short HEAD)"
-note "$(printf '%-34s %4s %7s %7s %7s %7s %7s %7s' configuration n wall50 wall95 model50 model95 over50 over95)"
+note "$(printf '%-34s %4s %7s %7s %7s %7s %7s %7s %6s' configuration n wall50 wall95 model50 model95 over50 over95 failed)"
 for r in "${rows[@]}"; do note "$r"; done
 note "restart of the cluster itself: $restart ms; then the endpoint's warm-up: $warm ms"
 note "warm-up: ${warmed#*LOG:  }"
+[ -s "$dir/failures.log" ] && note "asks that failed (timed all the same):" && sed 's/^/      /' "$dir/failures.log"
 (IFS=,; echo "{\"latency\":{${json[*]}}}")

@@ -4,7 +4,7 @@
 #
 #   bash fuzz/run.sh [--seconds N] [--targets a,b,...] [--corpus DIR]
 #
-# --seconds   time per target (default 30: the CI run; the recorded long run uses 1800)
+# --seconds   time per target (default 30: the CI run; the recorded long run uses 600)
 # --targets   default: lexer_parser,mask_oracle,audit_verify,endpoint_reply,reserve_completion,
 #             returned_text;
 #             pg_parse (the language against PostgreSQL's parser) builds libpg_query and is

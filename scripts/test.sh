@@ -23,8 +23,9 @@
 #                    PostgreSQL 15 and 18 servers and by libpg_query 15 and 18 (pglast);
 #                    fails when the language reads a statement either server refuses.
 #                    Skipped without PostgreSQL 18 or the Spider data
-#   fault suite      tests/faults/run.sh: endpoint faults, cancellation, load, admission, tamper,
-#                    security and kill -9 arms on a throwaway cluster, CI counts
+#   fault suite      tests/faults/run.sh: endpoint faults, cancellation, load, admission,
+#                    fairness, tamper, security and kill -9 arms on a throwaway cluster,
+#                    CI counts
 #   demo             scripts/demo.sh --mock --check: the README's main job with the scripted
 #                    mock, its outcome checked (audited asks, the analyst's salary question
 #                    refused, the answers' rows, verify_audit)

@@ -1,35 +1,67 @@
 //! grid_pg: the PostgreSQL side of grid.
 //!
 //! This crate is deliberately thin: the engine (grammar pipeline, lexer,
-//! viable-prefix parser, masks, audit chain) lives in `crates/grid-core` and
-//! builds and tests without PostgreSQL. Here we only expose it as SQL.
+//! viable-prefix parser, masks, audit chain) lives in `crates/grid-core`, and the ask
+//! pipeline that runs it (language, prompt, decode loop, checker, repair, seals) in
+//! `crates/grid-ask`; both build and test without PostgreSQL. Here we expose them as
+//! SQL, run the pipeline in a background worker, judge statements as the caller and
+//! store the audit. `docs/architecture.md` follows one `grid.ask` through all of it.
 //!
-//! Modules, one concept each:
-//! - `guc`: every `grid.*` configuration parameter;
-//! - `catalog`: `grid.catalog_snapshot()` (one SQL query, sql/catalog_snapshot.sql);
-//! - `audit`: the append-only audit store and its verifier (sql/audit.sql);
+//! Modules, one concept each.
+//!
+//! The SQL API and what an ask reads as the caller:
+//! - `ask`: `grid.ask()`, `grid.run()` and `grid.explain()`, the backend's half of a
+//!   generation: the question, the caller's snapshot, policy and settings sent to the
+//!   worker, and `grid.run()`'s read-only run of the answer;
+//! - `question`: what a question must be before anything reaches a prompt;
+//! - `caller`: the caller's own `search_path`, read inside a function that pins its own;
+//! - `catalog`: `grid.catalog_snapshot()` (one SQL query, sql/catalog_snapshot.sql), the
+//!   query every ask runs as the caller;
 //! - `policy`: per-role bans and write opt-in, `grid.policy` (sql/policy.sql);
 //! - `examples`: curated question/SQL pairs, `grid.examples` (sql/examples.sql), and
 //!   which of them an ask shows the model;
 //! - `descriptions`: notes on relations and columns written for the model,
 //!   `grid.describe()` and `grid.descriptions` (sql/descriptions.sql), and which of them
-//!   an ask shows;
+//!   an ask shows; `grid.show_values()`, which opts a column in for value hints;
+//! - `value_hints`: the few distinct values of opted-in text columns, read as the caller
+//!   when `grid.value_hints` is on (sql/value_hint_columns.sql);
 //! - `store`: the stores askers may not read, read and written as their owner;
 //! - `provenance`: whose text may reach a prompt, `grid.trusted_author()` and
 //!   `grid_curator` (sql/provenance.sql);
+//! - `guc`: every `grid.*` configuration parameter.
+//!
+//! Checking and running a statement as the caller:
+//! - `judge`: PostgreSQL plans each statement as the caller (`EXPLAIN`, rolled back)
+//!   before it is returned or an example is shown;
 //! - `resolution`: what a statement binds as the caller, and whether the caller trusts
 //!   all of it, checked before anything plans or runs it;
-//! - `worker`: the mask worker (a background worker) and the backends' socket client;
-//! - `ask`: `grid.ask()`, the backend's half of a generation.
+//! - `subtransaction`: the rolled-back subtransaction, with pinned settings and a
+//!   timeout, in which the judge plans, `grid.run()` runs and value hints are read.
+//!
+//! The worker and the audit:
+//! - `worker`: the mask worker (a background worker that runs the ask pipeline and
+//!   writes the audit), the warm-up worker, and the backends' socket client;
+//! - `audit`: the append-only audit store, its verifier and `grid.replay()`
+//!   (sql/audit.sql).
+//!
+//! PostgreSQL versions:
+//! - `pgversion`: what differs between PostgreSQL 15 and 18, each difference with its
+//!   reason.
+//!
+//! Tests only (`#[cfg(any(test, feature = "pg_test"))]` inside, or on the module):
+//! - `meaning`: one meaning for every statement, checked with PostgreSQL's own lexer;
+//! - `endpoint_faults`: endpoint faults seen through `grid.ask()`, each with its SQLSTATE;
+//! - `testing`: the helpers of the pgrx tests.
 //!
 //! Layout of the SQL API:
 //! - every object lives in schema `grid`, created by `sql/bootstrap.sql`;
 //! - each Rust module marked `#[pg_schema]` maps to the schema of the same name;
 //! - every function pins `search_path` with `#[search_path(pg_catalog, pg_temp)]`
 //!   (or `SET search_path` in SQL) and is SECURITY INVOKER (the
-//!   `every_grid_function_pins_search_path` and `every_grid_function_is_invoker`
-//!   tests check this); `grid.ask()`, `grid.explain()` and `grid.run()` read the
-//!   caller's own path where they need it (`caller`);
+//!   `every_grid_function_pins_search_path` and
+//!   `every_grid_function_is_invoker_and_not_executable_by_public` tests check this);
+//!   `grid.ask()`, `grid.explain()` and `grid.run()` read the caller's own path where
+//!   they need it (`caller`);
 //! - EXECUTE on every function is revoked from PUBLIC by `sql/privileges.sql`, the
 //!   last SQL of the extension script: a DBA grants what each role may call.
 

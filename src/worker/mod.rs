@@ -5,6 +5,7 @@
 //!
 //! - `protocol`: frames and messages on the socket.
 //! - `sqlstate`: the pipeline's failures as SQLSTATEs.
+//! - `priority`: socket threads that read a large request run at a lower CPU priority.
 //! - `server`: the worker process (socket threads, the pipeline's thread, the main
 //!   thread that alone touches PostgreSQL).
 //! - `transaction`: the worker's own transactions (the audit writes).
@@ -16,6 +17,7 @@
 //! PostgreSQL process, and reachable by the server's OS user only).
 
 mod client;
+mod priority;
 pub mod protocol;
 mod server;
 mod sqlstate;

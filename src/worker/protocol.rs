@@ -347,6 +347,13 @@ impl FrameReader {
         Ok(Some(message))
     }
 
+    /// The payload length the next frame's header declares, once its 4 bytes are here.
+    pub fn declared_len(&self) -> Option<usize> {
+        self.buffer
+            .first_chunk::<4>()
+            .map(|h| u32::from_be_bytes(*h) as usize)
+    }
+
     /// Whether bytes of an incomplete frame are buffered.
     pub fn is_partial(&self) -> bool {
         !self.buffer.is_empty()
@@ -358,8 +365,21 @@ pub fn read_blocking<T: for<'de> Deserialize<'de>>(
     stream: &mut impl std::io::Read,
     reader: &mut FrameReader,
 ) -> Result<Option<T>, ProtocolError> {
+    read_blocking_seeing(stream, reader, |_| {})
+}
+
+/// [`read_blocking`], telling `declared` the frame's length as soon as its header is
+/// here, before its payload is read (and again while the payload arrives).
+pub fn read_blocking_seeing<T: for<'de> Deserialize<'de>>(
+    stream: &mut impl std::io::Read,
+    reader: &mut FrameReader,
+    mut declared: impl FnMut(usize),
+) -> Result<Option<T>, ProtocolError> {
     let mut chunk = [0u8; 8192];
     loop {
+        if let Some(len) = reader.declared_len() {
+            declared(len);
+        }
         if let Some(message) = reader.next()? {
             return Ok(Some(message));
         }
@@ -378,6 +398,35 @@ pub fn read_blocking<T: for<'de> Deserialize<'de>>(
 #[cfg(test)]
 mod unit_tests {
     use super::*;
+
+    #[test]
+    fn the_declared_length_is_seen_before_the_payload_is_read() {
+        let frame = encode(&Request::Ping {
+            nonce: 1,
+            delay_ms: 0,
+        })
+        .unwrap();
+        let len = frame.len() - 4;
+        // A stream that hands out 4 bytes a read: the payload takes several reads.
+        struct Trickle<'a>(&'a [u8]);
+        impl std::io::Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.len().min(4).min(buf.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut seen = Vec::new();
+        let mut stream = Trickle(&frame);
+        let mut reader = FrameReader::new();
+        let got = read_blocking_seeing::<Request>(&mut stream, &mut reader, |n| seen.push(n));
+        assert!(matches!(got, Ok(Some(Request::Ping { nonce: 1, .. }))));
+        // Once per read from the header on: the payload was still arriving at the first.
+        assert_eq!(seen.len(), len.div_ceil(4) + 1, "{seen:?}");
+        assert!(seen.iter().all(|&n| n == len));
+        assert_eq!(FrameReader::new().declared_len(), None);
+    }
 
     #[test]
     fn frames_survive_arbitrary_splits() {

@@ -25,9 +25,10 @@ use grid_ask::{
     Verdict,
 };
 
+use super::priority::SocketPriority;
 use super::protocol::{
-    encode, read_blocking, Admits, FrameReader, Request, Response, RunRecord, Stage,
-    SyntheticGeneration, MAX_PING_DELAY_MS, WARMED_MAX,
+    encode, read_blocking, read_blocking_seeing, Admits, FrameReader, Request, Response, RunRecord,
+    Stage, SyntheticGeneration, MAX_PING_DELAY_MS, WARMED_MAX,
 };
 use super::transaction::{committed, Failure};
 use super::SOCKET_NAME;
@@ -205,8 +206,12 @@ fn serve(mut stream: UnixStream, main: ToMain) {
         return;
     }
     let mut reader = FrameReader::new();
+    let mut priority = SocketPriority::default();
     loop {
-        let response = match read_blocking::<Request>(&mut stream, &mut reader) {
+        let read = read_blocking_seeing::<Request>(&mut stream, &mut reader, |len| {
+            priority.saw_frame(len)
+        });
+        let response = match read {
             Ok(None) => return,
             Ok(Some(Request::Verdict { .. })) => Response::error(
                 PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,

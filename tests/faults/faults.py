@@ -4,13 +4,18 @@
 
 Arms: endpoint (each endpoint fault: SQLSTATE, time, audited stop), cancel
 (pg_cancel_backend and statement_timeout during a hung request; the worker goes on),
-load (concurrent sessions x asks; chain intact), tamper (random single-field edits,
-deletions and insertions with the triggers off, each found and located; a dropped tail
-found against an exported head; issue 16's edits of what the model saw: the comment inside
-an archived catalog snapshot and the prompt artifact), security (no EXECUTE, no auditor, search_path hijack,
-the API key nowhere, prompt injections, and issue 16's attacks: the
-standard_conforming_strings injection, comment steering across roles, the write default,
-a LATIN1 refusal, advisory locks), kill9 (the worker killed mid-generation; committed rows kept,
+load (concurrent sessions x asks; chain intact), admission (short asks that arrive while
+a long generation runs are answered before it ends: of its group by joining its decode
+loop, of another group in a loop of their own), fairness (the analyst's plain ask alone,
+then beside another role's wide asks and a 512-token ask; reported, not checked), tamper
+(random single-field edits, deletions and insertions with the triggers off, each found
+and located; a dropped tail found against an exported head; issue 16's edits of what the
+model saw: the comment inside an archived catalog snapshot and the prompt artifact),
+security (no EXECUTE, no auditor, search_path hijack, the API key nowhere, prompt
+injections, and issue 16's attacks: the standard_conforming_strings injection, comment
+steering across roles, the write default, a LATIN1 refusal, advisory locks; issue 31's:
+another role's objects planted for the askers, the DBA's ceilings on grid.timeout and
+grid.max_tokens), kill9 (the worker killed mid-generation; committed rows kept,
 in-flight generations unsealed, the log verifies). Prints one table per arm; exits 1 if
 an arm misses its criterion.
 """

@@ -11,7 +11,7 @@
 //! changes no mask (a table comment inside an archived snapshot, which only the prompt
 //! shows) keeps the fingerprint. The content digest is over the stored content itself.
 //!
-//! Invariant (kept by [`crate::record`], checked by `grid.verify_audit()` and the
+//! Invariant (kept by `record`, checked by `grid.verify_audit()` and the
 //! replays): for a seal with a prompt digest `d`, the prompt artifact stored under the
 //! fingerprint `d[..16]` has content digest `d`, and the content digest of each artifact
 //! the seal's fingerprints name is the one that prompt artifact lists for its kind.
@@ -225,33 +225,53 @@ pub fn prompt_fingerprint(digest: &Digest32) -> [u8; 16] {
 /// [`crate::request::Example::digest`]: the seal binds them through its prompt digest, and
 /// a replay renders the prompt again from them.
 ///
-/// `rendering` names how [`crate::models::Prompter::tokens`] turned the prompt into
-/// tokens (one of [`RENDERINGS`]); `schema_bytes` is
+/// `rendering` names how the prompt became tokens ([`Rendering::name`]); `schema_bytes` is
 /// the DDL budget it was rendered with, so that a replay can render it again from the
 /// archived snapshot; `artifacts` are the [`content_digest`]s of the seal's artifacts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PromptRecord {
     /// The prompt and the DDL budget it was rendered with.
     pub prompt: Option<(Prompt, usize)>,
-    /// How the prompt became token ids (one of [`RENDERINGS`]).
-    pub rendering: &'static str,
+    /// How the prompt became token ids.
+    pub rendering: Rendering,
     /// The content digest of each fingerprinted artifact, by kind.
     pub artifacts: BTreeMap<&'static str, Digest32>,
     /// The curated examples the prompt showed, in order.
     pub examples: Vec<Example>,
 }
 
-/// How [`crate::models::Prompter::tokens`] renders a prompt: `flat` ([`Prompt::flat`]
-/// through the vocabulary's encoder) or `chat-template` (the system and user messages
-/// through the endpoint's model's chat template and tokenizer).
-pub const RENDERINGS: [&str; 2] = ["flat", "chat-template"];
+/// How a prompt became token ids, as its prompt artifact records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rendering {
+    /// [`Prompt::flat`] through the vocabulary's encoder.
+    Flat,
+    /// The system and user messages through the endpoint's model's chat template and
+    /// tokenizer.
+    ChatTemplate,
+}
+
+impl Rendering {
+    pub const ALL: [Rendering; 2] = [Rendering::Flat, Rendering::ChatTemplate];
+
+    /// The spelling of the prompt artifact's `rendering`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rendering::Flat => "flat",
+            Rendering::ChatTemplate => "chat-template",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Rendering> {
+        Rendering::ALL.into_iter().find(|r| r.name() == name)
+    }
+}
 
 impl PromptRecord {
     /// The record of `prompt` (rendered with a DDL budget of `schema_bytes`) over
     /// `artifacts` (the fingerprinted ones; others are ignored).
     pub fn new(
         prompt: Option<(&Prompt, usize)>,
-        rendering: &'static str,
+        rendering: Rendering,
         artifacts: &[Arc<DigestedArtifact>],
         examples: &[Example],
     ) -> PromptRecord {
@@ -273,7 +293,7 @@ impl PromptRecord {
             "prompt": self.prompt.as_ref().map(|(p, n)| serde_json::json!({
                 "system": p.system,
                 "user": p.user,
-                "rendering": self.rendering,
+                "rendering": self.rendering.name(),
                 "schema_bytes": n,
             })),
             "artifacts": self
@@ -325,7 +345,7 @@ impl PromptRecord {
             .content_json
             .as_ref()
             .ok_or("the prompt artifact has no document")?;
-        let mut rendering = RENDERINGS[0];
+        let mut rendering = Rendering::Flat;
         let prompt = match &doc["prompt"] {
             serde_json::Value::Null => None,
             p => {
@@ -334,13 +354,11 @@ impl PromptRecord {
                         .map(str::to_string)
                         .ok_or_else(|| format!("the prompt artifact's prompt has no {k}"))
                 };
-                let Some(r) = RENDERINGS
-                    .iter()
-                    .find(|r| p["rendering"].as_str() == Some(r))
-                else {
+                let Some(r) = p["rendering"].as_str().and_then(Rendering::from_name) else {
                     return Err(format!(
-                        "the prompt artifact's rendering {} is none of {RENDERINGS:?}",
-                        p["rendering"]
+                        "the prompt artifact's rendering {} is none of {:?}",
+                        p["rendering"],
+                        Rendering::ALL.map(Rendering::name)
                     ));
                 };
                 rendering = r;
@@ -564,7 +582,7 @@ mod tests {
             system: "s".into(),
             user: "u".into(),
         };
-        let record = PromptRecord::new(Some((&prompt, 100)), "flat", &arts, &[]);
+        let record = PromptRecord::new(Some((&prompt, 100)), Rendering::Flat, &arts, &[]);
         let (a, digest) = record.artifact();
         assert_eq!(a.fingerprint, prompt_fingerprint(&digest));
         assert_eq!(PromptRecord::parse(&a), Ok(record.clone()));
@@ -592,13 +610,25 @@ mod tests {
     }
 
     #[test]
+    fn renderings_keep_the_spellings_sealed_records_hold() {
+        assert_eq!(
+            Rendering::ALL.map(Rendering::name),
+            ["flat", "chat-template"]
+        );
+        for r in Rendering::ALL {
+            assert_eq!(Rendering::from_name(r.name()), Some(r));
+        }
+        assert_eq!(Rendering::from_name("chat"), None);
+    }
+
+    #[test]
     fn a_prompt_record_lists_its_examples_by_id_and_digest_and_an_edit_is_found() {
         let prompt = Prompt {
             system: "s".into(),
             user: "u".into(),
         };
         let arts = every_kind();
-        let plain = PromptRecord::new(Some((&prompt, 100)), "flat", &arts, &[]);
+        let plain = PromptRecord::new(Some((&prompt, 100)), Rendering::Flat, &arts, &[]);
         assert!(
             plain.to_json().get("examples").is_none(),
             "absent when none"
@@ -615,7 +645,7 @@ mod tests {
                 sql: "SELECT name FROM t".into(),
             },
         ];
-        let record = PromptRecord::new(Some((&prompt, 100)), "flat", &arts, &examples);
+        let record = PromptRecord::new(Some((&prompt, 100)), Rendering::Flat, &arts, &examples);
         let doc = record.to_json();
         assert_eq!(doc["examples"][0]["id"], 7);
         assert_eq!(

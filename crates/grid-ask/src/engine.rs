@@ -1,246 +1,44 @@
-//! The pipeline's thread: its inputs ([`Job`]s and the judge's verdicts), its outputs
-//! (step records as they are made, each ask's seals and answer), and its state
-//! ([`Engine`]: the dialect, the models, the compiled languages, the mask cache, the pool
-//! of cold mask walks). [`run`] is the thread's body; the host sends [`Input`]s and takes
-//! [`Output`]s through its [`Outbox`].
+//! The pipeline's thread: its state ([`Engine`]: the dialect, the models, the compiled
+//! languages, the mask cache, the pool of cold mask walks) and its body ([`run`]), which
+//! takes the host's [`Input`]s ([`Job`]s, the judge's verdicts) and serves each group of
+//! asks in a decode loop ([`crate::round`]), handing the host [`Output`]s through its
+//! [`Outbox`] ([`crate::host`]).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use grid_core::audit::StepRecord;
 use grid_core::cache::MaskCache;
 use grid_core::Dialect;
 use grid_endpoint::EndpointSpec;
 
 use crate::failure::Failure;
-use crate::flow::{Attempt, Finished, Flow, Next, Parked};
-use crate::judge::{Judge, Ruling, Verdict};
+use crate::flow::Finished;
+use crate::hands::{Hands, Parking};
+use crate::host::{Input, Outbox, Output, Warm};
+use crate::job::Job;
+use crate::judge::{Judge, Verdict};
 use crate::language::{Compiled, Languages};
 use crate::models::{
     bounded_http_config, http_config, MockDefaults, ModelSlot, Models, VocabState,
 };
 use crate::queue::{group_key, Entry, InLoop, Inbox, Pinned, Repair};
-use crate::record::unreached;
-use crate::request::Ask;
 use crate::round::Round;
 
 /// Mask cache namespaces kept (one per dialect, lexicon and vocabulary in use); their
 /// memory is bounded by [`Job::mask_cache_bytes`].
 const MASK_CACHE_NAMESPACES: usize = 1 << 14;
 
-/// The seed of the extension's sampling (generation `g` samples with `mix(SEED, g)`).
-pub const SEED: u64 = 0x6772_6964;
-
 /// How often asks parked for the judge are looked at (their asker may have gone).
 const SWEEP: Duration = Duration::from_millis(200);
-
-/// An ask handed to the pipeline.
-pub struct Job {
-    /// Generation ids drawn for it: the first attempt's and the repair's. The first is
-    /// the ask's id.
-    pub ids: [u64; 2],
-    pub ask: Ask,
-    /// The endpoint's API key; never logged or echoed.
-    pub api_key: Option<String>,
-    /// Set by the host when the asker has gone away (cancelled, disconnected).
-    pub cancel: Arc<AtomicBool>,
-    /// The last moment the asker waits for.
-    pub deadline: Instant,
-    /// When the ask reached the host (seconds since the Unix epoch).
-    pub started_at: f64,
-    /// Threads of the pool of cold mask walks (0: one per CPU).
-    pub threads: usize,
-    /// Memory the mask cache may hold, in bytes.
-    pub mask_cache_bytes: usize,
-    /// Generation `g` samples with `mix(seed, g)` ([`SEED`] in the extension).
-    pub seed: u64,
-}
-
-impl Job {
-    /// An ask to run now as generations `ids`, with the defaults of a host that has no
-    /// settings of its own for the rest: its asker waits `ask.settings.timeout_ms`, one
-    /// thread of cold mask walks, a 256 MB mask cache, the extension's [`SEED`].
-    pub fn new(ids: [u64; 2], ask: Ask) -> Job {
-        let wait = Duration::from_millis(ask.settings.timeout_ms);
-        Job {
-            ids,
-            ask,
-            api_key: None,
-            cancel: Arc::new(AtomicBool::new(false)),
-            deadline: Instant::now() + wait,
-            started_at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64()),
-            threads: 1,
-            mask_cache_bytes: 256 << 20,
-            seed: SEED,
-        }
-    }
-
-    /// The ask's id (its first generation's).
-    pub fn id(&self) -> u64 {
-        self.ids[0]
-    }
-
-    /// Whether the asker went away.
-    pub fn cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
-    }
-
-    /// When a render of this job's prompt is abandoned.
-    pub fn render_deadline(&self) -> crate::models::Gone<'_> {
-        crate::models::Gone {
-            cancel: &self.cancel,
-            deadline: self.deadline,
-        }
-    }
-
-    /// Whether the asker no longer waits (cancelled, gone, or past its deadline).
-    pub fn gone(&self) -> bool {
-        self.cancelled() || Instant::now() > self.deadline
-    }
-}
-
-/// What the host hands the pipeline.
-pub enum Input {
-    Ask(Box<Job>),
-    /// The judge's verdict on the candidate of ask `ask`, after [`Ruling::Later`].
-    Verdict {
-        ask: u64,
-        verdict: Verdict,
-    },
-    /// Fetch and prepare the vocabulary of the endpoint a setting names, before any ask
-    /// needs it (a host sends the endpoints its configuration names when it starts). Done
-    /// only while no ask waits, and at most once an endpoint: a later ask finds it kept.
-    Warm(Warm),
-}
-
-/// An endpoint to prepare ([`Input::Warm`]).
-#[derive(Clone, Debug)]
-pub struct Warm {
-    /// The `grid.endpoint` setting, as written.
-    pub endpoint: String,
-    /// How long its vocabulary's fetch may take.
-    pub timeout: Duration,
-    /// Threads of the pool of cold mask walks, as [`Job::threads`].
-    pub threads: usize,
-}
-
-/// What the pipeline hands the host.
-pub enum Output {
-    /// Step records, in the order they were made (so that a generation in flight is on
-    /// record up to its last step).
-    Steps(Vec<StepRecord>),
-    /// An ask's seals and answer: the host stores the seals, then answers.
-    Finish(Box<Finished>),
-    /// A decode loop took ask `ask` from the queue: its language is compiled (unless
-    /// kept) and its prompt rendered (by the endpoint, for some) before it starts (a host
-    /// tells a waiting asker, as for the two below).
-    Taken { ask: u64 },
-    /// Generation `generation` of ask `ask` joined its decode loop: the model evaluates
-    /// its prompt next, and its first step record says decoding has begun.
-    Started { ask: u64, generation: u64 },
-    /// What an [`Input::Warm`] came to: the model and the number of tokens of the
-    /// endpoint's vocabulary, or why it could not be had (the first ask then tries again).
-    Warmed {
-        endpoint: String,
-        outcome: Result<(String, usize), Failure>,
-        took: Duration,
-    },
-}
-
-/// Where [`Output`]s go.
-pub trait Outbox: Send + Sync {
-    fn send(&self, output: Output);
-}
-
-/// An ask parked for the judge, with the vocabulary of the loop that wrote it.
-pub(crate) struct Waiting {
-    pub parked: Box<Parked>,
-    pub vocab: Arc<VocabState>,
-}
-
-/// The asks parked for the judge, by id.
-pub(crate) type Parking = HashMap<u64, Waiting>;
-
-/// What the pipeline's loops answer and park through.
-pub(crate) struct Hands<'h> {
-    pub outbox: &'h dyn Outbox,
-    pub in_loop: &'h InLoop,
-    pub judge: &'h mut dyn Judge,
-    pub parked: &'h mut Parking,
-}
-
-impl Hands<'_> {
-    /// Follows `next` through the judge's immediate verdicts: the attempt to run next,
-    /// or `None` when the ask has been answered or parked.
-    pub fn follow(&mut self, mut next: Next, vocab: &Arc<VocabState>) -> Option<(Attempt, Flow)> {
-        loop {
-            match next {
-                Next::Run(a, f) => return Some((a, f)),
-                Next::Done(fin) => {
-                    self.finish(*fin);
-                    return None;
-                }
-                Next::Judge(candidate, parked) => match self.judge.judge(&candidate) {
-                    Ruling::Now(v) => next = parked.judged(v, &vocab.prompter(), &vocab.vocab),
-                    Ruling::Later => {
-                        self.in_loop.leave(parked.ask());
-                        self.parked.insert(
-                            parked.ask(),
-                            Waiting {
-                                parked,
-                                vocab: vocab.clone(),
-                            },
-                        );
-                        return None;
-                    }
-                },
-            }
-        }
-    }
-
-    /// Sends an ask's seals and answer; the ask leaves the loop.
-    pub fn finish(&mut self, fin: Finished) {
-        self.in_loop.leave(fin.ask);
-        self.outbox.send(Output::Finish(Box::new(fin)));
-    }
-
-    /// Answers an ask that cannot be asked: sealed as unreached, with the failure.
-    pub fn refuse(&mut self, entry: Entry, f: &Failure, dialect: &Dialect) {
-        match entry {
-            Entry::Ask(job) => self.finish(Finished {
-                ask: job.id(),
-                session_user: job.ask.session_user.clone(),
-                seals: unreached(&job, f, dialect).into_iter().collect(),
-                answer: crate::answer::Answer::Failed(f.clone()),
-                generations: Vec::new(),
-            }),
-            Entry::Repair(r) => {
-                let Repair {
-                    attempt: a,
-                    flow,
-                    vocab,
-                } = *r;
-                // The repair never ran: the ask ends with the failure, the first
-                // attempt's seal kept.
-                let next = flow.after(a.failed(f.clone()), &vocab.prompter(), &vocab.vocab);
-                self.follow(next, &vocab);
-            }
-        }
-    }
-}
 
 /// The pipeline's state (see the module documentation). Caches are this thread's own,
 /// so no lock.
 pub struct Engine {
-    pub(crate) dialect: Arc<Dialect>,
-    pub(crate) models: Models,
-    pub(crate) languages: Languages,
-    pub(crate) cache: Arc<MaskCache>,
+    dialect: Arc<Dialect>,
+    models: Models,
+    languages: Languages,
+    cache: Arc<MaskCache>,
     /// The pool of cold mask walks, and the thread count it was built for.
     pool: Option<(usize, rayon::ThreadPool)>,
 }
@@ -262,7 +60,7 @@ impl Engine {
 
     /// Serves a group of entries that share an endpoint in one decode loop, which admits
     /// the group's later entries as they arrive (see [`Round`]).
-    pub(crate) fn serve(&mut self, group: Vec<Entry>, inbox: &mut Inbox, hands: &mut Hands<'_>) {
+    fn serve(&mut self, group: Vec<Entry>, inbox: &mut Inbox, hands: &mut Hands<'_>) {
         let Some(first) = group.first() else { return };
         let threads = first.job().threads;
         // A changed cache budget takes effect at the next miss.
@@ -302,7 +100,7 @@ impl Engine {
             // One tick of each lane in turn: every open group's decode moves.
             for lane in lanes.iter_mut() {
                 if lane.round.runs() {
-                    lane.round.step(self, &mut lane.slot, hands);
+                    lane.round.step(&mut self.models, &mut lane.slot, hands);
                 }
             }
             self.admit_arrivals(&mut lanes, inbox, hands);
@@ -373,10 +171,17 @@ impl Engine {
             }
         };
         let key = group_key(&first);
-        let mut round = Round::new(key.clone(), vocab, kept, pinned, self.cache.clone());
+        let mut round = Round::new(
+            key.clone(),
+            vocab,
+            kept,
+            pinned,
+            self.dialect.clone(),
+            self.cache.clone(),
+        );
         self.watch(&slot, hands.in_loop, key);
         for entry in group {
-            round.admit(self, entry, hands);
+            round.admit(&mut self.languages, entry, hands);
         }
         inbox.give_back(round.take_held_back());
         lanes.push(Lane {
@@ -451,7 +256,7 @@ impl Engine {
                 };
                 hands.in_loop.enter(entry.job().clone());
                 fail_if_asked(std::slice::from_ref(&entry));
-                lane.round.admit(self, entry, hands);
+                lane.round.admit(&mut self.languages, entry, hands);
             }
         }
         for entry in resolve(inbox.verdicts(), hands) {
@@ -461,7 +266,7 @@ impl Engine {
             {
                 Some(lane) => {
                     hands.in_loop.enter(entry.job().clone());
-                    lane.round.admit(self, entry, hands);
+                    lane.round.admit(&mut self.languages, entry, hands);
                 }
                 None => inbox.push(entry),
             }

@@ -29,8 +29,9 @@ use grid_endpoint::ClientError;
 use grid_vocab::Vocabulary;
 
 use crate::answer::{explain_rows, Answer, Generated};
-use crate::engine::Job;
+use crate::contents::Rendering;
 use crate::failure::{Failure, FailureKind};
+use crate::job::Job;
 use crate::judge::{Candidate, Verdict};
 use crate::language::Compiled;
 use crate::models::Prompter;
@@ -45,10 +46,10 @@ pub struct Attempt {
     pub job: Arc<Job>,
     pub generation: u64,
     pub compiled: Arc<Compiled>,
-    /// The prompt the model is shown (sealed by its digest), how it became token ids
-    /// ([`crate::contents::RENDERINGS`]), and its token ids.
+    /// The prompt the model is shown (sealed by its digest), how it became token ids, and
+    /// its token ids.
     pub shown: Prompt,
-    pub rendering: &'static str,
+    pub rendering: Rendering,
     pub prompt: Vec<u32>,
     /// Set for a repair: the first attempt's generation.
     pub repair_of: Option<u64>,
@@ -142,7 +143,7 @@ pub struct Attempted {
     pub compiled: Arc<Compiled>,
     /// The prompt the model was shown, and how it became token ids.
     pub shown: Prompt,
-    pub rendering: &'static str,
+    pub rendering: Rendering,
     /// The prompt's token ids.
     pub prompt: Vec<u32>,
     pub seal: Option<Seal>,

@@ -35,7 +35,7 @@ pub struct Compiled {
     /// What the seals of its generations record.
     pub fingerprints: Fingerprints,
     /// The artifacts its seals name, digested, made at its first seal
-    /// ([`crate::record::artifacts`]).
+    /// (`record::artifacts`).
     pub artifacts: OnceLock<Vec<Arc<DigestedArtifact>>>,
 }
 
@@ -178,7 +178,7 @@ pub fn for_role(
 type RoleKey = ([u8; 16], [u8; 16], String);
 
 /// The role languages this process keeps, most recent first: every vocabulary's
-/// [`Compiled`] and the host's vetting of curated examples ([`crate::examples`]) share
+/// [`Compiled`] and the host's vetting of curated examples (`examples`) share
 /// them, so that a role's language is built once, by whichever needs it first. The lock
 /// is held to look up and to insert, never while a language builds.
 static ROLE_LANGUAGES: Mutex<VecDeque<(RoleKey, Arc<Language>)>> = Mutex::new(VecDeque::new());

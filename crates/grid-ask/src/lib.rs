@@ -37,8 +37,8 @@
 //! # Running it
 //!
 //! [`engine::run`] is the body of the pipeline's thread: the host sends
-//! [`engine::Input`]s (asks as [`Job`]s, and the judge's verdicts) and receives
-//! [`engine::Output`]s through its [`engine::Outbox`]: step records as they are made
+//! [`host::Input`]s (asks as [`Job`]s, and the judge's verdicts) and receives
+//! [`host::Output`]s through its [`host::Outbox`]: step records as they are made
 //! (so that a generation in flight is on record up to its last step), then each ask's
 //! [`flow::Finished`] (its seals, chained from the genesis head, which the host
 //! re-anchors to its stored head with [`record::SealToWrite::anchored`], and its
@@ -61,7 +61,7 @@
 //!   worker's judge will send it to the asking backend as a "judge this" answer on the
 //!   ask's own connection). The ask is *parked*: it leaves the decode loop (which goes on
 //!   with the others), keeping its attempts, seals and language;
-//! - the host hands the verdict back as [`engine::Input::Verdict`] (the backend runs
+//! - the host hands the verdict back as [`host::Input::Verdict`] (the backend runs
 //!   EXPLAIN in a subtransaction it rolls back and sends the verdict on the same
 //!   connection; the worker's socket thread passes it to the pipeline). A pass answers
 //!   the ask; a failure starts its repair (if the ask has not used it), which joins the
@@ -90,6 +90,9 @@ pub mod engine;
 pub mod examples;
 pub mod failure;
 pub mod flow;
+mod hands;
+pub mod host;
+pub mod job;
 pub mod judge;
 pub mod language;
 pub mod models;
@@ -104,9 +107,10 @@ pub mod sanitize;
 
 pub use answer::{Answer, ExplainStep, Generated};
 pub use contents::{Artifact, ArtifactKind, DigestedArtifact};
-pub use engine::{Input, Job, Outbox, Output, Warm, SEED};
 pub use failure::{Failure, FailureKind};
 pub use flow::{Finished, GenerationReport};
+pub use host::{Input, Outbox, Output, Warm};
+pub use job::{Job, SEED};
 pub use judge::{Candidate, Judge, NoJudge, Ruling, Verdict};
 pub use models::MockDefaults;
 pub use output::StatementCheck;

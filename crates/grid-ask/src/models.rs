@@ -29,6 +29,7 @@ use grid_endpoint::{
 };
 use grid_vocab::Vocabulary;
 
+use crate::contents::Rendering;
 use crate::failure::{Failure, FailureKind};
 use crate::request::AskSettings;
 
@@ -40,7 +41,7 @@ pub struct VocabState {
     /// The model the endpoint says it serves.
     pub model: String,
     /// How prompts become this vocabulary's ids.
-    rendering: Rendering,
+    renderer: Renderer,
 }
 
 impl VocabState {
@@ -54,7 +55,7 @@ impl VocabState {
             trie,
             speller,
             model,
-            rendering: Rendering::Flat,
+            renderer: Renderer::Flat,
         })
     }
 
@@ -62,14 +63,14 @@ impl VocabState {
     pub fn prompter(&self) -> Prompter {
         Prompter {
             vocab: self.vocab.clone(),
-            rendering: self.rendering.clone(),
+            renderer: self.renderer.clone(),
         }
     }
 }
 
 /// How a prompt becomes token ids.
 #[derive(Clone)]
-enum Rendering {
+enum Renderer {
     /// [`Prompt::flat`] through the vocabulary's encoder: the mocks, and endpoints whose
     /// model has no chat template (a completion prompt ending in `-- SQL:` suits them).
     Flat,
@@ -77,7 +78,7 @@ enum Rendering {
     /// and when its model has a chat template the server renders them with it and its
     /// tokenizer (an instruct model answers the prompt it was trained on, with the special
     /// tokens its tokenizer writes). Its first answer tells whether it has one; without
-    /// one, prompts stay [`Rendering::Flat`]. Also a stock server in the direct mode with
+    /// one, prompts stay [`Renderer::Flat`]. Also a stock server in the direct mode with
     /// `template=server`: its own chat template and tokenizer render the messages.
     Endpoint(Arc<ChatRenderer>),
 }
@@ -230,10 +231,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 }
 
 /// Turns a prompt into the token ids the model continues from: the one place that
-/// decides how a prompt is encoded (see [`Rendering`]).
+/// decides how a prompt is encoded (see [`Renderer`]).
 pub struct Prompter {
     vocab: Arc<Vocabulary>,
-    rendering: Rendering,
+    renderer: Renderer,
 }
 
 impl Prompter {
@@ -241,25 +242,24 @@ impl Prompter {
     pub fn new(vocab: Arc<Vocabulary>) -> Prompter {
         Prompter {
             vocab,
-            rendering: Rendering::Flat,
+            renderer: Renderer::Flat,
         }
     }
 
-    /// How [`Prompter::tokens`] rendered its last prompt (one of
-    /// [`crate::contents::RENDERINGS`]).
-    pub fn rendering(&self) -> &'static str {
-        match &self.rendering {
-            Rendering::Endpoint(r) if r.template.load(Ordering::Relaxed) == TEMPLATE => {
-                crate::contents::RENDERINGS[1]
+    /// How [`Prompter::tokens`] rendered its last prompt.
+    pub fn rendering(&self) -> Rendering {
+        match &self.renderer {
+            Renderer::Endpoint(r) if r.template.load(Ordering::Relaxed) == TEMPLATE => {
+                Rendering::ChatTemplate
             }
-            _ => crate::contents::RENDERINGS[0],
+            _ => Rendering::Flat,
         }
     }
 
     /// The ids of `prompt`; `gone` says when the asker no longer waits (a render by the
     /// endpoint is then abandoned).
     pub fn tokens(&self, prompt: &Prompt, gone: &Gone<'_>) -> Result<Vec<u32>, Failure> {
-        if let Rendering::Endpoint(r) = &self.rendering {
+        if let Renderer::Endpoint(r) = &self.renderer {
             if let Some(ids) = r.render(prompt, &self.vocab, gone)? {
                 return Ok(ids);
             }
@@ -393,11 +393,11 @@ impl Models {
         match spec {
             EndpointSpec::Http(url) => {
                 let r = ChatRenderer::new(url, &state.vocab, http)?;
-                state.rendering = Rendering::Endpoint(Arc::new(r));
+                state.renderer = Renderer::Endpoint(Arc::new(r));
             }
             EndpointSpec::Direct(d) if d.template == PromptTemplate::Server => {
                 let r = ChatRenderer::direct(d, &state.vocab, http)?;
-                state.rendering = Rendering::Endpoint(Arc::new(r));
+                state.renderer = Renderer::Endpoint(Arc::new(r));
             }
             _ => {}
         }
@@ -542,7 +542,7 @@ impl Models {
 }
 
 /// The key of a kept model client, and of a group of the queue
-/// ([`crate::queue::group_key`]): the endpoint setting as written (trimmed, as
+/// (`queue::group_key`): the endpoint setting as written (trimmed, as
 /// [`EndpointSpec::parse`] reads it), the sampling, the model asked for and the API key's
 /// digest. One key for both, so that two open loops never share a client (and its abort
 /// hook), and two spellings of one server (a `chunk=` or `server=` apart in the direct

@@ -15,8 +15,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use crate::engine::{Input, Job, Warm};
 use crate::flow::{Attempt, Flow};
+use crate::host::{Input, Warm};
+use crate::job::Job;
 use crate::judge::Verdict;
 use crate::models::VocabState;
 

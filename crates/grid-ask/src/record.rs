@@ -1,6 +1,6 @@
 //! What the audit records of an ask, made in this one place: each generation's seal with
 //! who asked and what came out ([`SealToWrite`]), and the artifacts its fingerprints
-//! name ([`Artifact`]), which a replay rebuilds the language from ([`crate::replay`]).
+//! name ([`Artifact`]), which a replay rebuilds the language from (`replay`).
 //! An ask that fails before its generation begins is sealed too ([`unreached`]), so that
 //! every ask is in the log.
 
@@ -15,10 +15,9 @@ use grid_vocab::Vocabulary;
 
 use std::sync::Arc;
 
-use crate::contents::{Artifact, ArtifactKind, DigestedArtifact, PromptRecord};
-
-use crate::engine::Job;
+use crate::contents::{Artifact, ArtifactKind, DigestedArtifact, PromptRecord, Rendering};
 use crate::failure::Failure;
+use crate::job::Job;
 use crate::language::Compiled;
 
 /// A seal to store, with who asked and the artifacts it names.
@@ -77,7 +76,7 @@ pub fn seal_meta(job: &Job) -> SealMeta {
 pub fn with_prompt(
     mut artifacts: Vec<Arc<DigestedArtifact>>,
     prompt: Option<(&Prompt, usize)>,
-    rendering: &'static str,
+    rendering: Rendering,
     examples: &[crate::request::Example],
 ) -> (Vec<Arc<DigestedArtifact>>, Digest32) {
     let a = PromptRecord::new(prompt, rendering, &artifacts, examples).digested();
@@ -212,8 +211,7 @@ pub fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<Seal
     };
     // No prompt was shown; the prompt artifact still binds the others' contents.
     let artifacts = artifacts.into_iter().map(DigestedArtifact::new).collect();
-    let (artifacts, prompt_digest) =
-        with_prompt(artifacts, None, crate::contents::RENDERINGS[0], &[]);
+    let (artifacts, prompt_digest) = with_prompt(artifacts, None, Rendering::Flat, &[]);
     let meta = SealMeta {
         prompt_digest: Some(prompt_digest),
         ..seal_meta(job)

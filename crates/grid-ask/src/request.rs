@@ -31,12 +31,12 @@ pub struct Ask {
     pub examples: Vec<Example>,
     /// Curated examples not vetted yet: the extension's backend reads them from its store
     /// and its worker vets them into [`Ask::examples`] where the role's language is kept
-    /// ([`crate::examples::vet`]), before the pipeline sees the ask. The pipeline shows
+    /// (`examples::vet`), before the pipeline sees the ask. The pipeline shows
     /// only [`Ask::examples`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered: Option<Offered>,
     /// The snapshot and policy read, filled in where the ask arrives
-    /// (`crate::language::prepare`, on the worker's socket thread): the pipeline, which
+    /// (`language::prepare`, on the worker's socket thread): the pipeline, which
     /// every ask waits for, then reads a large catalog's JSON no more. Never sent.
     #[serde(skip)]
     pub parsed: Option<Parsed>,

@@ -13,14 +13,16 @@ use grid_core::audit::{
 use grid_core::cache::MaskCache;
 use grid_core::decode::{Batch, DecodeOptions, Decoder, Model, Outcome};
 use grid_core::mask::Masker;
+use grid_core::Dialect;
 use grid_endpoint::ClientError;
 
-use crate::engine::{Engine, Hands, Output};
 use crate::failure::Failure;
 use crate::flow::{Attempt, Attempted, Flow};
-use crate::language::Compiled;
-use crate::models::{ModelSlot, Prompter, VocabState};
-use crate::queue::{Entry, Pinned};
+use crate::hands::Hands;
+use crate::host::Output;
+use crate::language::{Compiled, Languages};
+use crate::models::{ModelSlot, Models, Prompter, VocabState};
+use crate::queue::{group_key, Entry, Pinned};
 
 /// How far ahead of the least-served generation of the loop (in the time its steps took)
 /// another may be before it skips ticks (see `grid_core::decode`'s fairness): an ask's
@@ -55,6 +57,10 @@ pub(crate) struct Round<'l> {
     /// No more admissions: an entry was held back (its language did not fit), or a group
     /// waits for a loop of its own and none is free. The loop ends once it has drained.
     closing: bool,
+    /// The pipeline's dialect and mask cache, which admitted asks' languages are compiled
+    /// over and warm.
+    dialect: Arc<Dialect>,
+    cache: Arc<MaskCache>,
 }
 
 impl<'l> Round<'l> {
@@ -63,11 +69,12 @@ impl<'l> Round<'l> {
         shared_vocab: Arc<VocabState>,
         vocab: &'l VocabState,
         pinned: &'l Pinned<Compiled>,
+        dialect: Arc<Dialect>,
         cache: Arc<MaskCache>,
     ) -> Round<'l> {
         let decoder = Decoder::new(
             &vocab.vocab,
-            Masker::with_cache(vocab.trie.clone(), cache),
+            Masker::with_cache(vocab.trie.clone(), cache.clone()),
             &vocab.speller,
             DecodeOptions {
                 masks_per_tick: None,
@@ -88,6 +95,8 @@ impl<'l> Round<'l> {
             held_back: Vec::new(),
             stale: false,
             closing: false,
+            dialect,
+            cache,
         }
     }
 
@@ -108,7 +117,7 @@ impl<'l> Round<'l> {
 
     /// Whether `entry` belongs to this loop (its group, and for a repair its vocabulary).
     pub fn takes(&self, entry: &Entry) -> bool {
-        crate::queue::group_key(entry.job()) == self.key
+        group_key(entry.job()) == self.key
             && match entry {
                 Entry::Ask(_) => true,
                 Entry::Repair(r) => Arc::ptr_eq(&r.vocab, &self.shared_vocab),
@@ -131,17 +140,15 @@ impl<'l> Round<'l> {
 
     /// Puts an entry's generation into the loop. An ask that cannot be asked is answered
     /// at once (sealed as unreached); one whose language does not fit in the round's
-    /// arena is held back for the next loop.
-    pub fn admit(&mut self, engine: &mut Engine, entry: Entry, hands: &mut Hands<'_>) {
+    /// arena is held back for the next loop. `languages` are the pipeline's, kept across
+    /// loops.
+    pub fn admit(&mut self, languages: &mut Languages, entry: Entry, hands: &mut Hands<'_>) {
         let compiled = match &entry {
             Entry::Ask(job) => {
                 hands.outbox.send(Output::Taken { ask: job.id() });
-                match engine
-                    .languages
-                    .compile(&engine.dialect, &job.ask, self.vocab, &engine.cache)
-                {
+                match languages.compile(&self.dialect, &job.ask, self.vocab, &self.cache) {
                     Ok(c) => c,
-                    Err(f) => return hands.refuse(entry, &f, &engine.dialect),
+                    Err(f) => return hands.refuse(entry, &f, &self.dialect),
                 }
             }
             Entry::Repair(r) => r.attempt.compiled.clone(),
@@ -152,7 +159,7 @@ impl<'l> Round<'l> {
         match entry {
             Entry::Ask(job) => match Attempt::first(job.clone(), compiled, &self.prompter) {
                 Ok(a) => self.start(a, Flow::default(), hands),
-                Err(f) => hands.refuse(Entry::Ask(job), &f, &engine.dialect),
+                Err(f) => hands.refuse(Entry::Ask(job), &f, &self.dialect),
             },
             Entry::Repair(r) => self.start(r.attempt, r.flow, hands),
         }
@@ -184,14 +191,15 @@ impl<'l> Round<'l> {
         }
     }
 
-    /// One tick of the loop, then what follows for each generation that stopped.
-    pub fn step(&mut self, engine: &mut Engine, slot: &mut ModelSlot, hands: &mut Hands<'_>) {
-        let Some(model) = engine.models.get(slot) else {
+    /// One tick of the loop over the model of `slot` (one of `models`), then what follows
+    /// for each generation that stopped.
+    pub fn step(&mut self, models: &mut Models, slot: &mut ModelSlot, hands: &mut Hands<'_>) {
+        let Some(model) = models.get(slot) else {
             return self.fail_all(&Failure::internal("the endpoint client was dropped"), hands);
         };
         let outcomes = self.tick(model);
         self.flush(hands);
-        let client_error = engine.models.take_error(slot);
+        let client_error = models.take_error(slot);
         if let Some(ClientError::VocabMismatch { .. }) = &client_error {
             self.stale = true;
         }

@@ -13,8 +13,8 @@ mod common;
 
 use common::{ask_one, job, record_verifies_and_replays, split, SNAPSHOT};
 use grid_ask::contents::{content_digest, PromptRecord};
-use grid_ask::engine::{Input, Output};
 use grid_ask::flow::PROMPT_SCHEMA_BYTES;
+use grid_ask::host::{Input, Output};
 use grid_ask::replay::{check_rendering, ArtifactSet};
 use grid_ask::{
     ask_all, Ablation, Answer, AskSettings, AuditLevel, Candidate, FailureKind, Finished, Judge,

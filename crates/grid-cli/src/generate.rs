@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use grid_ask::engine::Output;
+use grid_ask::host::Output;
 use grid_ask::replay::{replay_log, ArtifactSet};
 use grid_ask::{
     ask_all, Ablation, Answer, Ask, AskSettings, AuditLevel, Finished, Job, MockDefaults, NoJudge,

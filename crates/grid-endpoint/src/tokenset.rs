@@ -234,8 +234,8 @@ pub struct EntryId(pub [u8; 16]);
 
 impl EntryId {
     /// An id derived from a set alone: `BLAKE2b-128("grid-endpoint/mask\0" ‖ universe as
-    /// u64le ‖ packed words)`. For callers (tests, the CLI) that have no cache key; the
-    /// extension uses its own mask-cache entry ids.
+    /// u64le ‖ packed words)`. For callers (tests, the CLI) without an id of their own; the
+    /// extension uses `grid_core::decode::mask_entry_id`.
     pub fn of_set(set: &TokenSet) -> Self {
         let mut h = Blake2b::<U16>::new();
         h.update(b"grid-endpoint/mask\0");

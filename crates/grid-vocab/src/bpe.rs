@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap;
 
 use crate::cache::WordCache;
 use crate::pretokenize::PreTokenizer;
+use crate::vocab::Encode;
 
 /// The merge list of a BPE model: `(left id, right id) → (rank, merged id)`, where rank is
 /// the line number of the merge (lower merges first).
@@ -115,9 +116,9 @@ pub(crate) struct ByteLevelEncoder {
     pub(crate) cache: WordCache,
 }
 
-impl ByteLevelEncoder {
+impl Encode for ByteLevelEncoder {
     /// Normalization plus the optional prefix space: the text whose bytes the ids spell.
-    pub(crate) fn normalize<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    fn normalize<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let normalized = self.pre.normalize(text);
         if self.add_prefix_space && !normalized.starts_with(' ') && !normalized.is_empty() {
             Cow::Owned(format!(" {normalized}"))
@@ -126,7 +127,7 @@ impl ByteLevelEncoder {
         }
     }
 
-    pub(crate) fn encode(&self, text: &str) -> Vec<u32> {
+    fn encode(&self, text: &str) -> Vec<u32> {
         let text = self.normalize(text);
         let text: &str = &text;
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
@@ -136,7 +137,9 @@ impl ByteLevelEncoder {
         }
         out
     }
+}
 
+impl ByteLevelEncoder {
     fn encode_word(&self, word: &[u8], out: &mut Vec<u32>) {
         if let Some(whole) = &self.whole_words {
             if let Some(&id) = whole.get(word) {

@@ -2,8 +2,6 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::vocab::Vocabulary;
-
 /// Maps each non-special spelling to its smallest id and encodes by longest match.
 #[derive(Debug)]
 pub(crate) struct GreedyEncoder {
@@ -12,11 +10,12 @@ pub(crate) struct GreedyEncoder {
 }
 
 impl GreedyEncoder {
-    pub(crate) fn new(v: &Vocabulary) -> Self {
+    /// Over a vocabulary's non-special `tokens` (id and bytes, by id).
+    pub(crate) fn new<'v>(tokens: impl Iterator<Item = (u32, &'v [u8])>) -> Self {
         let mut by_bytes = FxHashMap::default();
         let mut max_len = 0;
-        for (id, b) in v.iter() {
-            if v.is_special(id) || b.is_empty() {
+        for (id, b) in tokens {
+            if b.is_empty() {
                 continue;
             }
             max_len = max_len.max(b.len());

@@ -392,7 +392,7 @@ fn build(
             tokens,
             special,
             eos,
-            encoder: Encoder::ByteLevel(Box::new(encoder)),
+            encoder: Encoder::Tokenizer(Box::new(encoder)),
             encoding_exact: exact,
             dummy_prefix: false,
         },

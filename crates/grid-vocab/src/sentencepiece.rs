@@ -3,6 +3,7 @@
 //! Token bytes: `▁` (U+2581) becomes a space, BYTE pieces `<0xNN>` become the byte,
 //! UNKNOWN and CONTROL pieces are special (bytes = their literal text).
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::path::Path;
@@ -11,7 +12,7 @@ use rustc_hash::FxHashMap;
 
 use crate::error::{Result, VocabError};
 use crate::protobuf::{FieldReader, WireValue};
-use crate::vocab::{Encoder, Parts, VocabKind, Vocabulary};
+use crate::vocab::{Encode, Encoder, Parts, VocabKind, Vocabulary};
 
 /// SentencePiece's whitespace stand-in.
 const SPACE: char = '\u{2581}';
@@ -254,6 +255,30 @@ pub(crate) struct SpEncoder {
     max_piece_len: usize,
 }
 
+impl Encode for SpEncoder {
+    fn encode(&self, text: &str) -> Vec<u32> {
+        let norm = self.normalize_escaped(text);
+        if norm.is_empty() {
+            return Vec::new();
+        }
+        let (segments, rev) = if self.bpe {
+            self.bpe_segments(&norm)
+        } else {
+            (self.greedy_segments(&norm), FxHashMap::default())
+        };
+        let mut out = Vec::with_capacity(segments.len());
+        for (start, len) in segments {
+            self.emit(&norm[start..start + len], &rev, &mut out);
+        }
+        out
+    }
+
+    /// The normalized text with `▁` shown as a space: what the ids decode to.
+    fn normalize<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        Cow::Owned(self.normalize_escaped(text).replace(SPACE, " "))
+    }
+}
+
 impl SpEncoder {
     fn new(m: &SpModel, what: &str) -> Result<Self> {
         let mut pieces = FxHashMap::default();
@@ -320,7 +345,7 @@ impl SpEncoder {
 
     /// The normalizer with an identity character map: optional whitespace cleanup,
     /// dummy prefix (or suffix), spaces escaped to `▁`.
-    fn normalize(&self, text: &str) -> String {
+    fn normalize_escaped(&self, text: &str) -> String {
         let mut s = String::with_capacity(text.len() + 8);
         let body: String = if self.remove_extra_whitespaces {
             let mut out = String::with_capacity(text.len());
@@ -352,33 +377,11 @@ impl SpEncoder {
         s
     }
 
-    /// The normalized text with `▁` shown as a space: what the ids decode to.
-    pub(crate) fn normalize_for_display(&self, text: &str) -> String {
-        self.normalize(text).replace(SPACE, " ")
-    }
-
     fn lookup(&self, piece: &str) -> Option<u32> {
         self.reserved
             .get(piece)
             .or_else(|| self.pieces.get(piece))
             .copied()
-    }
-
-    pub(crate) fn encode(&self, text: &str) -> Vec<u32> {
-        let norm = self.normalize(text);
-        if norm.is_empty() {
-            return Vec::new();
-        }
-        let (segments, rev) = if self.bpe {
-            self.bpe_segments(&norm)
-        } else {
-            (self.greedy_segments(&norm), FxHashMap::default())
-        };
-        let mut out = Vec::with_capacity(segments.len());
-        for (start, len) in segments {
-            self.emit(&norm[start..start + len], &rev, &mut out);
-        }
-        out
     }
 
     /// Emits one final symbol: its id, re-split when it is an UNUSED piece, or its bytes
@@ -555,7 +558,7 @@ pub fn from_sp_model(m: &SpModel, what: &str) -> Result<Vocabulary> {
             tokens,
             special,
             eos,
-            encoder: Encoder::SentencePiece(Box::new(encoder)),
+            encoder: Encoder::Tokenizer(Box::new(encoder)),
             encoding_exact: exact,
             dummy_prefix: m.add_dummy_prefix,
         },

@@ -1,6 +1,7 @@
 //! tiktoken rank files (`base64-token rank` per line), e.g. Llama-3's `tokenizer.model`,
 //! with an optional `special_tokens.json` beside them.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use base64::engine::general_purpose::STANDARD;
@@ -11,7 +12,7 @@ use serde_json::Value;
 use crate::cache::WordCache;
 use crate::error::{Result, VocabError};
 use crate::pretokenize::{Gaps, Normalization, PreTokenizer, LLAMA3_PATTERN};
-use crate::vocab::{Encoder, Parts, VocabKind, Vocabulary};
+use crate::vocab::{Encode, Encoder, Parts, VocabKind, Vocabulary};
 
 /// Special-token names taken as end-of-sequence, in order of preference.
 const EOS_NAMES: &[&str] = &["<|end_of_text|>", "<|endoftext|>", "</s>", "<|eot_id|>"];
@@ -116,8 +117,8 @@ pub(crate) struct TiktokenEncoder {
     cache: WordCache,
 }
 
-impl TiktokenEncoder {
-    pub(crate) fn encode(&self, text: &str) -> Vec<u32> {
+impl Encode for TiktokenEncoder {
+    fn encode(&self, text: &str) -> Vec<u32> {
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
         for piece in self.pre.split(text) {
             self.cache
@@ -128,6 +129,13 @@ impl TiktokenEncoder {
         out
     }
 
+    /// tiktoken does not normalize.
+    fn normalize<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        Cow::Borrowed(text)
+    }
+}
+
+impl TiktokenEncoder {
     fn rank(&self, b: &[u8]) -> u32 {
         self.ranks.get(b).copied().unwrap_or(u32::MAX)
     }
@@ -257,7 +265,7 @@ pub fn parse_tiktoken(
             tokens,
             special,
             eos,
-            encoder: Encoder::Tiktoken(Box::new(encoder)),
+            encoder: Encoder::Tokenizer(Box::new(encoder)),
             encoding_exact: true,
             dummy_prefix: false,
         },

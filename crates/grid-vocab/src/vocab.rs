@@ -8,11 +8,8 @@ use blake2::digest::consts::U16;
 use blake2::{Blake2b, Digest};
 use rustc_hash::FxHashMap;
 
-use crate::bpe::ByteLevelEncoder;
 use crate::error::{Result, VocabError};
 use crate::greedy::GreedyEncoder;
-use crate::sentencepiece::SpEncoder;
-use crate::tiktoken::TiktokenEncoder;
 
 /// Which adapter a vocabulary came from (and so which encoder it carries).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,11 +35,20 @@ impl fmt::Display for VocabKind {
     }
 }
 
-/// The encoder a vocabulary carries, by adapter.
+/// A source's own tokenizer, as its adapter builds it: what [`Vocabulary::encode`] and
+/// [`Vocabulary::normalize`] run. A trait, so that this module names none of the
+/// adapters (each of which builds a [`Vocabulary`]).
+pub(crate) trait Encode: Send + Sync {
+    fn encode(&self, text: &str) -> Vec<u32>;
+
+    /// The text as the encoder sees it (see [`Vocabulary::normalize`]).
+    fn normalize<'a>(&self, text: &'a str) -> Cow<'a, str>;
+}
+
+/// The encoder a vocabulary carries.
 pub(crate) enum Encoder {
-    ByteLevel(Box<ByteLevelEncoder>),
-    Tiktoken(Box<TiktokenEncoder>),
-    SentencePiece(Box<SpEncoder>),
+    /// The source's tokenizer (byte-level BPE, tiktoken, SentencePiece).
+    Tokenizer(Box<dyn Encode>),
     /// No tokenizer is known (served vocabularies): greedy longest match, built lazily.
     Greedy(OnceLock<GreedyEncoder>),
 }
@@ -345,9 +351,8 @@ impl Vocabulary {
     /// `decode(encode(s)) == normalize(s)`.
     pub fn normalize<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match &self.encoder {
-            Encoder::ByteLevel(e) => e.normalize(text),
-            Encoder::Tiktoken(_) | Encoder::Greedy(_) => Cow::Borrowed(text),
-            Encoder::SentencePiece(e) => Cow::Owned(e.normalize_for_display(text)),
+            Encoder::Tokenizer(e) => e.normalize(text),
+            Encoder::Greedy(_) => Cow::Borrowed(text),
         }
     }
 
@@ -378,11 +383,11 @@ impl Vocabulary {
     /// itself always matches.
     pub fn encode(&self, text: &str) -> Vec<u32> {
         match &self.encoder {
-            Encoder::ByteLevel(e) => e.encode(text),
-            Encoder::Tiktoken(e) => e.encode(text),
-            Encoder::SentencePiece(e) => e.encode(text),
+            Encoder::Tokenizer(e) => e.encode(text),
             Encoder::Greedy(cell) => cell
-                .get_or_init(|| GreedyEncoder::new(self))
+                .get_or_init(|| {
+                    GreedyEncoder::new(self.iter().filter(|&(id, _)| !self.is_special(id)))
+                })
                 .encode(text.as_bytes()),
         }
     }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use grid_ask::engine::Output;
+use grid_ask::host::Output;
 use grid_ask::{ask_all, Ask, AskSettings, Finished, Job, MockDefaults, NoJudge};
 use grid_core::audit::{verify, Entry, Head, StepRecord, VerifyOptions};
 

@@ -1,30 +1,59 @@
-//! The import graph between top-level modules has no cycle: lower modules define the types
-//! and traits, higher ones use them, and nothing points back (issue 18). Checked for this
-//! crate and for the extension's `src/`, from the sources: every `crate::m` path outside
-//! comments, strings and `#[cfg(test)]` items is an edge to top-level module `m` (a name the
-//! crate root re-exports counts as its module), as is `super::super::m` from nested files.
-//! Test code may reach up: a test builds its fixtures with the higher modules.
+//! The import graph between top-level modules has no cycle, in every crate of the
+//! workspace: lower modules define the types and traits, higher ones use them, and nothing
+//! points back (issues 18 and 36). Checked from the sources of each member of the
+//! workspace's `Cargo.toml` (its `src/lib.rs`, and its `src/main.rs` when that declares
+//! modules of its own): every `crate::m` path outside comments, strings and `#[cfg(test)]`
+//! items is an edge to top-level module `m` (a name the crate root re-exports counts as its
+//! module), as is a `super::` path that climbs to the crate root from a nested file or
+//! inline module. Test code may reach up: a test builds its fixtures with the higher
+//! modules.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Edges `from -> {to}` between the top-level modules of the crate whose sources are `src`.
+/// Edges `from -> {to}` between the top-level modules of one crate.
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
-#[test]
-fn grid_core_has_no_module_cycle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    assert_acyclic(&src);
-}
+/// Where the workspace's `Cargo.toml` is, seen from this crate.
+const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 #[test]
-fn extension_has_no_module_cycle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src");
-    if !src.join("lib.rs").exists() {
-        eprintln!("SKIPPED: no extension sources at {}", src.display());
-        return;
+fn no_crate_of_the_workspace_has_a_module_cycle() {
+    let roots = crate_roots(Path::new(WORKSPACE));
+    let failures: Vec<String> = roots
+        .iter()
+        .filter_map(|(name, root)| check(name, root).err())
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A cycle planted in a crate is caught and named, across a nested file's `super::` path;
+/// the same edge back from test code is not one.
+#[test]
+fn a_planted_cycle_is_named() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("planted_cycle");
+    let _ = std::fs::remove_dir_all(&dir);
+    let files = [
+        ("lib.rs", "mod a;\npub mod b;\nmod c;\n"),
+        ("a.rs", "use crate::b::X;\n"),
+        ("b/mod.rs", "mod inner;\npub struct X;\n"),
+        ("b/inner.rs", "use super::super::c::Y;\n"),
+        ("c.rs", "pub struct Y;\nfn f() { crate::a::g() }\n"),
+    ];
+    for (path, text) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("a directory");
+        std::fs::write(&path, text).expect("a file");
     }
-    assert_acyclic(&src);
+    let root = dir.join("lib.rs");
+    let err = check("planted", &root).expect_err("the cycle was missed");
+    assert!(
+        err.contains("module cycle in planted: a -> b -> c -> a"),
+        "{err}"
+    );
+    let test_only = "pub struct Y;\n#[cfg(test)]\nmod tests { use crate::a::g; }\n";
+    std::fs::write(dir.join("c.rs"), test_only).expect("a file");
+    assert_eq!(check("planted", &root), Ok(()));
 }
 
 /// The checker finds what it is meant to find (a checker that sees no edge passes every tree).
@@ -32,13 +61,20 @@ fn extension_has_no_module_cycle() {
 fn checker_sees_edges_and_cycles() {
     let code = "use crate::{a::X, b::{self, Y}};\n// use crate::c;\nfn f() { crate::d::g(\"crate::e\"); super::super::h::i(); }\n#[cfg(test)]\nmod tests { use crate::z; }\nuse crate::Top;\n";
     let reexports = BTreeMap::from([("Top".to_string(), "t".to_string())]);
-    let to = references(code, &reexports);
+    let to = references(code, &reexports, 2);
     let want: BTreeSet<String> = ["a", "b", "d", "h", "t"].map(String::from).into();
+    assert_eq!(to, want);
+    // `super::` reaches the crate root only from as deep as it climbs: a file two levels
+    // down (`m/n.rs`) climbs out with two, and an inline module adds a level.
+    let code = "use super::x::A;\nuse super::super::{y, w::B};\nmod inner { use super::super::super::z; fn g() { super::super::v(); } }\n";
+    let to = references(code, &BTreeMap::new(), 2);
+    let want: BTreeSet<String> = ["y", "w", "z"].map(String::from).into();
     assert_eq!(to, want);
     let mut g = Graph::new();
     g.entry("a".into()).or_default().insert("b".into());
     g.entry("b".into()).or_default().insert("c".into());
     assert!(cycle(&g).is_none());
+    assert_eq!(depths(&g)["a"], 2);
     g.entry("c".into()).or_default().insert("a".into());
     assert_eq!(
         cycle(&g),
@@ -46,27 +82,108 @@ fn checker_sees_edges_and_cycles() {
     );
 }
 
-fn assert_acyclic(src: &Path) {
-    let g = graph(src);
-    let listing: Vec<String> = g
-        .iter()
-        .map(|(from, to)| {
-            format!(
-                "{from} -> {}",
-                to.iter().cloned().collect::<Vec<_>>().join(", ")
-            )
-        })
-        .collect();
-    eprintln!("{}:\n  {}", src.display(), listing.join("\n  "));
-    if let Some(c) = cycle(&g) {
-        let tangles: Vec<String> = tangles(&g).iter().map(|t| t.join(" ")).collect();
-        panic!(
-            "module cycle in {}: {}\n(modules on cycles, by strongly connected component: {})",
-            src.display(),
-            c.join(" -> "),
-            tangles.join("; ")
-        );
+/// The crate roots of the workspace's members, each with its name (its path from the
+/// workspace): `src/lib.rs`, and `src/main.rs` when it declares modules (a binary that
+/// only calls its library has no graph of its own). Only grid-core's own root when the
+/// workspace is not there (grid-core built on its own).
+fn crate_roots(workspace: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(manifest) = std::fs::read_to_string(workspace.join("Cargo.toml")) else {
+        eprintln!("SKIPPED: no workspace at {}", workspace.display());
+        let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs");
+        return vec![("crates/grid-core/src/lib.rs".into(), lib)];
+    };
+    let members = members(&manifest);
+    // A manifest this reads wrong must not pass for a workspace without cycles.
+    assert!(
+        members.iter().any(|m| m == "crates/grid-core"),
+        "no grid-core among the workspace's members {members:?}"
+    );
+    let mut roots = Vec::new();
+    for member in members {
+        let before = roots.len();
+        for file in ["lib.rs", "main.rs"] {
+            let name = match member.as_str() {
+                "." => format!("src/{file}"),
+                m => format!("{m}/src/{file}"),
+            };
+            let path = workspace.join(&name);
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            if file == "lib.rs" || !declared_modules(&drop_test_items(&strip(&text))).is_empty() {
+                roots.push((name, path));
+            }
+        }
+        assert!(roots.len() > before, "no crate root of member {member}");
     }
+    roots
+}
+
+/// The `members` of a workspace manifest (on one line or several).
+fn members(manifest: &str) -> Vec<String> {
+    let Some((_, list)) = manifest.split_once("\nmembers = [") else {
+        return Vec::new();
+    };
+    let list = &list[..list.find(']').unwrap_or(list.len())];
+    list.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Ok, or the crate's cycle named (`name: a -> b -> a`) with every tangle.
+fn check(name: &str, root: &Path) -> Result<(), String> {
+    let g = graph(root);
+    match cycle(&g) {
+        None => {
+            let depths = depths(&g);
+            let listing: Vec<String> = g
+                .iter()
+                .map(|(from, to)| {
+                    let to: Vec<&str> = to.iter().map(String::as_str).collect();
+                    format!("[{}] {from} -> {}", depths[from], to.join(", "))
+                })
+                .collect();
+            eprintln!(
+                "{name} ([depth] module -> what it imports):\n  {}",
+                listing.join("\n  ")
+            );
+            Ok(())
+        }
+        Some(c) => {
+            let tangles: Vec<String> = tangles(&g).iter().map(|t| t.join(" ")).collect();
+            Err(format!(
+                "module cycle in {name}: {}\n  (modules on cycles, by strongly connected component: {})",
+                c.join(" -> "),
+                tangles.join("; ")
+            ))
+        }
+    }
+}
+
+/// Each module's depth in an acyclic graph: 0 for one that imports no other module, else
+/// one more than the deepest it imports.
+fn depths(g: &Graph) -> BTreeMap<String, usize> {
+    fn depth(g: &Graph, m: &str, memo: &mut BTreeMap<String, usize>) -> usize {
+        if let Some(&d) = memo.get(m) {
+            return d;
+        }
+        let d = g
+            .get(m)
+            .into_iter()
+            .flatten()
+            .map(|n| depth(g, n, memo) + 1)
+            .max()
+            .unwrap_or(0);
+        memo.insert(m.to_string(), d);
+        d
+    }
+    let mut memo = BTreeMap::new();
+    for m in g.keys() {
+        depth(g, m, &mut memo);
+    }
+    memo
 }
 
 /// The strongly connected components of `g` with more than one module (each sorted).
@@ -98,29 +215,69 @@ fn tangles(g: &Graph) -> Vec<Vec<String>> {
     out
 }
 
-fn graph(src: &Path) -> Graph {
-    let root = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
-    let reexports = root_reexports(&strip(&root));
+/// The graph of the crate whose root file is `root`: its top-level modules are the ones
+/// the root declares (`mod m;`, outside test code), each the file `m.rs` and the files
+/// under `m/`.
+fn graph(root: &Path) -> Graph {
+    let src = root.parent().expect("the root's directory");
+    let code = drop_test_items(&strip(
+        &std::fs::read_to_string(root).expect("the crate root"),
+    ));
+    let reexports = root_reexports(&code);
+    let modules = declared_modules(&code);
     let mut g = Graph::new();
-    for file in rust_files(src) {
-        let rel = file.strip_prefix(src).expect("under src");
-        let mut parts = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned());
-        let first = parts.next().expect("a file name");
-        if first == "lib.rs" {
-            continue;
+    for module in &modules {
+        let mut files: Vec<PathBuf> = vec![src.join(format!("{module}.rs"))];
+        files.retain(|f| f.exists());
+        if src.join(module).is_dir() {
+            files.extend(rust_files(&src.join(module)));
         }
-        let module = first.trim_end_matches(".rs").to_string();
-        let text = std::fs::read_to_string(&file).expect("readable source");
         let to = g.entry(module.clone()).or_default();
-        to.extend(
-            references(&text, &reexports)
-                .into_iter()
-                .filter(|m| *m != module),
-        );
+        for file in files {
+            let rel = file.strip_prefix(src).expect("under src");
+            let text = std::fs::read_to_string(&file).expect("readable source");
+            to.extend(
+                references(&text, &reexports, nesting(rel))
+                    .into_iter()
+                    .filter(|m| m != module && modules.contains(m)),
+            );
+        }
     }
     g
+}
+
+/// How many `super::` lead from the file at `rel` (under `src`) to the crate root:
+/// `m.rs` and `m/mod.rs` 1, `m/n.rs` 2, ...
+fn nesting(rel: &Path) -> usize {
+    let parts = rel.components().count();
+    if rel.file_name().is_some_and(|f| f == "mod.rs") {
+        parts - 1
+    } else {
+        parts
+    }
+}
+
+/// The modules `code` declares from files (`mod m;`, `pub mod m;`, `pub(crate) mod m;`).
+fn declared_modules(code: &str) -> BTreeSet<String> {
+    item_names(code, "mod ")
+        .filter(|(_, after)| after.trim_start().starts_with(';'))
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+/// Each `keyword` item of `code` (at a word boundary): its name, and the text after it.
+fn item_names<'c>(code: &'c str, keyword: &'c str) -> impl Iterator<Item = (&'c str, &'c str)> {
+    code.match_indices(keyword).filter_map(move |(i, _)| {
+        if code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            return None;
+        }
+        let rest = &code[i + keyword.len()..];
+        let name = rest.trim_start();
+        let end = name
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(name.len());
+        (end > 0).then(|| (&name[..end], &name[end..]))
+    })
 }
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
@@ -194,8 +351,13 @@ fn expand(tree: &str, prefix: String, out: &mut Vec<String>) {
     }
 }
 
-/// The top-level modules a source file refers to outside its test code.
-fn references(text: &str, reexports: &BTreeMap<String, String>) -> BTreeSet<String> {
+/// The top-level modules a source file refers to outside its test code; `nesting` is how
+/// many `super::` lead from the file to the crate root ([`nesting`]).
+fn references(
+    text: &str,
+    reexports: &BTreeMap<String, String>,
+    nesting: usize,
+) -> BTreeSet<String> {
     let code = drop_test_items(&strip(text));
     let mut out = BTreeSet::new();
     let mut add = |seg: &str| {
@@ -206,11 +368,8 @@ fn references(text: &str, reexports: &BTreeMap<String, String>) -> BTreeSet<Stri
             out.insert(seg.to_string());
         }
     };
-    for (i, _) in code.match_indices("crate::") {
-        if code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$') {
-            continue; // `grid_core::`, `$crate::`
-        }
-        let rest = &code[i + "crate::".len()..];
+    // The first segment after a path's root, or each first segment of a use tree there.
+    let mut add_after = |rest: &str| {
         if let Some(inner) = rest.strip_prefix('{') {
             let mut paths = Vec::new();
             let end = matching_brace(inner).unwrap_or(inner.len());
@@ -223,13 +382,37 @@ fn references(text: &str, reexports: &BTreeMap<String, String>) -> BTreeSet<Stri
                 .find(|c: char| !(c.is_alphanumeric() || c == '_'))
                 .unwrap_or(rest.len())]);
         }
+    };
+    let after_path = |i: usize| {
+        code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$' || c == ':')
+    };
+    for (i, _) in code.match_indices("crate::") {
+        if after_path(i) {
+            continue; // `grid_core::`, `$crate::`
+        }
+        add_after(&code[i + "crate::".len()..]);
     }
-    for (i, _) in code.match_indices("super::super::") {
-        let rest = &code[i + "super::super::".len()..];
-        if !rest.starts_with("super::") {
-            add(&rest[..rest
-                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len())]);
+    // Inline modules (outside test code) add a level to the `super::` inside them.
+    let inline: Vec<(usize, usize)> = item_names(&code, "mod ")
+        .filter_map(|(_, after)| {
+            let body = after.trim_start().strip_prefix('{')?;
+            let start = code.len() - body.len();
+            Some((start, start + matching_brace(body).unwrap_or(body.len())))
+        })
+        .collect();
+    for (i, _) in code.match_indices("super::") {
+        if after_path(i) {
+            continue; // the second `super::` of a run
+        }
+        let mut rest = &code[i..];
+        let mut climbs = 0;
+        while let Some(r) = rest.strip_prefix("super::") {
+            rest = r;
+            climbs += 1;
+        }
+        let depth = nesting + inline.iter().filter(|(s, e)| *s <= i && i < *e).count();
+        if climbs == depth {
+            add_after(rest);
         }
     }
     out

@@ -17,11 +17,13 @@ use crate::protocol::{
 };
 use crate::tokenset::{EntryId, TokenSet};
 
-/// A mask-cache entry as the client holds it: its content-addressed id and its set.
+/// A mask as the client holds it: its content-addressed id and its set.
 /// The set is shared, so a mask used by many generations is held once.
 #[derive(Debug, Clone)]
 pub struct Mask {
-    /// The entry id (the extension's `entry_id`).
+    /// The entry id. The extension's is `grid_core::decode::mask_entry_id`, a hash of the
+    /// whole mask's bits (the id its audit log records); others may use
+    /// [`EntryId::of_set`].
     pub entry_id: EntryId,
     /// The allowed ids of the entry (never special ids, never EOS).
     pub set: Arc<TokenSet>,
@@ -49,7 +51,8 @@ pub struct StepInput<'a> {
     pub prompt_len: usize,
     /// The mask entry of this step.
     pub mask: &'a Mask,
-    /// Context-dependent ids allowed on top of the entry this step.
+    /// Ids allowed on top of the entry this step. The extension sends the whole mask as
+    /// the entry, so its `cd_pass` is always empty.
     pub cd_pass: &'a [u32],
     /// Whether EOS may be sampled.
     pub eos_allowed: bool,
