@@ -57,6 +57,9 @@ pub struct Stacks {
     range_names: FxHashMap<u32, std::sync::Arc<[Name]>>,
     /// The rule that filters `A(σ)` by the pending property, if the language has one.
     rule: Option<std::sync::Arc<ContextRule>>,
+    /// No names, allocated once: what [`Stacks::qualified_columns_on`] answers off a
+    /// qualified column, at every step of the mask, which must not allocate once warm.
+    no_names: std::sync::Arc<[Name]>,
 }
 
 impl StackView for Stacks {
@@ -422,7 +425,7 @@ impl Stacks {
     pub fn qualified_columns_on(&mut self, sem: &Semantics, node: u32) -> std::sync::Arc<[Name]> {
         match sem.qual_col() {
             Some(t) if sem.in_qualified_column(self.state(node)) => self.visible(sem, node, t),
-            _ => std::sync::Arc::from([]),
+            _ => self.no_names.clone(),
         }
     }
 

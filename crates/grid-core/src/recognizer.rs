@@ -172,7 +172,7 @@ pub struct Session<'l> {
     words: FxHashMap<SmallVec<[u8; 24]>, Word>,
     /// The folded spellings of a set of names, with or without the column words
     /// ([`Session::dynamic_spellings`]).
-    spellings: FxHashMap<(Arc<[Name]>, bool), Arc<[Vec<u8>]>>,
+    spellings: FxHashMap<(Arc<[Name]>, bool), Spellings>,
     /// Whether the search over cut-backs tries all 256 bytes rather than
     /// [`Session::cutback_bytes`]: the brute-force reference of
     /// [`Session::is_viable_by_every_byte`], off otherwise.
@@ -391,7 +391,7 @@ impl<'l> Session<'l> {
 
     /// The folded spellings of `names`, memoised; without the column words of the lexicon
     /// when `column_like`.
-    fn spellings_of(&mut self, names: Arc<[Name]>, column_like: bool) -> Arc<[Vec<u8>]> {
+    fn spellings_of(&mut self, names: Arc<[Name]>, column_like: bool) -> Spellings {
         let key = (names, column_like);
         if let Some(sp) = self.spellings.get(&key) {
             return sp.clone();
@@ -417,7 +417,7 @@ impl<'l> Session<'l> {
         }
         sp.sort_unstable();
         sp.dedup();
-        let sp: Arc<[Vec<u8>]> = sp.into();
+        let sp: Spellings = sp.into();
         self.spellings.insert(key, sp.clone());
         sp
     }
@@ -881,16 +881,19 @@ impl<'l> Session<'l> {
     }
 }
 
+/// Folded spellings of names, sorted and distinct.
+pub(crate) type Spellings = Arc<[Vec<u8>]>;
+
 /// The names a next token could spell as a dynamic terminal ([`Session::dynamic_names`]),
 /// folded, as lists of sorted, distinct spellings.
 #[derive(Default)]
 pub(crate) struct DynamicNames {
     /// Names a lexeme anywhere in the token may spell (per stack).
-    pub anywhere: SmallVec<[Arc<[Vec<u8>]>; 4]>,
+    pub anywhere: SmallVec<[Spellings; 4]>,
     /// Columns a qualified reference may name, where a qualifier is on top of a stack (its
     /// dot still to come: `true`) or a qualifier and its dot: only a lexeme right after
     /// that dot may spell them.
-    pub qualified: SmallVec<[(Arc<[Vec<u8>]>, bool); 2]>,
+    pub qualified: SmallVec<[(Spellings, bool); 2]>,
 }
 
 impl DynamicNames {

@@ -821,24 +821,22 @@ impl Semantics {
                 }
                 // A query's own FROM items, kept for its ORDER BY (and what that nests), not
                 // for the right operand of a set operation.
-                Value::Query(q) if above.is_none_or(|a| !self.flag(a, SET_OP)) => {
-                    if q.ranges
-                        .iter()
-                        .flat_map(|r| r.iter().rev())
-                        .any(|r| visit(Seen::Range(r)))
-                    {
-                        return;
-                    }
+                Value::Query(q)
+                    if above.is_none_or(|a| !self.flag(a, SET_OP))
+                        && q.ranges
+                            .iter()
+                            .flat_map(|r| r.iter().rev())
+                            .any(|r| visit(Seen::Range(r))) =>
+                {
+                    return;
                 }
-                Value::Ctes(cs) => {
-                    if cs.iter().rev().any(|c| visit(Seen::Cte(c))) {
-                        return;
-                    }
-                }
-                Value::Names(ns) if self.flag(st, CTE_HEADER) && parent != NIL => {
-                    if visit(Seen::Header(view.value(parent).name(), ns)) {
-                        return;
-                    }
+                Value::Ctes(cs) if cs.iter().rev().any(|c| visit(Seen::Cte(c))) => return,
+                Value::Names(ns)
+                    if self.flag(st, CTE_HEADER)
+                        && parent != NIL
+                        && visit(Seen::Header(view.value(parent).name(), ns)) =>
+                {
+                    return;
                 }
                 _ => {}
             }
