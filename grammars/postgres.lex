@@ -97,6 +97,8 @@ ID BARE_LABEL bare_label
 ID CTE_REF cte
 ID ALIAS_REF output_alias
 ID DERIVED_COL derived_column
+ID QUALIFIER qualifier
+ID QUAL_COL qualified_column
 
 # Keywords.
 KW ALL all

@@ -13,7 +13,7 @@
     PRECISION RANGE REAL RECURSIVE RETURNING RIGHT ROLLUP ROW ROWS SELECT SET SETS SIMILAR
     SMALLINT SOME SUBSTRING SYMMETRIC THEN TIES TIME TIMESTAMP TO TRAILING TRIM TRUE
     UNBOUNDED UNION UNKNOWN UPDATE USING VALUES VARCHAR VARYING WHEN WHERE WINDOW WITH
-    WITHIN WITHOUT ZONE ALIAS_REF DERIVED_COL BARE_LABEL EXTRACT_FIELD
+    WITHIN WITHOUT ZONE ALIAS_REF DERIVED_COL BARE_LABEL EXTRACT_FIELD QUALIFIER QUAL_COL
 
 /*
  * Precedence, lowest first, after PostgreSQL 15 gram.y. Differences:
@@ -431,11 +431,16 @@ c_expr@: columnref
     ;
 
 /* DERIVED_COL: a column the statement named of a derived table, a CTE or a relation
-   renamed by a column alias list, in scope here (the dynamic lexicon). */
+   renamed by a column alias list, in scope here (the dynamic lexicon).
+   A qualified column is IDENT DOT ... where a FROM clause in force is still to come (a
+   select list, an UPDATE or INSERT; the parser's stacks say which, crates/grid-core/src/
+   qualifier.rs), and QUALIFIER DOT QUAL_COL everywhere else: a range variable in scope
+   there and a column of it (the dynamic lexicon). */
 columnref: COLUMN_NAME
     | IDENT DOT COLUMN_NAME
     | DERIVED_COL
     | IDENT DOT DERIVED_COL
+    | QUALIFIER DOT QUAL_COL
     ;
 
 implicit_row@: LPAREN expr_list@ COMMA a_expr@ RPAREN ;

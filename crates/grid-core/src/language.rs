@@ -57,7 +57,7 @@ impl Language {
             .collect();
         let table = dialect.projected_table(policy, &empty)?;
         let words = build_words(&dialect, lexicon)?;
-        let sem = Semantics::build(&table, &dialect.terms);
+        let sem = Semantics::build(&table, &dialect.terms, lexicon);
         let lexicon_fingerprint = lexicon.fingerprint();
         let mut h = Blake2b::<U16>::new();
         h.update(dialect.fingerprint);

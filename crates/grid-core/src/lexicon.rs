@@ -142,6 +142,10 @@ pub struct Lexicon {
     /// of them (conservative: PostgreSQL would let a CTE take the name of a relation off
     /// the search path, but one rule for every relation name is simpler to audit).
     pub relations: BTreeSet<String>,
+    /// Per relation, by its [`Table::key`], the columns of the column lexicon it has, in
+    /// the schema's order: what may follow a qualifier that names it ([`crate::scope`]).
+    /// Invariant: every name listed is a word of [`LexiconKind::Column`].
+    pub columns: BTreeMap<String, Vec<String>>,
 }
 
 /// The relations of one category, split by how they are written.
@@ -190,6 +194,11 @@ impl Lexicon {
                 .flat_map(|t| t.columns.iter().map(|c| c.name.clone()))
                 .collect(),
         );
+        lx.columns = schema
+            .tables
+            .iter()
+            .map(|t| (t.key(), t.columns.iter().map(|c| c.name.clone()).collect()))
+            .collect();
         lx.words.insert(
             LexiconKind::Function,
             DEFAULT_FUNCTIONS.iter().map(|s| s.to_string()).collect(),
@@ -263,11 +272,22 @@ impl Lexicon {
     }
 
     /// Keeps, of the words of `kind` (a category without qualified words: functions,
-    /// types, columns), those `keep` accepts.
+    /// types, columns), those `keep` accepts (for columns, in every relation's list too).
     pub fn retain_words(&mut self, kind: LexiconKind, keep: impl Fn(&str) -> bool) {
         if let Some(w) = self.words.get_mut(&kind) {
             w.retain(|n| keep(n));
         }
+        if kind == LexiconKind::Column {
+            for cs in self.columns.values_mut() {
+                cs.retain(|n| keep(n));
+            }
+        }
+    }
+
+    /// The columns of the relation whose [`Table::key`] is `key` (none for a relation the
+    /// lexicon does not know).
+    pub fn columns_of(&self, key: &str) -> &[String] {
+        self.columns.get(key).map_or(&[], Vec::as_slice)
     }
 
     /// The bare words of `kind`.
@@ -302,6 +322,15 @@ impl Lexicon {
         h.update(b"relations");
         for r in &self.relations {
             put(&mut h, r);
+        }
+        // Which relation has which column decides what follows a qualifier.
+        h.update(b"columns");
+        for (r, cs) in &self.columns {
+            put(&mut h, r);
+            h.update((cs.len() as u32).to_le_bytes());
+            for c in cs {
+                put(&mut h, c);
+            }
         }
         // Only when present, so that a lexicon without qualified words keeps the
         // fingerprint it had before they existed (audit logs replay against it).

@@ -17,6 +17,7 @@
 //! - `lexer`: the scanner's automata and PostgreSQL's word bytes.
 //! - [`grammar`]: L1 and L2, the dialect grammar and its role projections.
 //! - [`lexicon`]: L3, the names each identifier category allows and their spellings.
+//! - [`qualifier`]: which form of a qualified column stands on a parser stack.
 //! - [`scope`]: the dynamic lexicon's rules: names the statement itself introduces.
 //! - [`language`]: L1 projected by a policy and restricted by a lexicon.
 //! - [`catalog`]: one role's catalog snapshot, read into its schema, policy and language.
@@ -60,6 +61,7 @@ pub mod oracle;
 pub mod parser;
 pub mod policy;
 pub mod prompt;
+pub mod qualifier;
 pub mod recognizer;
 pub mod registry;
 pub mod reserve;

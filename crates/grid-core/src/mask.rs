@@ -37,9 +37,10 @@ use crate::cache::walk::{self, WalkStart};
 use crate::cache::{CacheKey, CacheStats, CdCandidates, MaskCache, Namespace, Position, Scope};
 use crate::cd_class::{CdClass, CdKey};
 use crate::language::Language;
-use crate::recognizer::{Config, Dynamic, Scanned, Session};
+use crate::recognizer::{Config, Dynamic, DynamicNames, Scanned, Session};
 use crate::scan::TrailKey;
 use crate::termset::TermSet;
+use crate::trie::names::{spelling_names, Lead};
 use crate::trie::TokenTrie;
 
 /// The longest forced run a singleton mask extends to.
@@ -211,6 +212,10 @@ pub struct Masker {
     run: Vec<u32>,
     /// Scratch of [`Masker::add_dynamic`]: the tokens to check in full.
     dynamic_nodes: Vec<u32>,
+    /// Scratch of [`Masker::add_dynamic`]: where names may start in which tokens.
+    dynamic_starts: Vec<(u32, u16)>,
+    /// Scratch of [`Masker::add_dynamic`]: the tokens allowed without a check.
+    dynamic_direct: Vec<u32>,
     /// The verdicts of CD classes that only a cut back can save, per session.
     cutback: CutbackMemo,
 }
@@ -234,6 +239,8 @@ impl Masker {
             run_mask: None,
             run: Vec::new(),
             dynamic_nodes: Vec::new(),
+            dynamic_starts: Vec::new(),
+            dynamic_direct: Vec::new(),
             cutback: CutbackMemo::default(),
         }
     }
@@ -385,10 +392,15 @@ impl Masker {
     ///   the stacks hold, plus every token in which a name may use one that the lexeme in
     ///   progress or the token itself introduces
     ///   ([`crate::trie::starts::TokenStarts::multi_using_own`]), and each checked in full.
+    ///   A token found by where a name begins in it is checked only when a stack may take
+    ///   a dynamic terminal there ([`StartGate`]), and one cut short at a lone quote only
+    ///   where `QUAL_COL` may follow: the stacks hold range variables' names at every
+    ///   position after FROM, and without those two conditions most of the tokens they
+    ///   find were checked only to be refused.
     fn add_dynamic(&mut self, session: &mut Session<'_>, cfg: &Config, m: &mut Mask) -> FirstNode {
         let trie = self.trie.clone();
         let starts = trie.starts();
-        let names = session.dynamic_spellings(cfg);
+        let names = session.dynamic_names(cfg);
         let mut extra: Vec<u32> = Vec::new();
         let mut first: FirstNode = None;
         if let Some(after) = session.lexeme_end(cfg, &names) {
@@ -408,16 +420,46 @@ impl Masker {
         }
         let mut nodes = std::mem::take(&mut self.dynamic_nodes);
         nodes.clear();
-        for n in names.iter().flat_map(|n| n.iter()) {
-            starts.matching(n, false, &mut nodes);
+        let mut found = std::mem::take(&mut self.dynamic_starts);
+        found.clear();
+        for n in names.anywhere.iter().flat_map(|n| n.iter()) {
+            // A lone quote may begin any name: see below.
+            let shortest = if n.first() == Some(&b'"') { 2 } else { 1 };
+            starts.matching_starts(n, false, shortest, |node, at| found.push((node, at)));
+        }
+        if !session.lang.sem.column_words() && !names.anywhere.is_empty() {
+            // A token cut short at a lone quote: the names change its verdict only where no
+            // static identifier stands beside a dynamic one. COLUMN_NAME stands wherever
+            // ALIAS_REF, DERIVED_COL and QUALIFIER may, and every column word has a quoted
+            // spelling; QUAL_COL, which stands alone, is searched below.
+            starts.ending_in_quote(|_| true, |node, at| found.push((node, at)));
         }
         let rem = &cfg.scan.rem;
+        let direct = self.qualified_candidates(&names, rem, &mut nodes, &mut found);
+        // Each start is kept only where a stack may take a dynamic terminal there.
+        found.sort_unstable();
+        found.dedup();
+        let mut gate = StartGate::default();
+        for &(node, at) in &found {
+            if nodes.last() == Some(&node) {
+                continue;
+            }
+            let ids = trie.ids(node as usize);
+            if ids.iter().next().is_none_or(|id| m.contains(id)) {
+                continue;
+            }
+            if gate.admits(session, cfg, &starts.spelling(node)[..usize::from(at)]) {
+                nodes.push(node);
+            }
+        }
+        self.dynamic_starts = found;
+        let anywhere = names.anywhere.iter().flat_map(|n| n.iter());
         for a in 0..rem.len() {
             if !crate::trie::starts::starts_at(rem, a) {
                 continue;
             }
             let part = &rem[a..];
-            for n in names.iter().flat_map(|n| n.iter()) {
+            for n in anywhere.clone() {
                 if n.len() > part.len() && n[..part.len()].eq_ignore_ascii_case(part) {
                     starts.matching(&n[part.len()..], true, &mut nodes);
                 }
@@ -426,6 +468,22 @@ impl Masker {
         starts.multi_using_own(rem, &mut nodes);
         nodes.sort_unstable();
         nodes.dedup();
+        // Tokens that go on spelling a qualifier's column, unquoted, after what the stacks
+        // take: allowed as they are (see `qualified_candidates`).
+        for &node in &direct {
+            let ids = trie.ids(node as usize);
+            let Some(id0) = ids.iter().next() else {
+                continue;
+            };
+            if m.contains(id0) {
+                continue;
+            }
+            for id in ids.iter() {
+                m.set(id);
+                extra.push(id);
+            }
+            first.get_or_insert((id0, node as usize));
+        }
         for &node in &nodes {
             let ids = trie.ids(node as usize);
             let Some(id0) = ids.iter().next() else {
@@ -443,6 +501,7 @@ impl Masker {
                 first.get_or_insert((id0, node as usize));
             }
         }
+        self.dynamic_direct = direct;
         self.dynamic_nodes = nodes;
         if extra.is_empty() {
             return None;
@@ -457,6 +516,75 @@ impl Masker {
             ids: extra.into(),
         });
         first
+    }
+
+    /// The tokens a qualifier's columns may allow, where a qualifier (or a qualifier and its
+    /// dot) is on top of a stack: only a lexeme right after that dot may spell one, so
+    /// they are found by a walk of the token trie along the columns
+    /// ([`crate::trie::names::spelling_names`]), in time proportional to the tokens that
+    /// match (a wide relation has many columns), and nowhere else in a token.
+    ///
+    /// Returns the tokens allowed as they are: when nothing but blanks is in progress (or
+    /// the dot, or the column itself, unquoted), a token of blanks, the dot if it is still
+    /// to come, and the beginning of an unquoted spelling of a column (or, after a column in
+    /// progress, what goes on with it) leaves a lexeme in progress that is a prefix of a name
+    /// `QUAL_COL` takes on that stack: viable, as [`Session::is_viable`] finds it. The other
+    /// candidates (quoted, or ending a column, or after a comment in progress) go to
+    /// `nodes`, to be checked in full; those where a comment ends in the token, then blanks,
+    /// before a column begins go to `found`, to pass the [`StartGate`] first.
+    fn qualified_candidates(
+        &mut self,
+        names: &DynamicNames,
+        rem: &[u8],
+        nodes: &mut Vec<u32>,
+        found: &mut Vec<(u32, u16)>,
+    ) -> Vec<u32> {
+        let mut direct = std::mem::take(&mut self.dynamic_direct);
+        direct.clear();
+        let trie = self.trie.clone();
+        let starts = trie.starts();
+        let blank = rem.iter().all(|b| b.is_ascii_whitespace());
+        // A comment in progress, or what may become one.
+        let comment =
+            rem.starts_with(b"/*") || rem.starts_with(b"--") || rem == b"/" || rem == b"-";
+        for (list, dot) in &names.qualified {
+            let spelled: Vec<&[u8]> = list.iter().map(Vec::as_slice).collect();
+            if blank {
+                let lead = Lead { dot: *dot };
+                spelling_names(&trie, &spelled, Some(lead), &mut direct, nodes);
+            } else if comment {
+                let mut all = std::mem::take(nodes);
+                spelling_names(&trie, &spelled, Some(Lead { dot: *dot }), nodes, &mut all);
+                nodes.append(&mut all);
+            } else if *dot && rem == b"." {
+                let lead = Lead { dot: false };
+                spelling_names(&trie, &spelled, Some(lead), &mut direct, nodes);
+            } else if !*dot {
+                // The column in progress: the tokens that go on with it.
+                let rests: Vec<&[u8]> = spelled
+                    .iter()
+                    .filter(|n| n.len() > rem.len() && n[..rem.len()].eq_ignore_ascii_case(rem))
+                    .map(|n| &n[rem.len()..])
+                    .collect();
+                if rem.first() == Some(&b'"') {
+                    // A quoted name's case is its own: the fold does not decide it.
+                    let mut all = std::mem::take(nodes);
+                    spelling_names(&trie, &rests, None, nodes, &mut all);
+                    nodes.append(&mut all);
+                } else {
+                    spelling_names(&trie, &rests, None, &mut direct, nodes);
+                }
+                continue;
+            }
+            // A comment that ends in the token (and opens there, unless one is in progress)
+            // before the column.
+            for &(node, at) in starts.after_comment(!comment) {
+                if begins_name(&spelled, &starts.spelling(node)[usize::from(at)..]) {
+                    found.push((node, at));
+                }
+            }
+        }
+        direct
     }
 
     /// The mask from the cache entry of `cfg`'s key (built and published on a miss) and the
@@ -666,6 +794,75 @@ impl Masker {
         }
         out.finish()
     }
+}
+
+/// Whether a name may start after some bytes of a token ([`Masker::add_dynamic`]): a
+/// necessary condition for the name to change the token's verdict, checked before the
+/// token is, once per distinct bytes.
+///
+/// A name lexeme that begins after bytes `p` of a token is taken by the stacks there:
+/// those of the output followed by `p` once the lexeme in progress is handed over (the
+/// name's first byte ends it). Unless one of them allows a dynamic terminal, the name
+/// cannot be one there, and the token's verdict is the static mask's unless another name
+/// of it, found by its own start, changes it.
+#[derive(Default)]
+struct StartGate {
+    /// The verdict after no bytes or only blanks (where the name's first byte ends the
+    /// lexeme in progress just the same).
+    blank: Option<bool>,
+    /// The verdict after other bytes, by those bytes.
+    after: FxHashMap<SmallVec<[u8; 16]>, bool>,
+}
+
+impl StartGate {
+    fn admits(&mut self, session: &mut Session<'_>, cfg: &Config, before: &[u8]) -> bool {
+        if before
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            return *self
+                .blank
+                .get_or_insert_with(|| dynamic_may_start(session, cfg));
+        }
+        if let Some(&v) = self.after.get(before) {
+            return v;
+        }
+        let mut c = cfg.clone();
+        let v = session.feed(&mut c, before).is_ok() && dynamic_may_start(session, &c);
+        self.after.insert(SmallVec::from_slice(before), v);
+        v
+    }
+}
+
+/// Whether `s` (bytes of a token from where a name may begin) begins one of `names`
+/// (folded, sorted): is cut short within one, or holds one whole and more (a superset).
+fn begins_name(names: &[&[u8]], s: &[u8]) -> bool {
+    let f: SmallVec<[u8; 32]> = s.iter().take(64).map(u8::to_ascii_lowercase).collect();
+    let p = names.partition_point(|n| *n < &f[..]);
+    names.get(p).is_some_and(|n| n.starts_with(&f))
+        || (1..f.len()).any(|k| names.binary_search(&&f[..k]).is_ok())
+}
+
+/// Whether a lexeme beginning after `cfg` may be a dynamic terminal: some stack allows one
+/// once the lexeme in progress is handed over. True when that is not known: the lexeme in
+/// progress is not yet one, or only a cut back could end it.
+fn dynamic_may_start(session: &mut Session<'_>, cfg: &Config) -> bool {
+    let lang = session.lang;
+    let dynamic = lang.terms().dynamic_all;
+    let mut stacks = cfg.stacks.clone();
+    if !cfg.scan.rem.is_empty() {
+        match cfg.scan.last {
+            Some((len, cands)) if len as usize == cfg.scan.rem.len() => {
+                if !session.emit_text(&mut stacks, cands, &cfg.scan.rem) {
+                    return false;
+                }
+            }
+            _ => return true,
+        }
+    }
+    stacks
+        .iter()
+        .any(|&s| session.allowed_on(&[s]).intersects(&dynamic))
 }
 
 /// A masker's handle on a shared cache.

@@ -8,6 +8,10 @@
 //! `H(node) = low64(BLAKE2b-128(H(parent) ‖ u32 state ‖ u32 depth))`, `H(root parent) = 0`,
 //! so identifying a configuration never reads the whole stack. The hash is computed when
 //! first asked for: the mask's verdicts push many hypothetical nodes nobody identifies.
+//!
+//! With a language's [`ContextRule`] ([`Stacks::for_rule`]), `A(σ)` also reads whether the
+//! stack is *pending* ([`crate::qualifier`]), a property of its states kept per node: the
+//! allowed set is the table's, without the qualifier form that does not stand there.
 
 use std::cell::Cell;
 
@@ -17,7 +21,8 @@ use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use crate::grammar::table::{LrTable, Move};
-use crate::scope::{Name, Semantics, StackView, Value, Values, NIL};
+use crate::qualifier::{Below, ContextRule};
+use crate::scope::{Name, Semantics, StackView, Value, Values, Word, NIL};
 use crate::termset::TermSet;
 
 #[derive(Clone, Debug)]
@@ -29,6 +34,8 @@ struct Node {
     value: u32,
     /// The node with these states and no values (itself when it has none, nor its stack).
     core: u32,
+    /// Whether the stack is pending ([`crate::qualifier`]); always false without a rule.
+    pending: bool,
     /// `H(node)`, once computed.
     hash: Cell<Option<u64>>,
 }
@@ -46,6 +53,13 @@ pub struct Stacks {
     visible: FxHashMap<(u32, u16), std::sync::Arc<[Name]>>,
     /// Every name a node's stack holds (sorted, distinct), by node.
     names: FxHashMap<u32, std::sync::Arc<[Name]>>,
+    /// Every range variable's name a node's stack holds (sorted, distinct), by node.
+    range_names: FxHashMap<u32, std::sync::Arc<[Name]>>,
+    /// The rule that filters `A(σ)` by the pending property, if the language has one.
+    rule: Option<std::sync::Arc<ContextRule>>,
+    /// No names, allocated once: what [`Stacks::qualified_columns_on`] answers off a
+    /// qualified column, at every step of the mask, which must not allocate once warm.
+    no_names: std::sync::Arc<[Name]>,
 }
 
 impl StackView for Stacks {
@@ -63,6 +77,14 @@ impl StackView for Stacks {
 }
 
 impl Stacks {
+    /// An arena whose allowed sets follow `rule` (none: the table's own).
+    pub fn for_rule(rule: Option<std::sync::Arc<ContextRule>>) -> Stacks {
+        Stacks {
+            rule,
+            ..Stacks::default()
+        }
+    }
+
     pub fn root(&mut self, table: &LrTable) -> u32 {
         self.push(NIL, table.start_state)
     }
@@ -87,6 +109,7 @@ impl Stacks {
             NIL => 0,
             p => self.nodes[p as usize].depth + 1,
         };
+        let pending = self.pending_of(parent, state);
         let id = self.nodes.len() as u32;
         self.nodes.push(Node {
             parent,
@@ -94,11 +117,43 @@ impl Stacks {
             depth,
             value,
             core: core.unwrap_or(id),
+            pending,
             hash: Cell::new(None),
         });
         self.allowed.push(None);
         self.intern.insert((parent, state, value), id);
         id
+    }
+
+    /// Whether a node in `state` over `parent` is pending ([`ContextRule::pending`]).
+    fn pending_of(&self, parent: u32, state: u32) -> bool {
+        let Some(rule) = &self.rule else {
+            return false;
+        };
+        let below = (parent != NIL).then(|| {
+            let p = &self.nodes[parent as usize];
+            // Under a select list: its `opt_distinct`, its `SELECT`, then the stack.
+            let context_pending = rule.is_targets(p.state) && {
+                let mut n = parent;
+                for _ in 0..3 {
+                    if n != NIL {
+                        n = self.nodes[n as usize].parent;
+                    }
+                }
+                n != NIL && self.nodes[n as usize].pending
+            };
+            Below {
+                state: p.state,
+                pending: p.pending,
+                context_pending,
+            }
+        });
+        rule.pending(state, below)
+    }
+
+    /// Whether the stack `node` is pending ([`crate::qualifier`]).
+    pub fn pending(&self, node: u32) -> bool {
+        self.nodes[node as usize].pending
     }
 
     /// The node with `node`'s states and no values.
@@ -206,7 +261,40 @@ impl Stacks {
         }
     }
 
-    /// `A(σ)`: every terminal (end of input included) that `simulate` admits. Memoised.
+    /// The state `term` is shifted into from `node` (after the reductions it requires), or
+    /// `None` when the stack cannot take it.
+    pub fn shift_target(&self, table: &LrTable, node: u32, term: u16) -> Option<u32> {
+        let mut overlay: SmallVec<[u32; 16]> = SmallVec::new();
+        let mut base = node;
+        loop {
+            let top = overlay
+                .last()
+                .copied()
+                .unwrap_or(self.nodes[base as usize].state);
+            match table.action(top, term) {
+                Move::Shift(s) => return Some(s),
+                Move::Accept | Move::Error => return None,
+                Move::Reduce(p) => {
+                    for _ in 0..table.prod_len[p as usize] {
+                        if overlay.pop().is_none() {
+                            base = self.nodes[base as usize].parent;
+                            if base == NIL {
+                                return None;
+                            }
+                        }
+                    }
+                    let top = overlay
+                        .last()
+                        .copied()
+                        .unwrap_or(self.nodes[base as usize].state);
+                    overlay.push(table.goto(top, table.prod_lhs[p as usize])?);
+                }
+            }
+        }
+    }
+
+    /// `A(σ)`: every terminal (end of input included) that `simulate` admits, filtered by
+    /// the arena's [`ContextRule`]. Memoised.
     pub fn allowed(&mut self, table: &LrTable, node: u32) -> TermSet {
         let node = self.core(node);
         if let Some(a) = self.allowed[node as usize] {
@@ -219,6 +307,10 @@ impl Stacks {
             if table.action(state, t) != Move::Error && self.simulate(table, node, t) {
                 a.insert(t);
             }
+        }
+        if let Some(rule) = &self.rule {
+            let pending = self.nodes[node as usize].pending;
+            a = rule.filter(a, pending, |t| self.shift_target(table, node, t));
         }
         self.allowed[node as usize] = Some(a);
         a
@@ -255,7 +347,7 @@ impl Stacks {
         sem: &Semantics,
         node: u32,
         term: u16,
-        word: Option<&Name>,
+        word: Option<&Word>,
     ) -> Option<u32> {
         if !sem.enabled() {
             return self.shift(table, node, term);
@@ -265,9 +357,7 @@ impl Stacks {
             match table.action(self.nodes[cur as usize].state, term) {
                 Move::Shift(s) => {
                     let v = match word {
-                        Some(w) if sem.keeps_word(term) => {
-                            self.values.intern(Value::Word(w.clone()))
-                        }
+                        Some(w) if sem.keeps_word(term) => self.values.intern(sem.word(term, w)),
                         _ => Values::NONE,
                     };
                     return Some(self.push_valued(cur, s, v));
@@ -308,17 +398,52 @@ impl Stacks {
         v
     }
 
-    /// Every name the values of the stack `node` hold, sorted and distinct (the words the
-    /// next token could spell as a dynamic terminal: see [`crate::mask`]); memoised per
-    /// node, and shared with the node below when the top entry adds none.
+    /// Every name the values of the stack `node` hold ([`Value::names`]), sorted and
+    /// distinct (the words the next token could spell as a dynamic terminal: see
+    /// [`crate::mask`]); memoised per node, and shared with the node below when the top
+    /// entry adds none.
     pub fn names_on(&mut self, node: u32) -> std::sync::Arc<[Name]> {
+        let mut memo = std::mem::take(&mut self.names);
+        let v = self.collect_on(node, &mut memo, Value::names);
+        self.names = memo;
+        v
+    }
+
+    /// Every range variable's name the values of the stack `node` hold
+    /// ([`Value::range_names`]: the qualifiers the next token could spell), as
+    /// [`Stacks::names_on`].
+    pub fn range_names_on(&mut self, node: u32) -> std::sync::Arc<[Name]> {
+        let mut memo = std::mem::take(&mut self.range_names);
+        let v = self.collect_on(node, &mut memo, Value::range_names);
+        self.range_names = memo;
+        v
+    }
+
+    /// The columns a qualified reference may name on `node` when its top is a qualifier
+    /// (or a qualifier and its dot), else none ([`Semantics::qualified_columns`]):
+    /// memoised with the names of `QUAL_COL`.
+    pub fn qualified_columns_on(&mut self, sem: &Semantics, node: u32) -> std::sync::Arc<[Name]> {
+        match sem.qual_col() {
+            Some(t) if sem.in_qualified_column(self.state(node)) => self.visible(sem, node, t),
+            _ => self.no_names.clone(),
+        }
+    }
+
+    /// The names `names_of` finds in the values of the stack `node`, sorted and distinct,
+    /// memoised per node in `memo`.
+    fn collect_on(
+        &self,
+        node: u32,
+        memo: &mut FxHashMap<u32, std::sync::Arc<[Name]>>,
+        names_of: fn(&Value, &mut Vec<Name>),
+    ) -> std::sync::Arc<[Name]> {
         let mut path: SmallVec<[u32; 32]> = SmallVec::new();
         let mut n = node;
         let mut below: std::sync::Arc<[Name]> = loop {
             if n == NIL {
                 break std::sync::Arc::from([]);
             }
-            if let Some(v) = self.names.get(&n) {
+            if let Some(v) = memo.get(&n) {
                 break v.clone();
             }
             path.push(n);
@@ -326,7 +451,7 @@ impl Stacks {
         };
         for &n in path.iter().rev() {
             let mut own = Vec::new();
-            self.value_of(n).names(&mut own);
+            names_of(self.value_of(n), &mut own);
             own.retain(|x| below.binary_search(x).is_err());
             if !own.is_empty() {
                 own.extend(below.iter().cloned());
@@ -334,7 +459,7 @@ impl Stacks {
                 own.dedup();
                 below = own.into();
             }
-            self.names.insert(n, below.clone());
+            memo.insert(n, below.clone());
         }
         below
     }

@@ -38,7 +38,7 @@ use crate::lexer::dfa::DEAD;
 use crate::lexer::words::OFF;
 use crate::parser::Stacks;
 use crate::scan::{scan_byte, splits, Scan, ScanHost, ScanStop, StopKind};
-use crate::scope::{spells, spells_prefix, stored_of, Name};
+use crate::scope::{spells, spells_prefix, stored_key, stored_of, Name, Word};
 use crate::termset::TermSet;
 
 /// Whether the recognizer reads the dynamic lexicon: on for the language itself, off for
@@ -167,10 +167,12 @@ pub struct Session<'l> {
     /// The stacks one stack becomes when a lexeme with these candidates is handed over
     /// (the per-node memo of contextual resolution).
     shifted: FxHashMap<(u32, TermSet), SmallVec<[u32; 4]>>,
-    /// The stored name of each identifier lexeme handed over, by its bytes.
-    words: FxHashMap<SmallVec<[u8; 24]>, Name>,
-    /// The folded spellings of a set of names ([`Session::dynamic_spellings`]).
-    spellings: FxHashMap<Arc<[Name]>, Arc<[Vec<u8>]>>,
+    /// The stored name (and relation key) of each identifier lexeme handed over, by its
+    /// bytes.
+    words: FxHashMap<SmallVec<[u8; 24]>, Word>,
+    /// The folded spellings of a set of names, with or without the column words
+    /// ([`Session::dynamic_spellings`]).
+    spellings: FxHashMap<(Arc<[Name]>, bool), Spellings>,
     /// Whether the search over cut-backs tries all 256 bytes rather than
     /// [`Session::cutback_bytes`]: the brute-force reference of
     /// [`Session::is_viable_by_every_byte`], off otherwise.
@@ -181,7 +183,7 @@ impl<'l> Session<'l> {
     pub fn new(lang: &'l Language) -> Session<'l> {
         Session {
             lang,
-            stacks: Stacks::default(),
+            stacks: Stacks::for_rule(lang.sem.rule()),
             identity: Arc::new(()),
             shifted: FxHashMap::default(),
             words: FxHashMap::default(),
@@ -325,71 +327,99 @@ impl<'l> Session<'l> {
     }
 
     /// The dynamic terminals a lexeme with candidates `cands` and bytes `text` may be:
-    /// those of its shape, unless a column word of the lexicon spells it (that terminal
-    /// stands wherever these may).
+    /// those of its shape, but for those a column word stands in for when a column word of
+    /// the lexicon spells it ([`crate::scope::Semantics::column_like`]).
     fn dynamic_shapes(&self, cands: &TermSet, text: &[u8]) -> TermSet {
         let lang = self.lang;
-        if !lang.sem.enabled() || cands.intersects(&lang.column_terms()) {
+        if !lang.sem.enabled() {
             return TermSet::EMPTY;
         }
-        lang.dfa()
+        let shapes = lang
+            .dfa()
             .accept(lang.dfa().run(text))
-            .intersect(&lang.terms().dynamic_all)
+            .intersect(&lang.terms().dynamic_all);
+        if cands.intersects(&lang.column_terms()) {
+            shapes.minus(&lang.sem.column_like())
+        } else {
+            shapes
+        }
     }
 
-    /// The stored name of an identifier lexeme, memoised by its bytes.
-    fn word_of(&mut self, text: &[u8]) -> Name {
+    /// The stored name of an identifier lexeme and its relation key, memoised by its bytes.
+    fn word_of(&mut self, text: &[u8]) -> Word {
         if let Some(w) = self.words.get(text) {
             return w.clone();
         }
-        let w = stored_of(text);
+        let w = Word {
+            name: stored_of(text),
+            key: stored_key(text),
+        };
         self.words.insert(SmallVec::from_slice(text), w.clone());
         w
     }
 
     /// Every name the next token could spell as a dynamic terminal, in each spelling it
-    /// may take (folded), per stack of `cfg`: the names the values of the stack hold. A
-    /// name that is a column word of the lexicon is left out (see
-    /// [`Session::emit_text`]). A name the token itself introduces, or the lexeme in
-    /// progress does, is usable only after a keyword (`ORDER BY`, `WHERE`, `ON`, `AS (SELECT`,
-    /// ...), so a token using it holds two names
+    /// may take (folded), per stack of `cfg`: the names the values of the stack hold and
+    /// its range variables' (qualifiers), which a lexeme anywhere in the token may spell;
+    /// and, where a qualifier is on top (or a qualifier and its dot), the columns it may be
+    /// followed by, which only a lexeme right after its dot may. A column or output name
+    /// that is a column word of the lexicon is left out (see [`Session::emit_text`]): not a
+    /// qualifier, nor a qualifier's column. A name the token itself introduces, or the
+    /// lexeme in progress does, is usable only after a keyword (`ORDER BY`, `WHERE`, `ON`,
+    /// `AS (SELECT`, ...), so a token using it holds two names
     /// ([`crate::trie::starts::TokenStarts::multi_using_own`]).
-    pub(crate) fn dynamic_spellings(&mut self, cfg: &Config) -> SmallVec<[Arc<[Vec<u8>]>; 4]> {
-        let mut out = SmallVec::new();
+    pub(crate) fn dynamic_names(&mut self, cfg: &Config) -> DynamicNames {
+        let mut out = DynamicNames::default();
+        let lang = self.lang;
         for &s in &cfg.stacks {
-            let names = self.stacks.names_on(s);
-            if names.is_empty() {
-                continue;
+            for (names, column_like) in [
+                (self.stacks.names_on(s), true),
+                (self.stacks.range_names_on(s), false),
+            ] {
+                if !names.is_empty() {
+                    out.anywhere.push(self.spellings_of(names, column_like));
+                }
             }
-            if let Some(sp) = self.spellings.get(&names) {
-                out.push(sp.clone());
-                continue;
+            let columns = self.stacks.qualified_columns_on(&lang.sem, s);
+            if !columns.is_empty() {
+                let dot = lang.sem.dot_to_come(self.stacks.state(s));
+                out.qualified.push((self.spellings_of(columns, false), dot));
             }
-            let lang = self.lang;
-            let reserved = |w: &str| lang.dialect.is_reserved(w);
-            let columns = lang.column_terms();
-            let mut sp: Vec<Vec<u8>> = Vec::new();
-            for n in names.iter() {
-                let q = crate::lexicon::quoted(n);
-                if lang
+        }
+        out
+    }
+
+    /// The folded spellings of `names`, memoised; without the column words of the lexicon
+    /// when `column_like`.
+    fn spellings_of(&mut self, names: Arc<[Name]>, column_like: bool) -> Spellings {
+        let key = (names, column_like);
+        if let Some(sp) = self.spellings.get(&key) {
+            return sp.clone();
+        }
+        let lang = self.lang;
+        let reserved = |w: &str| lang.dialect.is_reserved(w);
+        let columns = lang.column_terms();
+        let mut sp: Vec<Vec<u8>> = Vec::new();
+        for n in key.0.iter() {
+            let q = crate::lexicon::quoted(n);
+            if column_like
+                && lang
                     .words
                     .accept(lang.words.walk(q.as_bytes()))
                     .intersects(&columns)
-                {
-                    continue;
-                }
-                sp.push(q.to_ascii_lowercase().into_bytes());
-                if crate::lexicon::spells_unquoted(n, &reserved) {
-                    sp.push(n.as_bytes().to_vec());
-                }
+            {
+                continue;
             }
-            sp.sort_unstable();
-            sp.dedup();
-            let sp: Arc<[Vec<u8>]> = sp.into();
-            self.spellings.insert(names, sp.clone());
-            out.push(sp);
+            sp.push(q.to_ascii_lowercase().into_bytes());
+            if crate::lexicon::spells_unquoted(n, &reserved) {
+                sp.push(n.as_bytes().to_vec());
+            }
         }
-        out
+        sp.sort_unstable();
+        sp.dedup();
+        let sp: Spellings = sp.into();
+        self.spellings.insert(key, sp.clone());
+        sp
     }
 
     /// Whether a stack of `cfg` takes a dynamic terminal for the lexeme in progress as it
@@ -447,7 +477,7 @@ impl<'l> Session<'l> {
     /// terminal (its longest accepted prefix handed over, the rest scanned again), when
     /// that reads the dynamic lexicon: a stack takes a dynamic terminal for it, or a name
     /// of `names` may begin in the rest. `None` otherwise, or when no stack takes it.
-    pub(crate) fn lexeme_end(&mut self, cfg: &Config, names: &[Arc<[Vec<u8>]>]) -> Option<Config> {
+    pub(crate) fn lexeme_end(&mut self, cfg: &Config, names: &DynamicNames) -> Option<Config> {
         let (len, cands) = cfg.scan.last?;
         let len = len as usize;
         let dynamic = self.pending_is_dynamic(cfg);
@@ -456,8 +486,7 @@ impl<'l> Session<'l> {
             let part = &tail[i..];
             crate::trie::starts::starts_at(tail, i)
                 && names
-                    .iter()
-                    .flat_map(|n| n.iter())
+                    .all()
                     .any(|n| n.len() > part.len() && n[..part.len()].eq_ignore_ascii_case(part))
         });
         if !dynamic && !tail_name {
@@ -681,7 +710,12 @@ impl<'l> Session<'l> {
         add(b'"');
         cfg.scan.rem.iter().for_each(|&b| add(b));
         for &s in cfg.stacks.iter().chain(cut.stacks.iter()) {
-            for n in self.stacks.names_on(s).iter() {
+            let lists = [
+                self.stacks.names_on(s),
+                self.stacks.range_names_on(s),
+                self.stacks.qualified_columns_on(&lang.sem, s),
+            ];
+            for n in lists.iter().flat_map(|l| l.iter()) {
                 n.bytes().for_each(&mut add);
             }
         }
@@ -844,6 +878,31 @@ impl<'l> Session<'l> {
             })?;
         }
         Ok(out)
+    }
+}
+
+/// Folded spellings of names, sorted and distinct.
+pub(crate) type Spellings = Arc<[Vec<u8>]>;
+
+/// The names a next token could spell as a dynamic terminal ([`Session::dynamic_names`]),
+/// folded, as lists of sorted, distinct spellings.
+#[derive(Default)]
+pub(crate) struct DynamicNames {
+    /// Names a lexeme anywhere in the token may spell (per stack).
+    pub anywhere: SmallVec<[Spellings; 4]>,
+    /// Columns a qualified reference may name, where a qualifier is on top of a stack (its
+    /// dot still to come: `true`) or a qualifier and its dot: only a lexeme right after
+    /// that dot may spell them.
+    pub qualified: SmallVec<[(Spellings, bool); 2]>,
+}
+
+impl DynamicNames {
+    /// Every spelling, of both kinds.
+    pub fn all(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.anywhere
+            .iter()
+            .chain(self.qualified.iter().map(|(n, _)| n))
+            .flat_map(|n| n.iter().map(Vec::as_slice))
     }
 }
 

@@ -25,7 +25,10 @@
 //! * plus the remainder of the lexeme in progress: the shortest byte suffix that makes it a
 //!   terminal some stack takes (or an ignored lexeme), or the rest of a name of the dynamic
 //!   lexicon ([`crate::scope`]) that a stack takes there (no other terminal may finish a
-//!   prefix of a name the statement introduced).
+//!   prefix of a name the statement introduced);
+//! * where a qualifier of the dynamic lexicon is on top of a stack (or a qualifier and its
+//!   dot), the dot and the cheapest column it may be followed by, before the stack's cost:
+//!   no terminal of the grammar spells those ([`ReserveTable::qualified_rest`]).
 //!
 //! The reserve is the cost of one concrete completion, so it is never below the true
 //! minimum; [`ReserveTable::completion`] returns that completion's bytes, which
@@ -42,7 +45,7 @@ use crate::lexer::dfa::DEAD;
 use crate::lexer::words::WordTrie;
 use crate::lexicon::quoted;
 use crate::recognizer::{Config, Session};
-use crate::scope::{spells_prefix, NIL};
+use crate::scope::{spells_prefix, Word, NIL};
 
 use crate::termset::TermSet;
 
@@ -176,6 +179,8 @@ pub struct ReserveTable {
     rule_prod: Vec<u32>,
     /// The ignored terminals (whitespace, comments).
     skip: TermSet,
+    /// The dot of a qualified column.
+    dot: Option<u16>,
     /// The suffix searches done over the table's language, shared by every generation
     /// over it: a role's asks pass the same lexemes in progress again and again, and a
     /// search inside the names of a wide table is the largest part of a step's reserve.
@@ -299,11 +304,18 @@ impl ReserveTable {
                 break;
             }
         }
+        let dot = lang
+            .terms()
+            .names
+            .iter()
+            .position(|n| n == "DOT")
+            .map(|t| t as u16);
         ReserveTable {
             spelling,
             rule_cost,
             rule_prod,
             skip,
+            dot,
             suffixes: SuffixMemo::of(lang.fingerprint),
         }
     }
@@ -439,12 +451,7 @@ impl ReserveTable {
         let mut out = Vec::new();
         if cfg.scan.rem.is_empty() {
             for &s in &cfg.stacks {
-                let cost = self.stack_cost(session, memo, s);
-                out.push(Finish {
-                    suffix: Vec::new(),
-                    stack: s,
-                    cost,
-                });
+                out.push(self.rest(session, memo, speller, Vec::new(), 0, s));
             }
             return out;
         }
@@ -498,12 +505,7 @@ impl ReserveTable {
                     None
                 };
                 let Some(next) = next else { continue };
-                let rest = self.stack_cost(session, memo, next);
-                out.push(Finish {
-                    suffix: suffix.clone(),
-                    stack: next,
-                    cost: suffix_cost.saturating_add(rest),
-                });
+                out.push(self.rest(session, memo, speller, suffix.clone(), suffix_cost, next));
             }
         }
     }
@@ -543,21 +545,98 @@ impl ReserveTable {
                     } else {
                         speller.cost(&suffix)
                     };
-                    let Some(next) = session.stacks.shift(&lang.table, s, t) else {
-                        continue;
-                    };
                     if suffix_cost == UNREACHABLE {
                         continue;
                     }
-                    let rest = self.stack_cost(session, memo, next);
-                    out.push(Finish {
-                        suffix,
-                        stack: next,
-                        cost: suffix_cost.saturating_add(rest),
-                    });
+                    // With its value: a qualifier's columns are read from it.
+                    let word = Word {
+                        name: n.clone(),
+                        key: n.clone(),
+                    };
+                    let Some(next) =
+                        session
+                            .stacks
+                            .shift_valued(&lang.table, &lang.sem, s, t, Some(&word))
+                    else {
+                        continue;
+                    };
+                    out.push(self.rest(session, memo, speller, suffix, suffix_cost, next));
                 }
             }
         }
+    }
+
+    /// The finish whose lexeme in progress ends with `suffix` (of `suffix_cost` tokens) and
+    /// leaves the stack `next`: then the rest of a qualified column when one is being
+    /// written ([`ReserveTable::qualified_rest`]), and the cost of the stack after it.
+    fn rest(
+        &self,
+        session: &mut Session<'_>,
+        memo: &mut ReserveMemo,
+        speller: &Speller,
+        mut suffix: Vec<u8>,
+        suffix_cost: u32,
+        next: u32,
+    ) -> Finish {
+        let (stack, extra) = match self.qualified_rest(session, speller, next) {
+            Some((bytes, cost, after)) => {
+                suffix.extend_from_slice(&bytes);
+                (after, cost)
+            }
+            None => (next, 0),
+        };
+        let rest = self.stack_cost(session, memo, stack);
+        Finish {
+            suffix,
+            stack,
+            cost: suffix_cost.saturating_add(extra).saturating_add(rest),
+        }
+    }
+
+    /// On a stack whose top is a qualifier of the dynamic lexicon, or a qualifier and its
+    /// dot: the bytes that finish the qualified column (the dot when it is still to come,
+    /// then the column of fewest tokens, ties to the first name), their token cost, and the
+    /// stack after them. `None` on any other stack.
+    fn qualified_rest(
+        &self,
+        session: &mut Session<'_>,
+        speller: &Speller,
+        node: u32,
+    ) -> Option<(Vec<u8>, u32, u32)> {
+        let lang = session.lang;
+        let sem = &lang.sem;
+        let qual_col = sem.qual_col()?;
+        if !sem.in_qualified_column(session.stacks.state(node)) {
+            return None;
+        }
+        let names = session.stacks.qualified_columns_on(sem, node);
+        let table = &lang.table;
+        let (mut bytes, mut cost, mut at) = (Vec::new(), 0u32, node);
+        if let Some(dot) = self.dot {
+            if session.stacks.allowed(table, node).contains(dot) {
+                let (b, c) = self.terminal(dot)?;
+                bytes.extend_from_slice(b);
+                cost = c;
+                at = session.stacks.shift(table, node, dot)?;
+            }
+        }
+        let reserved = |w: &str| lang.dialect.is_reserved(w);
+        let (column, c) = names
+            .iter()
+            .map(|n| {
+                let spelled = if crate::lexicon::spells_unquoted(n, &reserved) {
+                    format!(" {n}")
+                } else {
+                    format!(" {}", quoted(n))
+                };
+                let c = speller.cost(spelled.as_bytes());
+                (spelled, c)
+            })
+            .filter(|(_, c)| *c != UNREACHABLE)
+            .min_by_key(|(_, c)| *c)?;
+        bytes.extend_from_slice(column.as_bytes());
+        let after = session.stacks.shift(table, at, qual_col)?;
+        Some((bytes, cost.saturating_add(c), after))
     }
 
     /// The reserve of `cfg`: the token cost of [`ReserveTable::completion`], or
@@ -618,6 +697,10 @@ impl ReserveTable {
     ) -> bool {
         let mut s = node;
         for &t in terms {
+            // The allowed set may drop what the table would shift ([`crate::qualifier`]).
+            if !session.stacks.allowed(table, s).contains(t) {
+                return false;
+            }
             match session.stacks.shift(table, s, t) {
                 Some(n) => s = n,
                 None => return false,

@@ -6,22 +6,37 @@
 //! parser stacks: every stack entry carries a [`Value`], a synthesized attribute of its
 //! grammar symbol (the identifier a terminal spelled, the output names of a query, the
 //! range variables of a FROM list, ...), computed when the terminal is shifted or the
-//! production reduced ([`Semantics`]). Two terminals read them:
+//! production reduced ([`Semantics`]). Four terminals read them:
 //!
 //! * `ALIAS_REF` ([`DynKind::OutputAlias`]), a whole ORDER BY or GROUP BY item: the output
 //!   names of the SELECT whose clause it is (PostgreSQL's SQL92 rule; in GROUP BY an input
 //!   column of the same name wins, which only the checker and the server can see).
-//! * `DERIVED_COL` ([`DynKind::DerivedColumn`]), a column reference, bare or after a
-//!   qualifier: the columns the statement named of the range variables in scope there —
-//!   derived tables, CTE references, relations renamed by a column alias list — of the
-//!   current SELECT (once its FROM item is complete) and of the enclosing ones, except that
-//!   a subquery in FROM that is not LATERAL does not see its siblings; and the columns of
-//!   the CTEs of every WITH that reaches the position. After `q.`, only the innermost range
-//!   variable (or CTE) named `q` counts (a relation of that name shadows).
+//! * `DERIVED_COL` ([`DynKind::DerivedColumn`]), a column reference, bare or after an
+//!   `IDENT` qualifier (where a FROM is still to come, [`crate::qualifier`]): the columns
+//!   the statement named of the range variables in scope there — derived tables, CTE
+//!   references, relations renamed by a column alias list — of the current SELECT (once
+//!   its FROM item is complete) and of the enclosing ones, except that a subquery in FROM
+//!   that is not LATERAL does not see its siblings, and a JOIN's ON sees its join's two
+//!   sides, not the other FROM items of its SELECT; and the columns of the CTEs of every
+//!   WITH that reaches the position. After `q.`, only the innermost range variable (or
+//!   CTE) named `q` counts (a relation of that name shadows). A query's own FROM items stay
+//!   in scope through its ORDER BY (and what that nests), not in a set operation's right
+//!   operand.
+//! * `QUALIFIER` ([`DynKind::Qualifier`]) and `QUAL_COL` ([`DynKind::QualifiedColumn`]), a
+//!   qualified column reference where every FROM clause it could name is written (the
+//!   stack is not pending, [`crate::qualifier`]): the qualifier is the name of a range
+//!   variable in scope there (its alias, or a relation's, CTE's or derived table's name
+//!   when it has none), by the visibility rules above (a CTE no FROM item names is none);
+//!   the column is one of the innermost range variable of that name: for a relation, its
+//!   columns in the role's lexicon ([`crate::lexicon::Lexicon::columns_of`], renamed by
+//!   position by a column alias list), for a derived table or a CTE, its named outputs (a
+//!   `*` over a relation brings that relation's columns). A range variable with no such
+//!   column is no qualifier, so a stack that took one can always go on.
 //!
 //! Soundness (what the words can reach): a dynamic terminal appears in the grammar only
 //! where a column reference may stand, so a dynamic word is never a relation, function or
-//! type name. Its words are names the statement gave to output columns earlier in the text;
+//! type name. Its words are names the statement gave to output columns earlier in the text,
+//! range variables of its FROM items, or, after a qualifier, columns of the lexicon;
 //! every FROM item of the statement is still a relation of the role's lexicon or a query
 //! the mask admitted. PostgreSQL binds such a word to the introduced column, or (a bare
 //! word in GROUP BY, or one that several FROM items provide) to a column of one of those
@@ -43,7 +58,8 @@ use rustc_hash::FxHashMap;
 use crate::grammar::spec::DynKind;
 use crate::grammar::table::{LrTable, Sym};
 use crate::grammar::Terminals;
-use crate::lexicon::spells_unquoted;
+use crate::lexicon::{spells_unquoted, Lexicon};
+use crate::qualifier::ContextRule;
 use crate::termset::TermSet;
 
 /// A name as PostgreSQL stores it (unquoted identifiers folded to lower case).
@@ -55,8 +71,18 @@ pub enum Output {
     Named(Name),
     /// PostgreSQL names it `?column?` (or a name no word of the statement spells).
     Unnamed,
-    /// `*` over a relation: columns of the schema, in a number not known here.
+    /// Columns not known here, in a number not known here (a `*` over a qualifier that
+    /// names nothing): no later reference may name them.
     Unknown,
+    /// The columns of the relation of this key ([`crate::schema::Table::key`]) as the
+    /// role's lexicon lists them, from position `from` on (a column alias list renamed
+    /// those before). The lexicon lists the columns the role may touch, in the catalog's
+    /// order: all of them, and so their positions, when the role may read the relation
+    /// whole (the checker refuses an alias list on one it may not).
+    Relation {
+        key: Name,
+        from: u32,
+    },
 }
 
 /// A select-list item.
@@ -94,6 +120,15 @@ pub struct Cte {
     pub columns: Arc<[Output]>,
 }
 
+/// An identifier lexeme as a stack entry keeps it: its stored name, and for a relation word
+/// its key ([`crate::schema::Table::key`]: `schema.name` when written qualified, else the
+/// name).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Word {
+    pub name: Name,
+    pub key: Name,
+}
+
 /// The attribute a stack entry carries. Most entries carry [`Value::None`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Value {
@@ -101,6 +136,11 @@ pub enum Value {
     None,
     /// The stored name an identifier terminal spelled.
     Word(Name),
+    /// A relation of the lexicon as a FROM item names it: its stored name and key.
+    Relation {
+        name: Name,
+        key: Name,
+    },
     /// The name PostgreSQL gives an expression as an output column (FigureColname).
     Expr(Name),
     Target(Target),
@@ -118,7 +158,7 @@ pub enum Value {
 impl Value {
     fn name(&self) -> Option<&Name> {
         match self {
-            Value::Word(n) | Value::Expr(n) => Some(n),
+            Value::Word(n) | Value::Expr(n) | Value::Relation { name: n, .. } => Some(n),
             _ => None,
         }
     }
@@ -130,8 +170,9 @@ impl Value {
         }
     }
 
-    /// Every name the value holds (for the words a token could use, see
-    /// [`crate::mask`]).
+    /// Every name the value holds as a column or an output column (for the words a token
+    /// could use, see [`crate::mask`]); never a relation's columns, which are words only
+    /// after a qualifier ([`Semantics::qualified_columns`]).
     pub fn names(&self, out: &mut Vec<Name>) {
         let outputs = |o: &[Output], out: &mut Vec<Name>| {
             out.extend(o.iter().filter_map(|x| match x {
@@ -141,7 +182,9 @@ impl Value {
         };
         match self {
             Value::None => {}
-            Value::Word(n) | Value::Expr(n) => out.push(n.clone()),
+            Value::Word(n) | Value::Expr(n) | Value::Relation { name: n, .. } => {
+                out.push(n.clone())
+            }
             Value::Target(t) => target_names(t, out),
             Value::Targets(ts) => ts.iter().for_each(|t| target_names(t, out)),
             Value::Names(ns) => out.extend(ns.iter().cloned()),
@@ -158,6 +201,18 @@ impl Value {
             }
             Value::Ctes(cs) => cs.iter().for_each(|c| outputs(&c.columns, out)),
         }
+    }
+}
+
+impl Value {
+    /// The names of the range variables the value holds: what a qualifier may spell.
+    pub fn range_names(&self, out: &mut Vec<Name>) {
+        let ranges: &[RangeVar] = match self {
+            Value::Range(rs) => rs,
+            Value::Query(q) => q.ranges.as_deref().unwrap_or(&[]),
+            _ => &[],
+        };
+        out.extend(ranges.iter().filter_map(|r| r.name.clone()));
     }
 }
 
@@ -258,14 +313,22 @@ enum Action {
 }
 
 /// State properties the scope walks read.
-const ENTERED_BY_LPAREN: u8 = 1;
-const ENTERED_BY_SELECT: u8 = 2;
+const ENTERED_BY_LPAREN: u16 = 1;
+const ENTERED_BY_SELECT: u16 = 2;
 /// A FROM item may start here (the state has a goto on `table_ref`).
-const FROM_ITEM: u8 = 4;
+const FROM_ITEM: u16 = 4;
 /// `common_table_expr: IDENT opt_name_list . AS ...`: a CTE whose body is being read.
-const CTE_HEADER: u8 = 8;
+const CTE_HEADER: u16 = 8;
 /// `columnref: IDENT DOT . DERIVED_COL`: a qualified column.
-const QUALIFIED_COLUMN: u8 = 16;
+const QUALIFIED_COLUMN: u16 = 16;
+/// `columnref: QUALIFIER . DOT QUAL_COL`: a qualifier, its column to come.
+const AFTER_QUALIFIER: u16 = 32;
+/// `columnref: QUALIFIER DOT . QUAL_COL`: the column of a qualifier.
+const QUALIFIER_COLUMN: u16 = 64;
+/// `join_qual: ON . a_expr`: a join's ON condition begins.
+const JOIN_ON: u16 = 128;
+/// Entered by UNION, INTERSECT or EXCEPT: the right operand of a set operation.
+const SET_OP: u16 = 256;
 
 /// The dynamic lexicon's rules for one LR table: per production, how its value is made;
 /// per state, what the scope walks need to know. Empty (and every value `None`) for a
@@ -275,18 +338,32 @@ pub struct Semantics {
     actions: Vec<Action>,
     /// Terminals whose lexeme a stack entry keeps.
     words: TermSet,
-    flags: Vec<u8>,
+    /// Terminals whose words are relations: their entries keep the relation's key too.
+    relations: TermSet,
+    flags: Vec<u16>,
     alias_ref: Option<u16>,
     derived_col: Option<u16>,
+    qualifier: Option<u16>,
+    qual_col: Option<u16>,
+    /// The columns of each relation of the lexicon, by key ([`Lexicon::columns_of`]).
+    columns: Arc<FxHashMap<Name, Arc<[Name]>>>,
+    /// Whether the lexicon has column words.
+    column_words: bool,
+    /// Which qualifier form stands where ([`crate::qualifier`]).
+    rule: Option<Arc<ContextRule>>,
 }
 
 impl Semantics {
     /// The rules of `table` over `terms`, by the grammar's symbol names (a `_w` template
-    /// copy is read as its plain rule).
-    pub fn build(table: &LrTable, terms: &Terminals) -> Semantics {
+    /// copy is read as its plain rule), with the relations' columns of `lexicon`.
+    pub fn build(table: &LrTable, terms: &Terminals, lexicon: &Lexicon) -> Semantics {
         let term = |k: DynKind| terms.dynamic.get(&k).and_then(|s| s.iter().next());
         let (alias_ref, derived_col) = (term(DynKind::OutputAlias), term(DynKind::DerivedColumn));
-        if alias_ref.is_none() && derived_col.is_none() {
+        let (qualifier, qual_col) = (term(DynKind::Qualifier), term(DynKind::QualifiedColumn));
+        if [alias_ref, derived_col, qualifier, qual_col]
+            .iter()
+            .all(Option::is_none)
+        {
             return Semantics::default();
         }
         // Names without the `_w` of template copies, once per rule.
@@ -318,6 +395,8 @@ impl Semantics {
             "DERIVED_COL",
             "ALIAS_REF",
             "FUNC_NAME",
+            "QUALIFIER",
+            "QUAL_COL",
         ] {
             if let Some(t) = terms.names.iter().position(|n| n == name) {
                 words.insert(t as u16);
@@ -345,6 +424,9 @@ impl Semantics {
                 if all_after("SELECT") {
                     f |= ENTERED_BY_SELECT;
                 }
+                if ["UNION", "INTERSECT", "EXCEPT"].into_iter().any(all_after) {
+                    f |= SET_OP;
+                }
                 if from_rules.iter().any(|&r| table.goto(s, r).is_some()) {
                     f |= FROM_ITEM;
                 }
@@ -360,16 +442,56 @@ impl Semantics {
                     {
                         f |= QUALIFIED_COLUMN;
                     }
+                    if lhs == "columnref" && rhs.first().map(sym_name) == Some("QUALIFIER") {
+                        f |= [0, AFTER_QUALIFIER, QUALIFIER_COLUMN, 0][usize::from(dot.min(3))];
+                    }
+                    if lhs == "join_qual" && dot == 1 && rhs.first().map(sym_name) == Some("ON") {
+                        f |= JOIN_ON;
+                    }
                 }
                 f
+            })
+            .collect();
+        let columns = lexicon
+            .columns
+            .iter()
+            .map(|(k, cs)| {
+                (
+                    Name::from(k.as_str()),
+                    cs.iter().map(|c| Name::from(c.as_str())).collect(),
+                )
             })
             .collect();
         Semantics {
             actions,
             words,
+            relations: terms.relation,
             flags,
             alias_ref,
             derived_col,
+            qualifier,
+            qual_col,
+            columns: Arc::new(columns),
+            column_words: !lexicon.is_empty(crate::grammar::spec::LexiconKind::Column),
+            rule: ContextRule::build(table, terms).map(Arc::new),
+        }
+    }
+
+    /// The rule that says which qualifier form stands on a stack ([`crate::qualifier`]),
+    /// when the grammar has both.
+    pub fn rule(&self) -> Option<Arc<ContextRule>> {
+        self.rule.clone()
+    }
+
+    /// The value of an entry that shifted terminal `t` spelling `w` (when it keeps words).
+    pub fn word(&self, t: u16, w: &Word) -> Value {
+        if self.relations.contains(t) {
+            Value::Relation {
+                name: w.name.clone(),
+                key: w.key.clone(),
+            }
+        } else {
+            Value::Word(w.name.clone())
         }
     }
 
@@ -384,8 +506,42 @@ impl Semantics {
         self.enabled() && self.words.contains(t)
     }
 
-    fn flag(&self, state: u32, f: u8) -> bool {
+    fn flag(&self, state: u32, f: u16) -> bool {
         self.flags.get(state as usize).is_some_and(|x| x & f != 0)
+    }
+
+    /// Whether a qualified column is being written on a stack whose top is in `state`: a
+    /// qualifier is on top, or a qualifier and its dot.
+    pub fn in_qualified_column(&self, state: u32) -> bool {
+        self.flag(state, AFTER_QUALIFIER | QUALIFIER_COLUMN)
+    }
+
+    /// Whether a qualifier is on top of a stack whose top is in `state`, its dot still to
+    /// come.
+    pub fn dot_to_come(&self, state: u32) -> bool {
+        self.flag(state, AFTER_QUALIFIER)
+    }
+
+    /// The dynamic terminals a column word of the lexicon stands in for: wherever they may
+    /// stand, `COLUMN_NAME` may too, with the same continuations (`DERIVED_COL`,
+    /// `ALIAS_REF`). Not the qualifier and its column: `QUALIFIER DOT QUAL_COL` stands where
+    /// no column word is a qualifier or follows one.
+    pub fn column_like(&self) -> TermSet {
+        let mut t = TermSet::EMPTY;
+        for x in [self.alias_ref, self.derived_col].into_iter().flatten() {
+            t.insert(x);
+        }
+        t
+    }
+
+    /// Whether the lexicon has column words (`COLUMN_NAME` stands in the language).
+    pub fn column_words(&self) -> bool {
+        self.column_words
+    }
+
+    /// The `QUAL_COL` terminal, if the grammar has one.
+    pub fn qual_col(&self) -> Option<u16> {
+        self.qual_col
     }
 
     /// The value of production `p` reduced over entries with `rhs` values, `below` being
@@ -457,7 +613,14 @@ impl Semantics {
                     Some((n, c)) => (Some(n), c),
                     None => (word(*t), None),
                 };
-                range_var(name, renamed(&[Output::Unknown], cols.as_deref()))
+                let columns = match at(*t) {
+                    Value::Relation { key, .. } => Output::Relation {
+                        key: key.clone(),
+                        from: 0,
+                    },
+                    _ => Output::Unknown,
+                };
+                range_var(name, self.renamed(&[columns], cols.as_deref()))
             }
             Action::RangeCte(t, a) => {
                 let cte = word(*t);
@@ -469,7 +632,7 @@ impl Semantics {
                     Some((n, c)) => (Some(n), c),
                     None => (cte, None),
                 };
-                range_var(name, renamed(&columns, cols.as_deref()))
+                range_var(name, self.renamed(&columns, cols.as_deref()))
             }
             Action::RangeQuery(q, a) => {
                 let outputs = match at(*q) {
@@ -477,7 +640,7 @@ impl Semantics {
                     _ => Arc::from([]),
                 };
                 let (name, cols) = alias(*a).map_or((None, None), |(n, c)| (Some(n), c));
-                range_var(name, renamed(&outputs, cols.as_deref()))
+                range_var(name, self.renamed(&outputs, cols.as_deref()))
             }
             Action::RangeJoinAlias(j, a) => {
                 let mut columns: Vec<Output> = vec![Output::Unknown];
@@ -485,7 +648,7 @@ impl Semantics {
                     columns.extend(r.columns.iter().cloned());
                 }
                 let (name, cols) = alias(*a).map_or((None, None), |(n, c)| (Some(n), c));
-                range_var(name, renamed(&columns, cols.as_deref()))
+                range_var(name, self.renamed(&columns, cols.as_deref()))
             }
             Action::Ranges => {
                 let all: Vec<RangeVar> =
@@ -532,7 +695,7 @@ impl Semantics {
                 };
                 Value::Ctes(Arc::from([Cte {
                     name,
-                    columns: renamed(&outputs, cols.as_deref()),
+                    columns: self.renamed(&outputs, cols.as_deref()),
                 }]))
             }
             Action::CtesAppend(l, i) => {
@@ -582,6 +745,8 @@ impl Semantics {
         match kind {
             DynKind::OutputAlias => self.alias_ref,
             DynKind::DerivedColumn => self.derived_col,
+            DynKind::Qualifier => self.qualifier,
+            DynKind::QualifiedColumn => self.qual_col,
         }
     }
 
@@ -592,6 +757,10 @@ impl Semantics {
             self.output_aliases(view, top)
         } else if Some(t) == self.derived_col {
             self.derived_columns(view, top)
+        } else if Some(t) == self.qualifier {
+            self.qualifiers(view, top)
+        } else if Some(t) == self.qual_col {
+            self.qualified_columns(view, top)
         } else {
             Vec::new()
         }
@@ -615,6 +784,80 @@ impl Semantics {
         Vec::new()
     }
 
+    /// Calls `visit` on what names a column reference on the stack `top` may reach,
+    /// innermost first, until it returns true: the range variables in scope (the current
+    /// query's FROM items, once complete, then the enclosing queries'; a FROM item that is
+    /// not LATERAL does not see its siblings; a JOIN's ON sees the join's two sides, not
+    /// the other FROM items of its SELECT), the CTEs of every WITH that reaches the
+    /// position, and the CTE whose body is being read.
+    fn walk_scope<'v, V: StackView>(
+        &self,
+        view: &'v V,
+        top: u32,
+        mut visit: impl FnMut(Seen<'v>) -> bool,
+    ) {
+        // Skipping the range variables of the current SELECT, down to that SELECT: inside
+        // a FROM item that is not LATERAL, or past the two sides of a join whose ON it is.
+        let mut hiding = false;
+        // Sides of a join still to see, once past its ON.
+        let mut join_sides = 0u8;
+        // The state of the entry above the one read (none for the top).
+        let mut above: Option<u32> = None;
+        let mut node = top;
+        while node != NIL {
+            let st = view.state(node);
+            let parent = view.parent(node);
+            // Range variables, then (outside them) the CTEs: a FROM item of an inner level
+            // named like a CTE shadows it.
+            match view.value(node) {
+                Value::Range(r) if !hiding => {
+                    if r.iter().rev().any(|r| visit(Seen::Range(r))) {
+                        return;
+                    }
+                    if join_sides > 0 {
+                        join_sides -= 1;
+                        hiding = join_sides == 0;
+                    }
+                }
+                // A query's own FROM items, kept for its ORDER BY (and what that nests), not
+                // for the right operand of a set operation.
+                Value::Query(q)
+                    if above.is_none_or(|a| !self.flag(a, SET_OP))
+                        && q.ranges
+                            .iter()
+                            .flat_map(|r| r.iter().rev())
+                            .any(|r| visit(Seen::Range(r))) =>
+                {
+                    return;
+                }
+                Value::Ctes(cs) if cs.iter().rev().any(|c| visit(Seen::Cte(c))) => return,
+                Value::Names(ns)
+                    if self.flag(st, CTE_HEADER)
+                        && parent != NIL
+                        && visit(Seen::Header(view.value(parent).name(), ns)) =>
+                {
+                    return;
+                }
+                _ => {}
+            }
+            if self.flag(st, JOIN_ON) {
+                join_sides = 2;
+            }
+            if self.flag(st, ENTERED_BY_SELECT) {
+                hiding = false;
+                join_sides = 0;
+            }
+            if self.flag(st, ENTERED_BY_LPAREN)
+                && parent != NIL
+                && self.flag(view.state(parent), FROM_ITEM)
+            {
+                hiding = true;
+            }
+            above = Some(st);
+            node = parent;
+        }
+    }
+
     fn derived_columns(&self, view: &impl StackView, top: u32) -> Vec<Name> {
         let qualifier = if self.flag(view.state(top), QUALIFIED_COLUMN) {
             let q = view.parent(top);
@@ -626,71 +869,165 @@ impl Semantics {
             None
         };
         let mut out: Vec<Name> = Vec::new();
-        // Inside a FROM item that is not LATERAL: skip the range variables of the SELECT
-        // whose FROM it is, down to that SELECT.
-        let mut hiding = false;
-        // Left the current query (past a SELECT or an opening parenthesis): a query's own
-        // FROM items, kept for its ORDER BY, are no longer in scope.
-        let mut crossed = false;
-        let mut node = top;
-        while node != NIL {
-            let st = view.state(node);
-            let parent = view.parent(node);
-            // Range variables, then (outside them) the CTEs: a FROM item of an inner level
-            // named like a CTE shadows it.
-            let mut found: Vec<(Option<&Name>, &[Output])> = Vec::new();
-            match view.value(node) {
-                Value::Range(r) if !hiding => {
-                    found.extend(r.iter().rev().map(|r| (r.name.as_ref(), &r.columns[..])))
-                }
-                Value::Query(q) if !crossed => found.extend(
-                    q.ranges
-                        .iter()
-                        .flat_map(|r| r.iter().rev())
-                        .map(|r| (r.name.as_ref(), &r.columns[..])),
-                ),
-                // A CTE's columns wherever its WITH reaches, before any FROM names it:
-                // `WITH c AS (...) SELECT MAX(n) FROM c` (no left-to-right mask could wait
-                // for the FROM). A column of a CTE the FROM does not name is refused by
-                // PostgreSQL, as a misspelt column is.
-                Value::Ctes(cs) => {
-                    found.extend(cs.iter().rev().map(|c| (Some(&c.name), &c.columns[..])))
-                }
+        self.walk_scope(view, top, |seen| {
+            // A CTE's columns wherever its WITH reaches, before any FROM names it:
+            // `WITH c AS (...) SELECT MAX(n) FROM c` (no left-to-right mask could wait for
+            // the FROM). A column of a CTE the FROM does not name is refused by PostgreSQL,
+            // as a misspelt column is.
+            let (name, columns): (Option<&Name>, Vec<Name>) = match seen {
+                Seen::Range(r) => (r.name.as_ref(), named(&r.columns)),
+                Seen::Cte(c) => (Some(&c.name), named(&c.columns)),
                 // The CTE whose body is being read (a recursive one names its columns).
-                Value::Names(ns) if self.flag(st, CTE_HEADER) && parent != NIL => {
-                    let name = view.value(parent).name();
-                    if qualifier.is_none() || name == qualifier.as_ref() {
-                        out.extend(ns.iter().cloned());
-                        if qualifier.is_some() {
-                            return out;
-                        }
+                Seen::Header(n, ns) => (n, ns.to_vec()),
+            };
+            match &qualifier {
+                Some(q) if name == Some(q) => {
+                    out = columns;
+                    true
+                }
+                Some(_) => false,
+                None => {
+                    out.extend(columns);
+                    false
+                }
+            }
+        });
+        if qualifier.is_none() {
+            out.sort_unstable();
+            out.dedup();
+        }
+        out
+    }
+
+    /// The names `QUALIFIER` may spell on `top`: the range variables in scope whose
+    /// innermost one of that name has a column a qualified reference may name.
+    fn qualifiers(&self, view: &impl StackView, top: u32) -> Vec<Name> {
+        let mut seen: Vec<&Name> = Vec::new();
+        let mut out = Vec::new();
+        self.walk_scope(view, top, |found| {
+            if let Seen::Range(RangeVar {
+                name: Some(n),
+                columns,
+            }) = found
+            {
+                if !seen.contains(&n) {
+                    seen.push(n);
+                    if self.has_columns(columns) {
+                        out.push(n.clone());
                     }
                 }
-                _ => {}
             }
-            for (name, columns) in found {
-                match &qualifier {
-                    Some(q) if name == Some(q) => return named(columns),
-                    Some(_) => {}
-                    None => out.extend(named(columns)),
-                }
-            }
-            if self.flag(st, ENTERED_BY_SELECT) {
-                hiding = false;
-                crossed = true;
-            }
-            if self.flag(st, ENTERED_BY_LPAREN) {
-                crossed = true;
-                if parent != NIL && self.flag(view.state(parent), FROM_ITEM) {
-                    hiding = true;
-                }
-            }
-            node = parent;
-        }
+            false
+        });
         out.sort_unstable();
         out.dedup();
         out
     }
+
+    /// The columns a qualified reference may name on `node`, a stack whose top is a
+    /// qualifier or a qualifier and its dot (empty on any other): those of the innermost
+    /// range variable the qualifier names, sorted and distinct.
+    pub fn qualified_columns(&self, view: &impl StackView, node: u32) -> Vec<Name> {
+        let st = view.state(node);
+        let entry = if self.flag(st, QUALIFIER_COLUMN) {
+            view.parent(node)
+        } else if self.flag(st, AFTER_QUALIFIER) {
+            node
+        } else {
+            return Vec::new();
+        };
+        let Some(q) = (entry != NIL).then(|| view.value(entry).name()).flatten() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        self.walk_scope(view, node, |found| match found {
+            Seen::Range(r) if r.name.as_ref() == Some(q) => {
+                self.column_names(&r.columns, &mut out);
+                true
+            }
+            _ => false,
+        });
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The names of `columns`: the named ones and every column of each relation.
+    fn column_names(&self, columns: &[Output], out: &mut Vec<Name>) {
+        for c in columns {
+            match c {
+                Output::Named(n) => out.push(n.clone()),
+                Output::Relation { key, from } => {
+                    out.extend(self.relation_columns(key, *from).iter().cloned())
+                }
+                Output::Unnamed | Output::Unknown => {}
+            }
+        }
+    }
+
+    fn has_columns(&self, columns: &[Output]) -> bool {
+        columns.iter().any(|c| match c {
+            Output::Named(_) => true,
+            Output::Relation { key, from } => !self.relation_columns(key, *from).is_empty(),
+            Output::Unnamed | Output::Unknown => false,
+        })
+    }
+
+    /// The lexicon's columns of the relation `key` from position `from` on.
+    fn relation_columns(&self, key: &Name, from: u32) -> &[Name] {
+        self.columns
+            .get(key)
+            .and_then(|cs| cs.get(from as usize..))
+            .unwrap_or(&[])
+    }
+
+    /// Outputs renamed by a column alias list (`AS t(a, b)` renames the first two), by
+    /// position; where a position is not known (an unknown column comes first), the new
+    /// names are added and the old kept: more names than PostgreSQL has, never fewer.
+    fn renamed(&self, outputs: &[Output], alias: Option<&[Name]>) -> Arc<[Output]> {
+        let Some(alias) = alias else {
+            return outputs.into();
+        };
+        let mut out: Vec<Output> = alias.iter().cloned().map(Output::Named).collect();
+        // Positions still to rename.
+        let mut skip = alias.len();
+        for (i, o) in outputs.iter().enumerate() {
+            if skip == 0 {
+                out.extend(outputs[i..].iter().cloned());
+                break;
+            }
+            match o {
+                Output::Named(_) | Output::Unnamed => skip -= 1,
+                Output::Relation { key, from } => {
+                    let n = self.relation_columns(key, *from).len();
+                    if n <= skip {
+                        skip -= n;
+                    } else {
+                        out.push(Output::Relation {
+                            key: key.clone(),
+                            from: from + skip as u32,
+                        });
+                        skip = 0;
+                    }
+                }
+                Output::Unknown => {
+                    out.extend(outputs.iter().cloned());
+                    break;
+                }
+            }
+        }
+        out.into()
+    }
+}
+
+/// What a scope walk meets ([`Semantics::walk_scope`]).
+enum Seen<'v> {
+    /// A range variable in scope.
+    Range(&'v RangeVar),
+    /// A CTE of a WITH that reaches the position.
+    Cte(&'v Cte),
+    /// The CTE whose body is being read: its name, and its column list.
+    Header(Option<&'v Name>, &'v [Name]),
 }
 
 fn range_var(name: Option<Name>, columns: Arc<[Output]>) -> Value {
@@ -725,23 +1062,6 @@ fn expand(targets: &[Target], ranges: &[RangeVar]) -> Arc<[Output]> {
                 }
             }
         }
-    }
-    out.into()
-}
-
-/// Outputs renamed by a column alias list (`AS t(a, b)` renames the first two). Where the
-/// positions are not known (a `*` over a relation comes first), the new names are added
-/// and the old kept: more names than PostgreSQL has, never fewer.
-fn renamed(outputs: &[Output], alias: Option<&[Name]>) -> Arc<[Output]> {
-    let Some(alias) = alias else {
-        return outputs.into();
-    };
-    let k = alias.len().min(outputs.len());
-    let mut out: Vec<Output> = alias.iter().cloned().map(Output::Named).collect();
-    if outputs[..k].contains(&Output::Unknown) {
-        out.extend(outputs.iter().cloned());
-    } else {
-        out.extend(outputs[k..].iter().cloned());
     }
     out.into()
 }
@@ -850,46 +1170,78 @@ fn action(lhs: &str, rhs: &[&str]) -> Action {
 /// The stored name of an identifier lexeme (`schema.table`: the table's): an unquoted part
 /// folded to lower case (ASCII, as PostgreSQL in UTF-8), a quoted one unquoted.
 pub fn stored_of(lexeme: &[u8]) -> Name {
-    // The last part of a dotted word: the dot outside quotes.
-    let mut start = 0;
+    let at = dot_of(lexeme).map_or(0, |d| d + 1);
+    Arc::from(stored_part(&lexeme[at..]))
+}
+
+/// The key ([`crate::schema::Table::key`]) of the relation a relation word spells: its
+/// stored name, or `schema.name` for a dotted word.
+pub fn stored_key(lexeme: &[u8]) -> Name {
+    match dot_of(lexeme) {
+        None => stored_of(lexeme),
+        Some(d) => Arc::from(format!(
+            "{}.{}",
+            stored_part(&lexeme[..d]),
+            stored_part(&lexeme[d + 1..])
+        )),
+    }
+}
+
+/// Where the last dot outside quotes of a lexeme is.
+fn dot_of(lexeme: &[u8]) -> Option<usize> {
+    let mut at = None;
     let mut in_quotes = false;
     for (i, &b) in lexeme.iter().enumerate() {
         match b {
             b'"' => in_quotes = !in_quotes,
-            b'.' if !in_quotes => start = i + 1,
+            b'.' if !in_quotes => at = Some(i),
             _ => {}
         }
     }
-    let part = &lexeme[start..];
-    let s = if part.first() == Some(&b'"') && part.len() >= 2 {
+    at
+}
+
+/// The stored name of one part of an identifier lexeme.
+fn stored_part(part: &[u8]) -> String {
+    if part.first() == Some(&b'"') && part.len() >= 2 {
         String::from_utf8_lossy(&part[1..part.len() - 1]).replace("\"\"", "\"")
     } else {
         String::from_utf8_lossy(part).to_ascii_lowercase()
-    };
-    Arc::from(s)
+    }
 }
 
-/// Whether `lexeme` spells the stored name `name`.
+/// Whether `lexeme` spells the stored name `name`. (The bytes are compared before the
+/// reserved words are looked up: this runs for every name a stack makes visible.)
 pub fn spells(lexeme: &[u8], name: &str, is_reserved: &dyn Fn(&str) -> bool) -> bool {
     if lexeme.first() == Some(&b'"') {
-        lexeme.len() >= 2 && lexeme.last() == Some(&b'"') && *stored_of(lexeme) == *name
+        quoted_bytes(name).eq(lexeme.iter().copied())
     } else {
-        spells_unquoted(name, is_reserved)
-            && lexeme.len() == name.len()
+        lexeme.len() == name.len()
             && lexeme.eq_ignore_ascii_case(name.as_bytes())
+            && spells_unquoted(name, is_reserved)
     }
 }
 
 /// Whether `prefix` (a lexeme in progress) can still become a spelling of `name`.
 pub fn spells_prefix(prefix: &[u8], name: &str, is_reserved: &dyn Fn(&str) -> bool) -> bool {
     if prefix.first() == Some(&b'"') {
-        let q = crate::lexicon::quoted(name);
-        q.as_bytes().starts_with(prefix)
+        let mut q = quoted_bytes(name);
+        prefix.iter().all(|&b| q.next() == Some(b))
     } else {
-        spells_unquoted(name, is_reserved)
-            && prefix.len() <= name.len()
+        prefix.len() <= name.len()
             && prefix.eq_ignore_ascii_case(&name.as_bytes()[..prefix.len()])
+            && spells_unquoted(name, is_reserved)
     }
+}
+
+/// The bytes of [`crate::lexicon::quoted`]`(name)`, without building it.
+fn quoted_bytes(name: &str) -> impl Iterator<Item = u8> + '_ {
+    let inner = name
+        .bytes()
+        .flat_map(|b| std::iter::repeat_n(b, if b == b'"' { 2 } else { 1 }));
+    std::iter::once(b'"')
+        .chain(inner)
+        .chain(std::iter::once(b'"'))
 }
 
 #[cfg(test)]
@@ -905,6 +1257,9 @@ mod tests {
         assert_eq!(&*stored_of(b"Total"), "total");
         assert_eq!(&*stored_of(b"\"Total \"\"x\"\"\""), "Total \"x\"");
         assert_eq!(&*stored_of(b"hr.\"Staff\""), "Staff");
+        assert_eq!(&*stored_key(b"HR.\"Staff\""), "hr.Staff");
+        assert_eq!(&*stored_key(b"\"a.b\".c"), "a.b.c");
+        assert_eq!(&*stored_key(b"Staff"), "staff");
         assert!(spells(b"TOTAL", "total", &reserved));
         assert!(
             !spells(b"Total", "Total", &reserved),
@@ -917,17 +1272,48 @@ mod tests {
         assert!(spells_prefix(b"\"To", "Total", &reserved));
         assert!(!spells_prefix(b"To", "Total", &reserved));
         assert!(!spells_prefix(b"totals", "total", &reserved));
+        assert!(spells(b"\"a\"\"b\"", "a\"b", &reserved));
+        assert!(!spells(b"\"a\"\"b", "a\"b", &reserved));
+        assert!(spells_prefix(b"\"a\"\"", "a\"b", &reserved));
+        assert!(!spells_prefix(b"\"a\"b", "a\"b", &reserved));
+        assert!(spells_prefix(b"\"ab\"", "ab", &reserved));
+        assert!(!spells_prefix(b"\"ab\"x", "ab", &reserved));
     }
 
     #[test]
     fn alias_lists_rename_by_position() {
         let n = |s: &str| Output::Named(Arc::from(s));
         let a: Vec<Name> = vec![Arc::from("x")];
-        assert_eq!(&*renamed(&[n("a"), n("b")], Some(&a)), &[n("x"), n("b")]);
+        let mut sem = Semantics::default();
+        let columns: FxHashMap<Name, Arc<[Name]>> =
+            [(Arc::from("t"), Arc::from([Arc::from("p"), Arc::from("q")]))]
+                .into_iter()
+                .collect();
+        sem.columns = Arc::new(columns);
+        let rel = |from| Output::Relation {
+            key: Arc::from("t"),
+            from,
+        };
         assert_eq!(
-            &*renamed(&[Output::Unknown, n("b")], Some(&a)),
+            &*sem.renamed(&[n("a"), n("b")], Some(&a)),
+            &[n("x"), n("b")]
+        );
+        assert_eq!(
+            &*sem.renamed(&[Output::Unknown, n("b")], Some(&a)),
             &[n("x"), Output::Unknown, n("b")]
         );
-        assert_eq!(&*renamed(&[n("a")], None), &[n("a")]);
+        assert_eq!(&*sem.renamed(&[n("a")], None), &[n("a")]);
+        assert_eq!(
+            &*sem.renamed(&[rel(0), n("b")], Some(&a)),
+            &[n("x"), rel(1), n("b")]
+        );
+        let xyz: Vec<Name> = ["x", "y", "z"].into_iter().map(Arc::from).collect();
+        assert_eq!(
+            &*sem.renamed(&[rel(0), n("b")], Some(&xyz)),
+            &[n("x"), n("y"), n("z")]
+        );
+        let mut names = Vec::new();
+        sem.column_names(&[rel(1)], &mut names);
+        assert_eq!(names, vec![Arc::<str>::from("q")]);
     }
 }

@@ -30,15 +30,27 @@ pub enum DynKind {
     /// An output column of a derived table, a CTE reference or a relation renamed by a
     /// column alias list, in scope where it is written.
     DerivedColumn,
+    /// The qualifier of a column reference where every FROM clause in force is written: a
+    /// range variable in scope there.
+    Qualifier,
+    /// The column after such a qualifier: a column of its range variable.
+    QualifiedColumn,
 }
 
 impl DynKind {
-    pub const ALL: [DynKind; 2] = [DynKind::OutputAlias, DynKind::DerivedColumn];
+    pub const ALL: [DynKind; 4] = [
+        DynKind::OutputAlias,
+        DynKind::DerivedColumn,
+        DynKind::Qualifier,
+        DynKind::QualifiedColumn,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             DynKind::OutputAlias => "output_alias",
             DynKind::DerivedColumn => "derived_column",
+            DynKind::Qualifier => "qualifier",
+            DynKind::QualifiedColumn => "qualified_column",
         }
     }
 }

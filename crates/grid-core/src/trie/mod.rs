@@ -5,7 +5,8 @@
 //! the process). Special tokens are not in it: they are never in a mask (EOS enters a mask
 //! only through the EOS gate of [`crate::mask`]). [`starts`] indexes where a name may begin
 //! inside the tokens, built on first use ([`TokenTrie::starts`]); [`pure`] the tokens
-//! spelled with the bytes of one set, built on first use per set ([`TokenTrie::pure`]).
+//! spelled with the bytes of one set, built on first use per set ([`TokenTrie::pure`]);
+//! [`names`] finds the tokens that begin a name right after a short lead.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -13,6 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use grid_vocab::Vocabulary;
 use thiserror::Error;
 
+pub mod names;
 pub mod pure;
 pub mod starts;
 

@@ -53,6 +53,12 @@ pub struct TokenStarts {
     multi_uses: Vec<(bool, Option<ByteSet>)>,
     /// Per token node, ascending: where its spelling is in `bytes`.
     spelled: Vec<(u32, u32, u16)>,
+    /// Where a name may begin in a token right after the end of a comment (`*/`, or a line
+    /// end that ends a `--` comment) and blanks, a dot among them or not: by node and
+    /// offset. `closing` has every such place, `closed` those whose comment also opens in
+    /// the token.
+    closing: Vec<(u32, u16)>,
+    closed: Vec<(u32, u16)>,
 }
 
 fn fold_cmp(a: &[u8], b: &[u8]) -> Ordering {
@@ -115,6 +121,12 @@ impl TokenStarts {
                     });
                 }
             }
+            for (o, opened) in after_comments(&path) {
+                ts.closing.push((n as u32, o));
+                if opened {
+                    ts.closed.push((n as u32, o));
+                }
+            }
             if names >= 2 {
                 ts.multi.push(n as u32);
                 let own = uses_own_name(&path, 0);
@@ -152,6 +164,17 @@ impl TokenStarts {
                 &self.bytes[at as usize..at as usize + usize::from(len)]
             }
             Err(_) => &[],
+        }
+    }
+
+    /// Where a name may begin in a token right after a comment ends there (and blanks, a
+    /// dot among them or not): `(node, offset)`; with `opened`, only where the comment
+    /// opens in the token too.
+    pub fn after_comment(&self, opened: bool) -> &[(u32, u16)] {
+        if opened {
+            &self.closed
+        } else {
+            &self.closing
         }
     }
 
@@ -201,25 +224,30 @@ impl TokenStarts {
     /// it); `at_start` keeps only lexemes starting at the token's first byte. `out` gets
     /// their nodes (a superset of the tokens whose scan holds such a lexeme).
     pub fn matching(&self, name: &[u8], at_start: bool, out: &mut Vec<u32>) {
+        self.matching_starts(name, at_start, 1, |node, _| out.push(node))
+    }
+
+    /// [`TokenStarts::matching`], calling `f` with each token's node and where in it the
+    /// lexeme starts, without the prefixes of `name` shorter than `shortest` bytes (a
+    /// token whose lexeme is cut short before is not kept for them).
+    pub fn matching_starts(
+        &self,
+        name: &[u8],
+        at_start: bool,
+        shortest: usize,
+        mut f: impl FnMut(u32, u16),
+    ) {
         if name.is_empty() {
             return;
         }
         let keep = |s: &Start| !at_start || s.offset == 0;
         // A prefix of `name` to the token's end.
-        for k in 1..=name.len() {
-            let p = &name[..k];
-            let lo = self
-                .starts
-                .partition_point(|s| fold_cmp(suffix(&self.bytes, s), p) == Ordering::Less);
-            let hi = self
-                .starts
-                .partition_point(|s| fold_cmp(suffix(&self.bytes, s), p) != Ordering::Greater);
-            out.extend(
-                self.starts[lo..hi]
-                    .iter()
-                    .filter(|s| keep(s))
-                    .map(|s| s.node),
-            );
+        for k in shortest.max(1)..=name.len() {
+            self.ending_with(&name[..k], |s| {
+                if keep(s) {
+                    f(s.node, s.offset)
+                }
+            });
         }
         // All of `name`, then a byte that ends it.
         let lo = self
@@ -231,10 +259,65 @@ impl TokenStarts {
                 break;
             }
             if keep(s) && !is_word_byte(u[name.len()]) {
-                out.push(s.node);
+                f(s.node, s.offset);
             }
         }
     }
+}
+
+impl TokenStarts {
+    /// Calls `f` on every start whose bytes to the token's end are `p` (folded).
+    fn ending_with(&self, p: &[u8], mut f: impl FnMut(&Start)) {
+        let lo = self
+            .starts
+            .partition_point(|s| fold_cmp(suffix(&self.bytes, s), p) == Ordering::Less);
+        let hi = self
+            .starts
+            .partition_point(|s| fold_cmp(suffix(&self.bytes, s), p) != Ordering::Greater);
+        self.starts[lo..hi].iter().for_each(&mut f);
+    }
+
+    /// Tokens ending in a lone double quote (the start of a quoted name, cut short there)
+    /// where `before` (the token's bytes before that quote) holds: `f` gets each one's node
+    /// and the quote's place in it.
+    pub fn ending_in_quote(&self, before: impl Fn(&[u8]) -> bool, mut f: impl FnMut(u32, u16)) {
+        self.ending_with(b"\"", |s| {
+            let at = s.at as usize;
+            if before(&self.bytes[at..at + usize::from(s.offset)]) {
+                f(s.node, s.offset);
+            }
+        });
+    }
+}
+
+/// The places of `t` where a name may begin right after a comment ends and blanks (one dot
+/// among them or not), each with whether a comment opens before that end in `t`.
+fn after_comments(t: &[u8]) -> SmallVec<[(u16, bool); 2]> {
+    let mut out = SmallVec::new();
+    // Where the last comment end so far is, and whether an opener came before it.
+    let mut end: Option<(usize, bool)> = None;
+    let mut opener = false;
+    for i in 0..t.len() {
+        if t[i..].starts_with(b"/*") || t[i..].starts_with(b"--") {
+            opener = true;
+        }
+        if i >= 1 && (t[i - 1] == b'\n' || t[i - 1] == b'\r') || i >= 2 && t[i - 2..i] == *b"*/" {
+            end = Some((i, opener));
+        }
+        if let Some((e, opened)) = end {
+            let between = &t[e..i];
+            if name_at(t, i)
+                && between
+                    .iter()
+                    .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'.'))
+                && between.iter().filter(|&&b| b == b'.').count() <= 1
+                && i <= usize::from(u16::MAX)
+            {
+                out.push((i as u16, opened));
+            }
+        }
+    }
+    out
 }
 
 /// A name lexeme at `i` of `s` (where [`name_at`] holds): its spelling without an opening

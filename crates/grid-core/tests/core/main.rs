@@ -20,6 +20,7 @@ mod modules;
 mod mutations;
 mod one_meaning;
 mod prompt;
+mod qualified;
 mod reduced;
 mod reserve_completion;
 mod runs;

@@ -9,9 +9,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use common::{gold, spider_or_skip, Langs, Rng};
+use grid_core::cd_class::{CdClass, CdKey};
 use grid_core::grammar::spec::LexiconKind;
 use grid_core::mask::{Mask, Masker};
-use grid_core::oracle::oracle_mask;
+use grid_core::oracle::{oracle_mask, static_oracle_mask};
 use grid_core::schema::{Schema, Table};
 use grid_core::trie::TokenTrie;
 use grid_core::{Config, Dialect, Language, Lexicon, Policy, Session, TermSet};
@@ -442,7 +443,16 @@ fn singleton_masks_extend_to_forced_runs() {
 // CD classes
 
 /// Two configurations with the same remainder but different stacks: every CD class of one
-/// gets a single verdict (all allowed or all blocked) from the oracle at the other.
+/// that the mask decides by its key gets a single verdict at the other from the oracle of
+/// the language without the statement's own names ([`static_oracle_mask`]), which is what
+/// the class's verdict is computed in. What those names add (range variables in scope as
+/// qualifiers, their columns, output names) depends on the stack's words, not on its
+/// states, so the mask finds those tokens one by one: at each configuration, its
+/// [`CdKey::Dynamic`] class is exactly the tokens the oracle allows and the oracle without
+/// the names does not. (`employees` and `orders` after `INSERT INTO orders VALUES (` are one
+/// class, all allowed: any identifier may qualify a column there, the FROM it names is yet
+/// to come. After `... WHERE id = (` only `employees`, in scope, may: that class is blocked
+/// without the names, and the names add `employees` alone.)
 #[test]
 fn cd_classes_are_verdict_equivalent_across_stacks() {
     let lang = hr_language(common::dialect(), &Policy::default());
@@ -475,17 +485,45 @@ fn cd_classes_are_verdict_equivalent_across_stacks() {
             "SELECT CAST(name",
         ],
     ];
+    let is_dynamic = |c: &&CdClass| *c.key == CdKey::Dynamic;
     let mut classes_checked = 0;
+    let mut by_names = 0;
     for group in groups {
         let cfgs: Vec<Config> = group.iter().map(|t| config_after(&mut s, t)).collect();
         for (i, a) in cfgs.iter().enumerate() {
             let m = fx.checked(&mut s, a, group[i]);
+            // What the names add here, and the tokens the mask checked one by one.
+            let without = static_oracle_mask(&mut s, a, &v);
+            let added: Vec<u32> = m
+                .ids()
+                .filter(|&id| !v.is_special(id) && !without.contains(id))
+                .collect();
+            let mut one_by_one: Vec<u32> = m
+                .cd_classes
+                .iter()
+                .filter(is_dynamic)
+                .flat_map(|c| c.ids.iter().copied())
+                .collect();
+            one_by_one.sort_unstable();
+            assert!(
+                without.ids().all(|id| v.is_special(id) || m.contains(id)),
+                "{:?}: the names take a token away",
+                group[i]
+            );
+            assert!(
+                one_by_one == added,
+                "{:?}: checked one by one {:?}, added by the names {:?}",
+                group[i],
+                spell(&v, &one_by_one),
+                spell(&v, &added)
+            );
+            by_names += added.len();
             for (j, b) in cfgs.iter().enumerate() {
                 if i == j || a.scan.rem != b.scan.rem {
                     continue;
                 }
-                let o = oracle_mask(&mut s, b, &v);
-                for class in &m.cd_classes {
+                let o = static_oracle_mask(&mut s, b, &v);
+                for class in m.cd_classes.iter().filter(|c| !is_dynamic(c)) {
                     let allowed = class.ids.iter().filter(|&&id| o.contains(id)).count();
                     assert!(
                         allowed == 0 || allowed == class.ids.len(),
@@ -500,7 +538,28 @@ fn cd_classes_are_verdict_equivalent_across_stacks() {
             }
         }
     }
+    eprintln!("{classes_checked} classes across stacks; {by_names} tokens added by the names");
     assert!(classes_checked > 100, "{classes_checked}");
+    assert!(by_names > 0, "no token allowed by the names alone");
+    // The case above: one class of four tokens where any identifier may qualify a column;
+    // where only a range variable in scope may, the names add the two of them that spell it.
+    let relation_names = [" employees", "employees", " orders", "orders"];
+    let ids: Vec<u32> = relation_names.iter().map(|t| ids_of(&v, t)[0]).collect();
+    let c = config_after(&mut s, "INSERT INTO orders VALUES (");
+    let m = fx.checked(&mut s, &c, "INSERT INTO orders VALUES (");
+    let class = m.cd_classes.iter().find(|k| k.ids.contains(&ids[0]));
+    assert!(
+        class.is_some_and(|k| *k.key != CdKey::Dynamic && ids.iter().all(|i| k.ids.contains(i))),
+        "{class:?}"
+    );
+    let c = config_after(&mut s, "SELECT name FROM employees WHERE id = (");
+    let m = fx.checked(&mut s, &c, "WHERE id = (");
+    let dynamic = m.cd_classes.iter().find(|k| *k.key == CdKey::Dynamic);
+    assert!(
+        dynamic.is_some_and(|k| k.ids.contains(&ids[0]) && k.ids.contains(&ids[1])),
+        "{dynamic:?}"
+    );
+    assert!(!m.contains(ids[2]) && !m.contains(ids[3]));
     let c = config_after(&mut s, "SELECT name");
     let m = fx.checked(&mut s, &c, "SELECT name");
     let class_of = |t: &str| {

@@ -4,17 +4,20 @@
 //! "sentence" is decided by `complete()` (scan everything, finish the last lexeme, reach
 //! ACCEPT). The test checks both directions with bounded searches:
 //! - viable(p) = true: a completion is constructed (finish the pending lexeme, then spell
-//!   allowed terminals, closers first) and `complete(p·s)` must hold;
+//!   allowed terminals, closers first) and `complete(p·s)` must hold; and the reserve's
+//!   completion (the one generation falls back on) completes p as well;
 //! - viable(p) = false: none of a set of natural completions (the rest of the edited text,
 //!   closing quotes, parentheses, comment ends, digits, a word) makes `complete` hold, and
 //!   no extension of p is viable either.
 
 use crate::common;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use common::{examples, language_for, permissive_schema, spider_or_skip, Langs, Rng};
 use grid_core::grammar::spec::{IdentCategory, TermKind};
+use grid_core::lexicon::{quoted, spells_unquoted};
+use grid_core::reserve::{ReserveMemo, ReserveTable, Speller};
 use grid_core::{Config, Language, Policy, Session};
 
 fn token_spelling(name: &str) -> Option<&'static str> {
@@ -48,7 +51,9 @@ fn token_spelling(name: &str) -> Option<&'static str> {
     })
 }
 
-/// One spelling per terminal id, or `None` for terminals this search never spells.
+/// One spelling per terminal id, or `None` for terminals this search never spells (those of
+/// the lexicon, given words by [`lexicon_words`], and the dynamic terminals, whose words are
+/// the statement's own names: [`dynamic_spellings`]).
 fn spellings(lang: &Language) -> Vec<Option<String>> {
     let t = lang.terms();
     (0..t.names.len())
@@ -61,6 +66,71 @@ fn spellings(lang: &Language) -> Vec<Option<String>> {
             _ => None,
         })
         .collect()
+}
+
+/// The names dynamic terminal `t` may spell on the stacks of `cfg` that take it (range
+/// variables in scope, a qualifier's columns, output names), as the scanner reads them
+/// back: unquoted when that folds back to the name, else quoted.
+fn dynamic_spellings(s: &mut Session, cfg: &Config, t: u16) -> Vec<String> {
+    let lang = s.lang;
+    if !lang.terms().dynamic_all.contains(t) {
+        return Vec::new();
+    }
+    let reserved = |w: &str| lang.dialect.is_reserved(w);
+    let mut out: Vec<String> = Vec::new();
+    for &n in &cfg.stacks {
+        if !s.stacks.allowed(&lang.table, n).contains(t) {
+            continue;
+        }
+        for name in s.stacks.visible(&lang.sem, n, t).iter() {
+            let spelled = if spells_unquoted(name, &reserved) {
+                name.to_string()
+            } else {
+                quoted(name)
+            };
+            if !out.contains(&spelled) {
+                out.push(spelled);
+            }
+        }
+    }
+    out
+}
+
+/// The rests of the shortest words of the lexicon (at most `max`) that the lexeme in
+/// progress of `cfg` begins: a breadth-first walk of the word trie from its node.
+fn lexicon_rests(lang: &Language, cfg: &Config, max: usize) -> Vec<String> {
+    let w = cfg.scan.w;
+    if lang.words.live(w).is_empty() || cfg.scan.rem.is_empty() {
+        return Vec::new();
+    }
+    let bytes: Vec<u8> = (b'a'..=b'z')
+        .chain(b'0'..=b'9')
+        .chain([b'_', b'$', b'"'])
+        .collect();
+    let mut out = Vec::new();
+    let mut queue = std::collections::VecDeque::from([(w, Vec::<u8>::new())]);
+    let mut visited = 0;
+    while let Some((n, path)) = queue.pop_front() {
+        if !path.is_empty() && !lang.words.accept(n).is_empty() {
+            out.push(String::from_utf8_lossy(&path).into_owned());
+            if out.len() == max {
+                break;
+            }
+        }
+        visited += 1;
+        if visited > 20_000 {
+            break;
+        }
+        for &b in &bytes {
+            let m = lang.words.step(n, b);
+            if !lang.words.live(m).is_empty() {
+                let mut p = path.clone();
+                p.push(b);
+                queue.push_back((m, p));
+            }
+        }
+    }
+    out
 }
 
 struct Searcher {
@@ -109,19 +179,27 @@ impl Searcher {
         .iter()
         .map(|x| x.to_string())
         .collect();
-        // The rest of any word of the language that continues the pending lexeme.
+        // The rest of any word of the language that continues the pending lexeme: the
+        // spellings, the statement's words, the statement's own names a stack may take
+        // there, the shortest words of the lexicon.
         let rem = String::from_utf8_lossy(&cfg.scan.rem).to_ascii_lowercase();
+        let mut names: Vec<String> = Vec::new();
+        for t in s.allowed(cfg).iter() {
+            names.extend(dynamic_spellings(s, cfg, t));
+        }
         for w in self
             .spell
             .iter()
             .flatten()
             .map(String::as_str)
             .chain(words.iter().copied())
+            .chain(names.iter().map(String::as_str))
         {
             if w.len() > rem.len() && w.to_ascii_lowercase().starts_with(&rem) && !rem.is_empty() {
                 finishes.push(w[rem.len()..].to_string());
             }
         }
+        finishes.extend(lexicon_rests(s.lang, cfg, 4));
         for f in finishes {
             let mut c = cfg.clone();
             if s.feed(&mut c, format!("{f} ").as_bytes()).is_err() || !s.is_viable(&c) {
@@ -177,8 +255,12 @@ impl Searcher {
                 if !allowed.contains(t) {
                     continue;
                 }
-                let Some(sp) = &self.spell[usize::from(t)] else {
-                    continue;
+                let sp = match &self.spell[usize::from(t)] {
+                    Some(sp) => sp.clone(),
+                    None => match dynamic_spellings(s, &c, t).into_iter().next() {
+                        Some(sp) => sp,
+                        None => continue,
+                    },
                 };
                 let mut c2 = c.clone();
                 if s.feed(&mut c2, format!("{sp} ").as_bytes()).is_err() || !s.is_viable(&c2) {
@@ -229,6 +311,10 @@ fn check_corpus(
     let mut rng = Rng(seed);
     let (mut pos, mut neg) = (0usize, 0usize);
     let mut failures = Vec::new();
+    // A vocabulary of single bytes, which spells every completion.
+    let bytes: Vec<[u8; 1]> = (0..=255u8).map(|b| [b]).collect();
+    let speller = Speller::new(bytes.iter().map(|b| (u32::from(b[0]), &b[..], false)));
+    let mut reserves: HashMap<[u8; 16], ReserveTable> = HashMap::new();
     for round in 0..texts.len().min(ROUNDS) {
         let k = rng.below(texts.len());
         let text = texts[k].as_bytes();
@@ -266,6 +352,21 @@ fn check_corpus(
             let fed = s.feed(&mut c, p).is_ok();
             if fed && s.is_viable(&c) {
                 pos += 1;
+                let table = reserves
+                    .entry(lang.fingerprint)
+                    .or_insert_with(|| ReserveTable::build(&lang, &speller));
+                let mut memo = ReserveMemo::default();
+                match table.completion(&mut s, &mut memo, &c, &speller) {
+                    Some(w) if s.complete(&[p, &w[..]].concat()) => {}
+                    Some(w) => failures.push(format!(
+                        "round {round}: the reserve's completion does not complete: {}",
+                        String::from_utf8_lossy(&[p, &w[..]].concat())
+                    )),
+                    None => failures.push(format!(
+                        "round {round}: viable but the reserve has no completion: {:?}",
+                        String::from_utf8_lossy(p)
+                    )),
+                }
                 match searcher.witness(&mut s, &c, &words) {
                     Some(w) => {
                         let mut full = p.to_vec();
