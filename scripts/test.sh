@@ -55,22 +55,26 @@ DIFFERENTIAL=(-p grid-pgref --profile ci)
 PG_FEATURES=(--no-default-features --features pg15)
 PG18_FEATURES=(--no-default-features --features pg18)
 # The #[pg_test]s run on PostgreSQL 18 as well (the whole suite's result on 18 is in
-# tests/RESULTS.md): libtest name filters, any of which selects a test.
+# tests/RESULTS.md): libtest name filters, any of which selects a test. A test's name is
+# tests::<file of src/tests/>::tests::pg_<function>; a filter matches any part of it.
 PG18_TESTS=(
-    ask::tests::          # grid.ask, grid.run, grid.explain: grants, repairs, injections
-    audit::tests::        # the audit store: verify, tamper, who may read it
-    resolution::tests::   # another role's objects and overloads never bound or planned
-    provenance::tests::   # another role's comments never reach a prompt
-    meaning::tests::      # one meaning under every setting, by PostgreSQL 18's own lexer
-    guc::tests::          # the key hidden, superuser settings refused
-    tests::pg_every_grid_function  # search_path pinned, invoker, no EXECUTE to PUBLIC
+    tests::ask::tests::   # grid.ask: grants, DDL, ceilings, bounds, its errors
+    tests::run::tests::   # grid.run, grid.explain
+    tests::repair::tests::  # refused statements repaired or rewound, never returned
+    tests::attacks::tests::  # prompt injection, steering comments, adversarial asks
+    tests::audit::tests::  # the audit store and each ask's: verify, tamper, replay, who reads
+    tests::resolution::tests::  # another role's objects and overloads never bound or planned
+    tests::provenance::tests::  # another role's comments never reach a prompt
+    tests::meaning::tests::  # one meaning under every setting, by PostgreSQL 18's own lexer
+    tests::guc::tests::   # the key hidden, superuser settings refused
+    tests::api::tests::pg_every_grid_function  # search_path pinned, invoker, no EXECUTE to PUBLIC
 )
 # Left out on 18 in CI for their time (they run on 15 in CI, and on 18 in the whole
 # suite of tests/RESULTS.md): 200 adversarial asks (2 minutes), and the mocks' outputs
 # through 18's lexer under every setting (50 s).
 PG18_SKIP=(
-    --skip ask::tests::pg_two_hundred_adversarial_asks
-    --skip meaning::tests::pg_the_mocks_outputs_read_the_same
+    --skip tests::attacks::tests::pg_two_hundred_adversarial_asks
+    --skip tests::meaning::tests::pg_the_mocks_outputs_read_the_same
 )
 
 STEPS=(fmt clippy-engine clippy-pg clippy-pg18 engine-tests pg-differential llama-backend spider-parse pgrx-tests pgrx-tests-pg18 pg-parse-diff fault-suite demo demo-real-model eval-harness fuzz)

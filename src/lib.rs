@@ -52,10 +52,10 @@
 //! - `pgversion`: what differs between PostgreSQL 15 and 18, each difference with its
 //!   reason.
 //!
-//! Tests only (`#[cfg(any(test, feature = "pg_test"))]` inside, or on the module):
-//! - `meaning`: one meaning for every statement, checked with PostgreSQL's own lexer;
-//! - `endpoint_faults`: endpoint faults seen through `grid.ask()`, each with its SQLSTATE;
-//! - `testing`: the helpers of the pgrx tests.
+//! Tests only (`#[cfg(any(test, feature = "pg_test"))]` on the module):
+//! - `tests`: every pgrx test (`#[pg_test]`), one concept per file under `src/tests/`,
+//!   with their helpers and fixtures; the modules above hold no pgrx test (a few keep
+//!   plain `#[cfg(test)]` unit tests of their own private logic).
 //!
 //! Layout of the SQL API:
 //! - every object lives in schema `grid`, created by `sql/bootstrap.sql`;
@@ -63,7 +63,8 @@
 //! - every function pins `search_path` with `#[search_path(pg_catalog, pg_temp)]`
 //!   (or `SET search_path` in SQL) and is SECURITY INVOKER (the
 //!   `every_grid_function_pins_search_path` and
-//!   `every_grid_function_is_invoker_and_not_executable_by_public` tests check this);
+//!   `every_grid_function_is_invoker_and_not_executable_by_public` tests of `tests::api`
+//!   check this);
 //!   `grid.ask()`, `grid.explain()` and `grid.run()` read the caller's own path where
 //!   they need it (`caller`);
 //! - EXECUTE on every function is revoked from PUBLIC by `sql/privileges.sql`, the
@@ -76,12 +77,10 @@ mod audit;
 mod caller;
 mod catalog;
 mod descriptions;
-mod endpoint_faults;
 mod error;
 mod examples;
 mod guc;
 mod judge;
-mod meaning;
 mod pgversion;
 mod policy;
 mod provenance;
@@ -93,7 +92,7 @@ mod value_hints;
 mod worker;
 
 #[cfg(any(test, feature = "pg_test"))]
-mod testing;
+mod tests;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -142,124 +141,6 @@ mod grid {
     #[search_path(pg_catalog, pg_temp)]
     fn version() -> &'static str {
         env!("CARGO_PKG_VERSION")
-    }
-}
-
-#[cfg(any(test, feature = "pg_test"))]
-#[pg_schema]
-mod tests {
-    use crate::testing::{assert_refused, install, run, select_one};
-    use pgrx::prelude::*;
-
-    #[pg_test]
-    fn schema_grid_exists_and_belongs_to_the_extension() {
-        let owner_ext: Option<String> = select_one(
-            "SELECT e.extname::text
-               FROM pg_catalog.pg_namespace n
-               JOIN pg_catalog.pg_depend d
-                 ON d.classid = 'pg_catalog.pg_namespace'::regclass
-                AND d.objid = n.oid AND d.deptype = 'e'
-               JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid
-              WHERE n.nspname = 'grid'",
-        );
-        assert_eq!(owner_ext.as_deref(), Some("grid_pg"));
-    }
-
-    #[pg_test]
-    fn version_returns_the_cargo_version() {
-        let v: Option<String> = select_one("SELECT grid.version()");
-        assert_eq!(v.as_deref(), Some(env!("CARGO_PKG_VERSION")));
-
-        // The catalog agrees: the installed extension version is the same.
-        let ext: Option<String> = select_one(
-            "SELECT extversion::text FROM pg_catalog.pg_extension WHERE extname = 'grid_pg'",
-        );
-        assert_eq!(ext.as_deref(), Some(env!("CARGO_PKG_VERSION")));
-    }
-
-    #[pg_test]
-    fn version_is_security_invoker_with_pinned_search_path() {
-        let config: Option<Vec<Option<String>>> = select_one(
-            "SELECT p.proconfig::text[] FROM pg_catalog.pg_proc p
-              WHERE p.oid = 'grid.version()'::regprocedure",
-        );
-        assert_eq!(
-            config,
-            Some(vec![Some("search_path=pg_catalog, pg_temp".to_string())])
-        );
-        let definer: Option<bool> = select_one(
-            "SELECT p.prosecdef FROM pg_catalog.pg_proc p
-              WHERE p.oid = 'grid.version()'::regprocedure",
-        );
-        assert_eq!(definer, Some(false));
-    }
-
-    #[pg_test]
-    fn every_grid_function_pins_search_path() {
-        // Holds for every function the extension puts in schema `grid`, not
-        // only version(); also make sure there are the ones we know of.
-        let total: Option<i64> = select_one(
-            "SELECT count(*) FROM pg_catalog.pg_proc p
-              WHERE p.pronamespace = 'grid'::regnamespace",
-        );
-        assert!(
-            total.unwrap_or(0) >= 6,
-            "functions missing from schema grid"
-        );
-        let unpinned: Option<String> = select_one(
-            "SELECT string_agg(p.oid::regprocedure::text, ', ')
-               FROM pg_catalog.pg_proc p
-              WHERE p.pronamespace = 'grid'::regnamespace
-                AND NOT coalesce(p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp'], false)",
-        );
-        assert_eq!(unpinned, None, "functions without a pinned search_path");
-    }
-
-    #[pg_test]
-    fn every_grid_function_is_invoker_and_not_executable_by_public() {
-        let definers: Option<String> = select_one(
-            "SELECT string_agg(p.oid::regprocedure::text, ', ')
-               FROM pg_catalog.pg_proc p
-              WHERE p.pronamespace = 'grid'::regnamespace AND p.prosecdef",
-        );
-        assert_eq!(definers, None, "SECURITY DEFINER functions in schema grid");
-        let public: Option<String> = select_one(
-            "SELECT string_agg(p.oid::regprocedure::text, ', ')
-               FROM pg_catalog.pg_proc p
-              WHERE p.pronamespace = 'grid'::regnamespace
-                AND pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')",
-        );
-        // The one exception (sql/privileges.sql): the provenance predicate the snapshot
-        // applies to every comment, read as the caller of grid.ask.
-        assert_eq!(
-            public.as_deref(),
-            Some("grid.trusted_author(oid)"),
-            "functions PUBLIC may execute"
-        );
-    }
-
-    #[pg_test]
-    fn a_role_without_execute_is_refused_and_a_grant_lets_it_in() {
-        install();
-        run("CREATE ROLE grid_t_noexec NOLOGIN");
-        run("SET ROLE grid_t_noexec");
-        for call in [
-            "SELECT grid.version()",
-            "SELECT grid.catalog_snapshot()",
-            "SELECT grid.audit_head()",
-            "SELECT * FROM grid.verify_audit()",
-        ] {
-            let m = assert_refused(call, "42501");
-            assert!(m.contains("permission denied for function"), "{call}: {m}");
-        }
-        run("RESET ROLE");
-        run("GRANT EXECUTE ON FUNCTION grid.version(), grid.catalog_snapshot(text[]) TO grid_t_noexec");
-        run("SET ROLE grid_t_noexec");
-        let v: Option<String> = select_one("SELECT grid.version()");
-        assert_eq!(v.as_deref(), Some(env!("CARGO_PKG_VERSION")));
-        let role: Option<String> = select_one("SELECT grid.catalog_snapshot() ->> 'role'");
-        assert_eq!(role.as_deref(), Some("grid_t_noexec"));
-        run("RESET ROLE");
     }
 }
 

@@ -21,9 +21,6 @@ mod rows;
 mod sink;
 mod verify;
 
-#[cfg(any(test, feature = "pg_test"))]
-mod tests;
-
 use grid_core::audit::{
     text_digest, ChainWriter, DecodeMode, Fingerprints, Head, Mode, SealInput, SealMeta, StepInput,
     StepKind, StopReason, Token,

@@ -3,7 +3,7 @@
 //! (`standard_conforming_strings`, `backslash_quote`, `escape_string_warning`), nor text
 //! its lexer cuts where PostgreSQL's does not. The corpus (`tests/one_meaning.json`) runs
 //! against PostgreSQL's own lexer under every setting in the extension's pgrx tests
-//! (src/meaning.rs); here, without PostgreSQL, what the dialect must refuse and what it
+//! (src/tests/meaning.rs); here, without PostgreSQL, what the dialect must refuse and what it
 //! must keep, lexeme by lexeme. Data-free.
 
 use std::sync::Arc;

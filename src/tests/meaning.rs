@@ -3,15 +3,13 @@
 //! reads every statement the dialect accepts as the dialect reads it, under every value
 //! of the settings a role can change that its lexer reads (`standard_conforming_strings`,
 //! `backslash_quote`, `escape_string_warning`); and through `grid.run`, statements built
-//! to exploit a difference run nothing hidden. Tests only: nothing here is part of the
-//! SQL API.
+//! to exploit a difference run nothing hidden.
 
-#[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]
 mod tests {
     use std::ffi::{CStr, CString};
 
-    use crate::testing::{run, select_one, select_texts, worker_ready};
+    use crate::tests::support::{run, select_one, select_texts, worker_ready};
     use grid_core::catalog::CatalogSnapshot;
     use grid_core::{Dialect, Language, Policy, Session};
     use pgrx::prelude::*;
@@ -279,7 +277,7 @@ mod tests {
     /// The corpus of tests/one_meaning.json.
     fn corpus() -> Vec<String> {
         let doc: serde_json::Value =
-            serde_json::from_str(include_str!("../tests/one_meaning.json")).expect("corpus");
+            serde_json::from_str(include_str!("../../tests/one_meaning.json")).expect("corpus");
         doc["statements"]
             .as_array()
             .expect("statements")
@@ -446,8 +444,9 @@ mod tests {
                 "{text:?} is not in the dialect"
             );
             run("SET standard_conforming_strings = off");
-            let rows =
-                crate::testing::refusal(&format!("SELECT count(*) FROM grid.run($q${q}$q$)"));
+            let rows = crate::tests::support::refusal(&format!(
+                "SELECT count(*) FROM grid.run($q${q}$q$)"
+            ));
             ran += usize::from(rows.is_none());
         }
         run("RESET ROLE");

@@ -4,14 +4,13 @@
 //! built-in vocabulary like the reference endpoint, and answers every step request with
 //! the fault under test.
 
-#[cfg(any(test, feature = "pg_test"))]
 #[pgrx::pg_schema]
 mod tests {
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
     use std::time::{Duration, Instant};
 
-    use crate::testing::{run, select_one, worker_ready};
+    use crate::tests::support::{run, select_one, worker_ready};
     use grid_endpoint::backend::builtin::builtin_vocabulary;
     use grid_endpoint::PROTOCOL;
     use pgrx::prelude::*;
@@ -148,7 +147,7 @@ mod tests {
         let url = spawn(fault);
         run(&format!("SET grid.endpoint = '{url}'"));
         let started = Instant::now();
-        let outcome = crate::testing::refusal(&format!("SELECT grid.ask('{question}')"))
+        let outcome = crate::tests::support::refusal(&format!("SELECT grid.ask('{question}')"))
             .unwrap_or_else(|| panic!("{fault:?}: the ask succeeded"));
         let seconds = started.elapsed().as_secs_f64();
         let (state, message) = outcome.split_once(": ").unwrap_or(("", ""));
@@ -190,7 +189,10 @@ mod tests {
         // begins (no vocabulary), and is sealed all the same.
         run("SET grid.endpoint = 'http://127.0.0.1:9'");
         let question = format!("fault refused {tag}");
-        let m = crate::testing::assert_refused(&format!("SELECT grid.ask('{question}')"), "08001");
+        let m = crate::tests::support::assert_refused(
+            &format!("SELECT grid.ask('{question}')"),
+            "08001",
+        );
         assert!(m.contains("refused"), "{m}");
         let (stop, steps): (Option<String>, Option<i32>) = Spi::get_two(&format!(
             "SELECT stop, steps FROM grid.generations WHERE question = '{question}'"
@@ -228,8 +230,8 @@ mod tests {
                 .map(|s| s.success())
                 .unwrap_or(false)
         });
-        let m =
-            crate::testing::refusal("SELECT grid.ask('hung, then cancelled')").unwrap_or_default();
+        let m = crate::tests::support::refusal("SELECT grid.ask('hung, then cancelled')")
+            .unwrap_or_default();
         assert!(killer.join().unwrap_or(false), "kill -INT failed");
         assert!(m.starts_with("57014: "), "{m}");
         // The next ask, with a short budget of time, is served: the worker abandoned the
