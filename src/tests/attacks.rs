@@ -149,9 +149,16 @@ mod tests {
         let bad: Vec<&&String> = statements.iter().filter(|s| forbidden(s)).collect();
         assert!(bad.is_empty(), "forbidden output: {bad:?}");
         let errors: Vec<&String> = out.iter().filter_map(|(_, e)| e.as_ref()).collect();
-        // Refusals are allowed (the checker may refuse after the repair), crashes are not.
+        // Refusals are allowed, crashes are not: the checker's (42501, after the repair),
+        // and the judge's, which passes PostgreSQL's own SQLSTATE through (a statement the
+        // mask and the checker admit may still fail to plan: `min()` of no argument, a
+        // literal its column's type cannot read).
+        let refused = |e: &str| {
+            e.starts_with("42501: ")
+                || e.contains(": grid.ask: PostgreSQL refuses the model's statement (SQLSTATE ")
+        };
         assert!(
-            errors.iter().all(|e| e.starts_with("42501")),
+            errors.iter().all(|e| refused(e)),
             "unexpected errors: {errors:?}"
         );
         pgrx::log!(

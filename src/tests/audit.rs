@@ -536,10 +536,19 @@ mod tests {
     #[pg_test]
     fn a_rollback_keeps_the_audit_rows() {
         fixture();
-        let count = || select_one::<i64>("SELECT count(*) FROM grid.generations").unwrap_or(0);
+        // Only this question's generations: other tests append to the shared store
+        // meanwhile.
+        let count = || {
+            select_one::<i64>(
+                "SELECT count(*) FROM grid.generations \
+                  WHERE question = 'list the employees, then roll back'",
+            )
+            .unwrap_or(0)
+        };
         let before = count();
         let m = crate::tests::support::refusal(
-            "DO $$ BEGIN PERFORM grid.ask('list the employees'); RAISE EXCEPTION 'undo'; END $$",
+            "DO $$ BEGIN PERFORM grid.ask('list the employees, then roll back'); \
+             RAISE EXCEPTION 'undo'; END $$",
         );
         assert!(m.is_some_and(|m| m.contains("undo")));
         assert_eq!(count(), before + 1);
