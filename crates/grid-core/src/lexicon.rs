@@ -89,7 +89,9 @@ pub const DEFAULT_FUNCTIONS: &[&str] = &[
     "int8",
     "float4",
     "float8",
-    "json",
+    // Not `json`: from PostgreSQL 16 `JSON(...)` is the SQL/JSON constructor, whose
+    // grammar takes exactly one argument (`JSON()` is a syntax error there), and `x::json`
+    // says the same as `json(x)` on every version.
     "jsonb",
     "uuid",
     "bytea",
