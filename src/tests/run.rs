@@ -82,32 +82,35 @@ mod tests {
     fn run_by_generation_runs_what_was_read_and_a_run_right_after_an_ask_reuses_it() {
         fixture();
         let count = |q: &str| select_one::<i64>(q).unwrap_or(-1);
+        // Its own question, and only its rows: the tests run concurrently and append to
+        // the shared store meanwhile.
+        const Q: &str = "list the employees, to run by generation";
+        let sealed_now = || {
+            count(&format!(
+                "SELECT count(*) FROM grid.generations WHERE question = '{Q}'"
+            ))
+        };
         run("SET ROLE grid_t_analyst");
-        assert_eq!(
-            ask("list the employees"),
-            "SELECT name FROM grid_t_employees"
-        );
-        let g = count("SELECT max(generation) FROM grid.my_answers");
+        assert_eq!(ask(Q), "SELECT name FROM grid_t_employees");
+        let g = count(&format!(
+            "SELECT max(generation) FROM grid.my_answers WHERE question = '{Q}'"
+        ));
         let sql: Option<String> = select_one(&format!(
             "SELECT sql FROM grid.my_answers WHERE generation = {g}"
         ));
         assert_eq!(sql.as_deref(), Some("SELECT name FROM grid_t_employees"));
         run("RESET ROLE");
-        let sealed = count("SELECT count(*) FROM grid.generations");
+        let sealed = sealed_now();
         run("SET ROLE grid_t_analyst");
-        let names: Option<String> = select_one(
+        let names: Option<String> = select_one(&format!(
             "SELECT string_agg(r ->> 'name', ',' ORDER BY r ->> 'name') \
-             FROM grid.run('list the employees') r",
-        );
+             FROM grid.run('{Q}') r"
+        ));
         assert_eq!(names.as_deref(), Some("Ada,Grace"));
         assert_eq!(count(&format!("SELECT count(*) FROM grid.run({g})")), 2);
         assert_eq!(count(&format!("SELECT count(*) FROM grid.run({g}, 1)")), 1);
         run("RESET ROLE");
-        assert_eq!(
-            count("SELECT count(*) FROM grid.generations"),
-            sealed,
-            "the model was asked again"
-        );
+        assert_eq!(sealed_now(), sealed, "the model was asked again");
         let runs = crate::tests::support::select_texts(&format!(
             "SELECT called_as || ':' || current_user_name FROM grid.runs \
               WHERE generation = {g} ORDER BY run"
@@ -153,16 +156,18 @@ mod tests {
             ask("list the employees in detail"),
             "SELECT id, name FROM grid_t_employees"
         );
-        assert_eq!(
-            count("SELECT count(*) FROM grid.run('list the employees')"),
-            2
-        );
+        assert_eq!(count(&format!("SELECT count(*) FROM grid.run('{Q}')")), 2);
         run("RESET ROLE");
-        let last = crate::tests::support::select_texts(
-            "SELECT called_as FROM grid.runs ORDER BY run DESC LIMIT 1",
-        );
+        let last = crate::tests::support::select_texts(&format!(
+            "SELECT r.called_as FROM grid.runs r JOIN grid.generations g USING (generation) \
+              WHERE g.question = '{Q}' ORDER BY r.run DESC LIMIT 1"
+        ));
         assert_eq!(last, ["asked"]);
-        assert!(count("SELECT count(*) FROM grid.generations") > sealed + 1);
+        assert_eq!(
+            sealed_now(),
+            sealed + 1,
+            "grid.run asked the model once more"
+        );
     }
 
     /// grid.run releases the session-level advisory locks its statement took (a view the
