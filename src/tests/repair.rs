@@ -220,6 +220,7 @@ mod tests {
                     ablation: grid_ask::Ablation::named("prompt_repair").unwrap_or_default(),
                     fault: None,
                     judge: true,
+                    decline: false,
                 },
             },
         );
