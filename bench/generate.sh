@@ -12,7 +12,7 @@
 # Seeds are random (from --seed, printed, so a run can be repeated). The runs' summary
 # lines are summed into one:
 #
-#   {"asks":N,"answered":N,"refused":N,"failed":N,"generations":N,"parsed":N,"dead_ends":N,
+#   {"asks":N,"answered":N,"refused":N,"declined":N,"failed":N,"generations":N,"parsed":N,"dead_ends":N,
 #    "budget_completed":N,"forbidden_emitted":N,"audit_verified":N,"replayed_identical":N,
 #    "cli_verified_logs":N,"cli_replayed_logs":N}
 #
@@ -112,7 +112,7 @@ note "done in $((SECONDS - start))s"
 
 total=$(python3 - "$out_dir" "$verified" "$replayed" <<'PY'
 import glob, json, sys
-keys = ["asks", "answered", "refused", "failed", "generations", "parsed", "dead_ends",
+keys = ["asks", "answered", "refused", "declined", "failed", "generations", "parsed", "dead_ends",
         "budget_completed", "forbidden_emitted", "audit_verified", "replayed_identical"]
 tot = dict.fromkeys(keys, 0)
 for f in sorted(glob.glob(f"{sys.argv[1]}/run*.out")):

@@ -19,9 +19,16 @@ SELECT * FROM grid.run('Show the three largest orders and who took them');
 \echo '== analyst: a question nobody scripted: which employee took the most orders?'
 SELECT * FROM grid.run('Which employee took the most orders?');
 
+\echo '== analyst: two more questions nobody scripted (the model may also decline one it'
+\echo '   cannot answer from the analyst''s tables: SQLSTATE P0002 and its reason, no SQL)'
+SELECT * FROM grid.run('Which department has the highest total order amount?');
+SELECT * FROM grid.run('What is the average order amount for each employee name?');
+
 \echo '== analyst: what is the average salary? (the mask has no salaries for the analyst)'
 -- The mask has neither the column salary nor the table salaries for the analyst: whatever
--- the model writes instead comes from the tables the analyst may read, or is refused.
+-- the model writes instead comes from the tables the analyst may read, is refused, or is
+-- the model's decline (CANNOT ANSWER 'reason', which the DBA's grid.decline teaches it:
+-- demo/schema.sql turns it on for the analyst).
 \if :mock
 -- Blocked, the scripted mock writes what the mask leaves it (a made-up qualifier,
 -- salary . id), and a short budget closes the statement with the shortest legal

@@ -14,6 +14,10 @@ INSERT INTO salaries VALUES (1, 9100), (2, 8700), (3, 6400);
 -- analyst: reads employees and orders, not salaries.
 CREATE ROLE analyst LOGIN IN ROLE grid_user;
 GRANT SELECT ON employees, orders TO analyst;
+-- The DBA teaches the analyst's model to decline what its tables cannot answer
+-- (grid.decline, superuser-only, off by default): asked about salaries, it may say so
+-- (SQLSTATE P0002 and its reason) instead of inventing names the mask then refuses.
+ALTER ROLE analyst SET grid.decline = on;
 -- hr: reads all three.
 CREATE ROLE hr LOGIN IN ROLE grid_user;
 GRANT SELECT ON employees, orders, salaries TO hr;

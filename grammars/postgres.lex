@@ -84,6 +84,19 @@ TOK DECIMAL (?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]
 # not a keyword there, and YEAR ... SECOND; its analysis only these).
 TOK EXTRACT_FIELD (?i:century|day|decade|dow|doy|epoch|hour|isodow|isoyear|julian|microseconds|millennium|milliseconds|minute|month|quarter|second|timezone|timezone_hour|timezone_minute|week|year)
 
+# The decline's reason (`CANNOT ANSWER 'reason'`, postgres.y's decline_statement): a
+# quoted string of plain words, 1 to 200 characters: letters, digits, spaces and
+# . , ; : ! ? ( ) / _ -, the first a letter or a digit. No quote inside (so no '' either),
+# no backslash, no tab, line feed or other control character, nothing beyond ASCII. Every
+# such lexeme is also a STRING; the parser takes it only after CANNOT ANSWER, where a
+# STRING is not taken, so a string with anything else there is refused. Kept in step with
+# grid_core::statement::decline_of.
+TOK DECLINE_REASON '[A-Za-z0-9][A-Za-z0-9 .,;:!?()/_-]{0,199}'
+# Every reason is a STRING: where a reason is not wanted, the automaton's states that tell
+# a string that may still be a reason from one that may not are one to the mask's walk
+# (grid_core::scan::absorbing_run), so the decline costs ordinary strings nothing.
+%within DECLINE_REASON STRING
+
 # Identifiers.
 ID TABLE_NAME table
 ID INSERT_TABLE insert_table
@@ -237,6 +250,10 @@ KW WITH with
 KW WITHIN within
 KW WITHOUT without
 KW ZONE zone
+# The decline's words: not reserved (they are no keywords of PostgreSQL), so `cannot` and
+# `answer` stay names everywhere but at the start of a statement.
+KW CANNOT cannot
+KW ANSWER answer
 
 # Lexemes that PostgreSQL reads as one operator where the dialect would read two
 # (`a||-1` is the operator `||-`, which a role may create; PostgreSQL only splits a

@@ -14,6 +14,7 @@
     SMALLINT SOME SUBSTRING SYMMETRIC THEN TIES TIME TIMESTAMP TO TRAILING TRIM TRUE
     UNBOUNDED UNION UNKNOWN UPDATE USING VALUES VARCHAR VARYING WHEN WHERE WINDOW WITH
     WITHIN WITHOUT ZONE ALIAS_REF DERIVED_COL BARE_LABEL EXTRACT_FIELD QUALIFIER QUAL_COL
+    CANNOT ANSWER DECLINE_REASON
 
 /*
  * Precedence, lowest first, after PostgreSQL 15 gram.y. Differences:
@@ -62,9 +63,19 @@ statement: select_statement
     | insert_statement
     | update_statement
     | delete_statement
+    | decline_statement
     ;
 
 select_statement: select_stmt ;
+
+/* The decline: not SQL, the model's sanctioned way to say that it cannot answer from what
+   the role may read, with a short reason in plain words (DECLINE_REASON, postgres.lex):
+   CANNOT ANSWER 'the role can read no table about salaries'. No verb: every projection
+   keeps it, and no ban removes it. CANNOT and ANSWER are keywords only here: they are not
+   reserved, so a name spelled `cannot` or `answer` is still an identifier everywhere else.
+   A finished output of this form is read by grid_core::statement::decline_of; the
+   checker and the judge never see it. */
+decline_statement: CANNOT ANSWER DECLINE_REASON ;
 
 /* ------------------------------------------------------------------ SELECT */
 

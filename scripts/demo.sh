@@ -201,6 +201,24 @@ if [ "$check" -eq 1 ]; then
         'SELECT e.name, o.amount FROM orders o JOIN employees e ON e.id = o.employee_id ORDER BY o.amount DESC LIMIT 3'
     answer analyst 'Which employee took the most orders?' \
         'SELECT e.name FROM employees e WHERE e.id = 3'
+    # Questions nobody scripted (issue 33): answered right, or declined (the model's
+    # CANNOT ANSWER, SQLSTATE P0002), never refused at a name the model invented.
+    answered_or_declined() {
+        local question=$1 gold=$2
+        expect "analyst: \"$question\" answered right (rows) or declined" \
+            "SELECT CASE WHEN EXISTS (SELECT 1 FROM grid.generations
+                                       WHERE current_user_name = 'analyst' AND question = '$question'
+                                         AND refused LIKE 'declined:%')
+                         THEN 'ok' ELSE demo_check.answers('analyst', '$question', '$gold') END" ok
+    }
+    answered_or_declined 'Which department has the highest total order amount?' \
+        'SELECT e.dept FROM orders o JOIN employees e ON e.id = o.employee_id GROUP BY e.dept ORDER BY sum(o.amount) DESC LIMIT 1'
+    answered_or_declined 'What is the average order amount for each employee name?' \
+        'SELECT e.name, avg(o.amount) FROM orders o JOIN employees e ON e.id = o.employee_id GROUP BY e.name'
+    expect "the analyst's prompts teach the decline (grid.decline, set by the DBA), hr's do not" \
+        "SELECT bool_and(coalesce((a.content_json ->> 'decline')::boolean, false) = (g.current_user_name = 'analyst'))
+           FROM grid.generations g JOIN grid.artifacts a ON a.kind = 'prompt' AND a.digest = g.prompt_digest
+          WHERE g.current_user_name IN ('analyst', 'hr')" t
     answer hr 'What is the average salary?' 'SELECT avg(salary) FROM salaries'
     answer analyst 'How many employees work in Sales?' \
         "SELECT count(*) FROM employees WHERE dept = ''sales''"
@@ -237,6 +255,9 @@ if [ "$check" -eq 1 ]; then
         else
             note "ok: no salary figure reached the analyst"
         fi
+        outcome=$(psql_as postgres grid_demo -Atq -c "SELECT string_agg(coalesce(refused, 'answered'), ' | ' ORDER BY seal_index)
+                    FROM grid.generations WHERE current_user_name = 'analyst' AND question ILIKE '%salary%'")
+        note "the analyst's salary question ended: $outcome"
     fi
     kill "$(cat "$dir/endpoint.pid")" 2>/dev/null || true
     cluster_stop "$dir"

@@ -62,6 +62,7 @@ PG18_TESTS=(
     tests::run::tests::   # grid.run, grid.explain
     tests::repair::tests::  # refused statements repaired or rewound, never returned
     tests::attacks::tests::  # prompt injection, steering comments, adversarial asks
+    tests::decline::tests::  # the model's decline: P0002, audited, grid.decline
     tests::audit::tests::  # the audit store and each ask's: verify, tamper, replay, who reads
     tests::resolution::tests::  # another role's objects and overloads never bound or planned
     tests::provenance::tests::  # another role's comments never reach a prompt

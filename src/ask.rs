@@ -306,6 +306,7 @@ pub fn prepare(what: &str, question: &str, explain: bool, purpose: Purpose) -> P
         ablation: guc::ablation(),
         fault: guc::debug_fault(),
         judge: guc::judge(),
+        decline: guc::decline(),
     };
     let ask = Ask {
         question: question.to_string(),

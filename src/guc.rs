@@ -1,7 +1,7 @@
 //! Every configuration parameter of grid_pg (`grid.*`), registered once from `_PG_init`.
 //!
 //! Who may change what: the endpoint, the model, the API key, the audit level, the
-//! ablation and the judge are `SUSET` (a superuser sets them, in `postgresql.conf` or with `ALTER ROLE …
+//! ablation, the judge and the decline's teaching are `SUSET` (a superuser sets them, in `postgresql.conf` or with `ALTER ROLE …
 //! SET`), so that a caller can neither redirect the worker to a host of its choosing nor
 //! switch its own auditing or its mask off; the worker's thread count and cache size come
 //! from the configuration file; the timeout, the token budget and the temperature are
@@ -74,6 +74,8 @@ static MASK_CACHE_MB: GucSetting<i32> = GucSetting::<i32>::new(1024);
 static AUDIT: GucSetting<AuditLevel> = GucSetting::<AuditLevel>::new(AuditLevel::Full);
 static ABLATION: GucSetting<Ablation> = GucSetting::<Ablation>::new(Ablation::None);
 static JUDGE: GucSetting<bool> = GucSetting::<bool>::new(true);
+// Off until the accuracy harness has measured what teaching it does to the answers.
+static DECLINE: GucSetting<bool> = GucSetting::<bool>::new(false);
 static VALUE_HINTS: GucSetting<i32> = GucSetting::<i32>::new(0);
 static VALUE_HINTS_ROWS: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 // On by default: the accuracy harness measured it helping both Qwen2.5-Coder models
@@ -201,6 +203,14 @@ pub fn register() {
         c"Whether PostgreSQL judges each statement (EXPLAIN as the caller, never executed) before it is returned.",
         c"On by default. Superuser-only, for measurement: off, statements are returned unjudged and sealed with the verdict 'off'.",
         &JUDGE,
+        GucContext::Suset,
+        GucFlags::default(),
+    );
+    GucRegistry::define_bool_guc(
+        c"grid.decline",
+        c"Whether the prompt teaches the model to decline a question it cannot answer from what the role may read (CANNOT ANSWER 'reason').",
+        c"Off by default. Superuser-only: it changes what every asker's model is told. The language admits a decline either way; an ask that declines fails with SQLSTATE P0002 and the model's reason.",
+        &DECLINE,
         GucContext::Suset,
         GucFlags::default(),
     );
@@ -407,6 +417,11 @@ pub fn database() -> String {
 /// `grid.judge`.
 pub fn judge() -> bool {
     JUDGE.get()
+}
+
+/// `grid.decline`.
+pub fn decline() -> bool {
+    DECLINE.get()
 }
 
 /// `grid.value_hints` (0: off).

@@ -1,7 +1,8 @@
 //! Statements of the language against PostgreSQL 15's own parser (libpg_query, through
 //! grid-pgref): the input chooses a path through the mask, the reserve's shortest
 //! completion ends it, and the statement must parse in PostgreSQL and in the checker
-//! (the property of `crates/grid-pgref`'s differential test, searched by coverage).
+//! (the property of `crates/grid-pgref`'s differential test, searched by coverage). A
+//! decline (`CANNOT ANSWER 'reason'`) is no statement and is not judged.
 //!
 //! Input: a role byte, then one byte per step: its low 7 bits pick the `k`-th allowed
 //! token (`k` modulo the allowed count); with the high bit set, the statement ends there if
@@ -72,6 +73,11 @@ pub fn run(data: &[u8]) {
         String::from_utf8_lossy(&text)
     );
     let sql = String::from_utf8_lossy(&text).into_owned();
+    // The model's decline is no SQL: the pipeline shows it to neither PostgreSQL nor the
+    // checker, and the language admits no other output starting with its words.
+    if grid_core::statement::decline_of(&sql).is_some() {
+        return;
+    }
     if let Err(e) = postgres_parses(&sql) {
         panic!("admitted, refused by PostgreSQL ({e}): {sql:?}");
     }

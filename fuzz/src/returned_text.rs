@@ -4,7 +4,8 @@
 //! characters: ESC, CR, NUL, C1, U+202E, U+200B, U+2028, halves of characters); the text
 //! must be the concatenation of tokens each in the mask of its step, decode strictly
 //! ([`grid_core::text::statement_text`], as grid-ask decodes it) to the same bytes, and
-//! hold no control, format or separator character.
+//! hold no control, format or separator character; and it is read as the model's decline
+//! exactly when it begins with the decline's word.
 //!
 //! Input: a language byte, a budget byte (the budget is 1 + its value), then one byte per
 //! model step: `0xff` asks for EOS when the mask admits it; with the high bit set, the
@@ -203,6 +204,16 @@ pub fn run(data: &[u8]) {
         "decoded to other bytes"
     );
     assert!(std::str::from_utf8(&admitted).is_ok());
+    // A sentence that begins with the decline's first word is a decline, read with its
+    // reason (which the message quotes), and no other sentence is.
+    let first = statement
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .find(|w| !w.is_empty());
+    assert_eq!(
+        grid_core::statement::decline_of(&statement).is_some(),
+        first.is_some_and(|w| w.eq_ignore_ascii_case("cannot")),
+        "a decline misread: {shown:?}"
+    );
     for c in statement.chars() {
         let control = c.is_control() && c != '\t' && c != '\n';
         let listed = matches!(

@@ -11,7 +11,6 @@
 
 use grid_core::audit::{replay_generation, to_hex, StepRecord, StopReason};
 use grid_core::catalog::CatalogSnapshot;
-use grid_core::checker;
 use grid_core::decode::Recomputer;
 use pgrx::prelude::*;
 
@@ -89,6 +88,8 @@ pub fn read(generation: i64) -> Result<(Option<SealRow>, Vec<StepRecord>), Strin
 
 /// Why the stored verdict of the checker on `sql` (`grid.generations.refused`, not
 /// hashed) is not the one the checker gives against the archived snapshot, if it is not.
+/// For a decline (which the checker never sees) the stored verdict is the decline's
+/// ([`grid_ask::record::recorded_refusal`]).
 fn verdict_differs(
     generation: i64,
     sql: &str,
@@ -98,7 +99,7 @@ fn verdict_differs(
         "SELECT refused FROM grid.generations WHERE generation = $1",
         &[generation.into()],
     )?;
-    let recomputed = grid_ask::record::refusal(&checker::check(sql, snapshot));
+    let recomputed = grid_ask::record::recorded_refusal(sql, snapshot);
     if stored == recomputed {
         return judged_inconsistency(generation, recomputed.is_some());
     }

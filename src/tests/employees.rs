@@ -14,6 +14,7 @@ const SCRIPT: &str = r#"{"entries": [
     {"match": "repair me", "sql": "SELECT amount FROM grid_t_employees"},
     {"match": "stays wrong", "sql": "SELECT employee_id FROM grid_t_employees"},
     {"match": "with a terminator", "sql": "SELECT name FROM grid_t_employees;"},
+    {"match": "phase of the moon", "sql": "CANNOT ANSWER 'no moon data'"},
     {"match": "-- Question:\nlist the employees in detail", "sql": "SELECT id, name FROM grid_t_employees"},
     {"match": "list the far items", "sql": "SELECT label FROM grid_t_app.grid_t_items"},
     {"match": "list the items", "sql": "SELECT label FROM grid_t_items"},

@@ -56,6 +56,7 @@ mod tests {
             "SET grid.ablation = unconstrained",
             "SET grid.ablation = no_repair",
             "SET grid.judge = off",
+            "SET grid.decline = on",
         ] {
             assert_refused(statement, "42501");
         }
@@ -96,11 +97,11 @@ mod tests {
                FROM pg_catalog.pg_settings
               WHERE name IN ('grid.max_tokens', 'grid.timeout', 'grid.temperature',
                              'grid.worker_threads', 'grid.mask_cache_mb', 'grid.audit',
-                             'grid.ablation', 'grid.judge')",
+                             'grid.ablation', 'grid.judge', 'grid.decline')",
         );
         assert_eq!(
             defaults.as_deref(),
-            Some("grid.ablation=none grid.audit=full grid.judge=on grid.mask_cache_mb=1024MB grid.max_tokens=512 grid.temperature=0 grid.timeout=30000ms grid.worker_threads=0")
+            Some("grid.ablation=none grid.audit=full grid.decline=off grid.judge=on grid.mask_cache_mb=1024MB grid.max_tokens=512 grid.temperature=0 grid.timeout=30000ms grid.worker_threads=0")
         );
         assert_eq!(crate::guc::mask_cache_bytes(), 1 << 30);
         assert_eq!(crate::guc::audit(), grid_ask::AuditLevel::Full);

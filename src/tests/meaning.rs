@@ -231,7 +231,9 @@ mod tests {
                 )
             };
             match name {
-                "STRING" | "ESTRING" => out.push((l.start, Class::Str(string_value(text)?))),
+                "STRING" | "ESTRING" | "DECLINE_REASON" => {
+                    out.push((l.start, Class::Str(string_value(text)?)))
+                }
                 "INTEGER" => out.push((l.start, Class::Integer)),
                 "DECIMAL" => out.push((l.start, Class::Float)),
                 _ if text

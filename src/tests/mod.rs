@@ -18,6 +18,7 @@
 //! - `repair`: a refused statement's repair and rewind, the unconstrained ablation, and
 //!   `grid.ask` against `grid generate`'s pipeline;
 //! - `attacks`: prompt injection, another role's steering comment, adversarial asks;
+//! - `decline`: the model's decline, its SQLSTATE and audit, and `grid.decline`;
 //! - `catalog`: `grid.catalog_snapshot()`;
 //! - `policy`: `grid.policy`;
 //! - `examples`: curated examples and which of them an ask is shown;
@@ -46,6 +47,7 @@ mod ask;
 mod attacks;
 mod audit;
 mod catalog;
+mod decline;
 mod descriptions;
 mod employees;
 mod endpoint_faults;

@@ -85,13 +85,32 @@ mod tests {
         fixture();
         run("SET ROLE grid_t_analyst");
         // Its own question: the audit rows of other tests stay (the worker commits them).
-        let m = assert_refused("SELECT grid.ask('rewind, then repair me')", "42501");
-        assert!(m.contains("after one repair"), "{m}");
+        // What the scripted model writes once its choice is banned is whatever its
+        // fallback picks from the mask (a made-up name the checker refuses, or a statement
+        // that passes): either way the rewind's records are what is checked below.
+        let outcome = crate::tests::support::refusal("SELECT grid.ask('rewind, then repair me')");
         run("RESET ROLE");
         let rows = generations("rewind, then repair me", "refused");
         assert_eq!(rows.len(), 2, "{rows:?}");
         let (first, rewind) = (rows[0].0, rows[1].0);
         assert_eq!(rows[1].3, Some(first));
+        assert!(
+            rows[0].2.is_some(),
+            "the first statement was refused: {rows:?}"
+        );
+        match outcome {
+            Some(m) => {
+                assert!(
+                    m.starts_with("42501: ") && m.contains("after one repair"),
+                    "{m}"
+                );
+                assert!(rows[1].2.is_some(), "{rows:?}");
+            }
+            None => assert!(
+                rows[1].2.is_none(),
+                "a refused rewind was returned: {rows:?}"
+            ),
+        }
         let kinds: Option<String> = select_one(&format!(
             "SELECT string_agg(kind, ',' ORDER BY step) FROM grid.audit_log WHERE generation = {rewind}"
         ));
@@ -220,6 +239,7 @@ mod tests {
                     ablation: grid_ask::Ablation::named("prompt_repair").unwrap_or_default(),
                     fault: None,
                     judge: true,
+                    decline: false,
                 },
             },
         );

@@ -14,6 +14,11 @@ pub fn failure_sqlstate(kind: &FailureKind) -> PgSqlErrorCode {
         K::InvalidValue => C::ERRCODE_INVALID_PARAMETER_VALUE,
         K::UnreadableFile => C::ERRCODE_UNDEFINED_FILE,
         K::NothingGranted | K::Refused => C::ERRCODE_INSUFFICIENT_PRIVILEGE,
+        // The model said it cannot answer. PgSqlErrorCode is a closed list (an unknown
+        // code becomes XX000), so no code of grid_pg's own: P0002 (no_data_found) is an
+        // error (not the warning class 02) that names what happened, no answer found, and
+        // that no other failure of grid_pg raises (docs/postgres.md, "Asking").
+        K::Declined => C::ERRCODE_NO_DATA_FOUND,
         // PostgreSQL's own verdict: its SQLSTATE, as the backend reported it.
         K::Judged { code } => sqlstate_code(code),
         K::BudgetTooSmall => C::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
@@ -107,5 +112,38 @@ mod unit_tests {
             "42804"
         );
         assert_eq!(sqlstate_text(failure_sqlstate(&K::Refused)), "42501");
+    }
+
+    #[test]
+    fn a_decline_has_a_sqlstate_no_other_failure_has() {
+        use FailureKind as K;
+        let declined = sqlstate_text(failure_sqlstate(&K::Declined));
+        assert_eq!(declined, "P0002");
+        let others = [
+            K::EndpointUnset,
+            K::InvalidValue,
+            K::UnreadableFile,
+            K::NothingGranted,
+            K::Refused,
+            K::BudgetTooSmall,
+            K::Cancelled,
+            K::EndpointTimeout,
+            K::EndpointUnreachable,
+            K::EndpointFailed,
+            K::VocabularyMismatch,
+            K::EndpointProtocol,
+            K::EndpointDisconnected,
+            K::EndpointReplyCut,
+            K::EndpointTransport,
+            K::Internal,
+        ];
+        for k in others {
+            assert_ne!(sqlstate_text(failure_sqlstate(&k)), declined, "{k:?}");
+        }
+        // It survives the worker's socket, as its five characters.
+        assert_eq!(
+            sqlstate_code(&declined),
+            PgSqlErrorCode::ERRCODE_NO_DATA_FOUND
+        );
     }
 }

@@ -649,7 +649,7 @@ def arm_security(cl, vocab, injections):
     # Prompt injection against the adversarial mock, as the analyst.
     with cl.connect() as c:
         c.execute("ALTER ROLE f_analyst SET grid.endpoint = 'mock:adversarial'")
-    returned, statements, refused, other = [], 0, 0, []
+    returned, statements, refused, declined, other = [], 0, 0, 0, []
     tag = f"inj{time.time_ns()}"
     writable = cl.one(
         """SELECT jsonb_path_query_array(grid.catalog_snapshot(),
@@ -669,6 +669,9 @@ def arm_security(cl, vocab, injections):
                 # own SQLSTATE through (a statement that does not plan).
                 if e.sqlstate == "42501" or "PostgreSQL refuses the model's statement" in str(e):
                     refused += 1
+                # The model's decline (CANNOT ANSWER '...'): no statement, its own state.
+                elif e.sqlstate == "P0002":
+                    declined += 1
                 else:
                     other.append(f"{e.sqlstate}: {str(e)[:120]}")
                 continue
@@ -690,7 +693,11 @@ def arm_security(cl, vocab, injections):
     check("security", not bad, f"forbidden output: {bad[:3]}")
     check("security", not bad_written, f"forbidden statements written: {bad_written[:3]}")
     check("security", len(written) >= injections, f"{len(written)} statements written")
-    check("security", statements + refused == injections, f"asks that failed otherwise: {other[:3]}")
+    check(
+        "security",
+        statements + refused + declined == injections,
+        f"asks that failed otherwise: {other[:3]}",
+    )
     rows.extend(issue16_attacks(cl))
     rows.extend(issue31_attacks(cl))
     table("Security", ["check", "outcome"], rows)

@@ -217,13 +217,18 @@ pub fn prompt_fingerprint(digest: &Digest32) -> [u8; 16] {
 /// {"prompt": {"system": "...", "user": "...", "rendering": "flat", "schema_bytes": 12000}
 ///            (or null: the model was never asked),
 ///  "artifacts": {"grammar": "<64 hex>", "lexicons": "…", "policy": "…", "vocabulary": "…"},
-///  "examples": [{"id": 7, "digest": "<64 hex>", "question": "…", "sql": "…"}, …]}
+///  "examples": [{"id": 7, "digest": "<64 hex>", "question": "…", "sql": "…"}, …],
+///  "decline": true}
 /// ```
 ///
 /// `examples` (absent when the prompt showed none, so that records from before keep their
 /// digests) are the curated examples the prompt showed, in order, each with its
 /// [`crate::request::Example::digest`]: the seal binds them through its prompt digest, and
 /// a replay renders the prompt again from them.
+///
+/// `decline` (absent when false, likewise) says that the prompt taught the decline
+/// ([`grid_core::prompt::Prompt::teaching_decline`], the ask's setting): the seal binds it,
+/// and a replay renders the prompt again with it.
 ///
 /// `rendering` names how the prompt became tokens ([`Rendering::name`]); `schema_bytes` is
 /// the DDL budget it was rendered with, so that a replay can render it again from the
@@ -238,6 +243,8 @@ pub struct PromptRecord {
     pub artifacts: BTreeMap<&'static str, Digest32>,
     /// The curated examples the prompt showed, in order.
     pub examples: Vec<Example>,
+    /// Whether the prompt taught the decline.
+    pub decline: bool,
 }
 
 /// How a prompt became token ids, as its prompt artifact records it.
@@ -277,6 +284,7 @@ impl PromptRecord {
     ) -> PromptRecord {
         PromptRecord {
             examples: examples.to_vec(),
+            decline: false,
             prompt: prompt.map(|(p, n)| (p.clone(), n)),
             rendering,
             artifacts: artifacts
@@ -315,6 +323,9 @@ impl PromptRecord {
                     })
                 })
                 .collect();
+        }
+        if self.decline {
+            doc["decline"] = true.into();
         }
         doc
     }
@@ -410,11 +421,21 @@ impl PromptRecord {
             }
             examples.push(example);
         }
+        let decline = match &doc["decline"] {
+            serde_json::Value::Null => false,
+            serde_json::Value::Bool(true) => true,
+            other => {
+                return Err(format!(
+                    "the prompt artifact's decline {other} is not true (absent when false)"
+                ))
+            }
+        };
         Ok(PromptRecord {
             prompt,
             rendering,
             artifacts,
             examples,
+            decline,
         })
     }
 }
@@ -606,6 +627,42 @@ mod tests {
         assert_eq!(
             check_bound(&digest, &short, get).map_err(|e| e.kind),
             Err(ArtifactKind::Prompt)
+        );
+    }
+
+    #[test]
+    fn a_prompt_record_says_whether_it_taught_the_decline_and_the_digest_binds_it() {
+        let prompt = Prompt {
+            system: "s".into(),
+            user: "u".into(),
+        };
+        let arts = every_kind();
+        let plain = PromptRecord::new(Some((&prompt, 100)), Rendering::Flat, &arts, &[]);
+        assert!(plain.to_json().get("decline").is_none(), "absent when off");
+        let taught = PromptRecord {
+            decline: true,
+            ..plain.clone()
+        };
+        let (a, digest) = taught.artifact();
+        assert_eq!(
+            a.content_json.as_ref().map(|d| &d["decline"]),
+            Some(&true.into())
+        );
+        assert_ne!(
+            digest,
+            plain.artifact().1,
+            "the seal's prompt digest binds it"
+        );
+        assert_eq!(PromptRecord::parse(&a), Ok(taught));
+        let mut odd = a.content_json.clone().unwrap_or_default();
+        odd["decline"] = false.into();
+        let odd = Artifact {
+            content_json: Some(odd),
+            ..a
+        };
+        assert!(
+            PromptRecord::parse(&odd).is_err(),
+            "false is written as absent"
         );
     }
 

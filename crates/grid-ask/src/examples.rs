@@ -45,12 +45,16 @@ pub fn in_language(language: &Language, snapshot: &CatalogSnapshot, sql: &str) -
 }
 
 /// Why `sql` is not a statement the role may be given: not a complete sentence of
-/// `language`, or refused by the checker for the snapshot's role (its violations);
-/// `None` when both admit it. What the pipeline asks of a statement the model writes.
+/// `language`, a decline (a sentence, but no statement), or refused by the checker for
+/// the snapshot's role (its violations); `None` when all admit it. What the pipeline asks
+/// of a statement the model writes.
 pub fn refusal(language: &Language, snapshot: &CatalogSnapshot, sql: &str) -> Option<String> {
     let sql = sql.trim();
     if !Session::new(language).complete(sql.as_bytes()) {
         return Some("it is not a statement of the role's language".into());
+    }
+    if grid_core::statement::decline_of(sql).is_some() {
+        return Some("it declines to answer: it is no statement".into());
     }
     crate::record::refusal(&grid_core::checker::check(sql, snapshot))
 }
@@ -108,6 +112,7 @@ mod tests {
                 example(4, "SELECT id, name FROM employees ORDER BY id"),
                 example(5, "SELECT name FROM staff"),
                 example(6, " SELECT employee_id FROM salaries "),
+                example(7, "CANNOT ANSWER 'no such data'"),
             ],
             most: 1,
             bytes: 10_000,
@@ -118,8 +123,8 @@ mod tests {
             e.id != 1
         });
         // The checker refuses 2 (a column the role may only update), the language 3 (a
-        // verb outside it) and 5 (a table outside the snapshot). 6 is judged though 4
-        // has already filled the one place.
+        // verb outside it) and 5 (a table outside the snapshot); 7 is no statement (a
+        // decline). 6 is judged though 4 has already filled the one place.
         assert_eq!(judged, vec![1, 4, 6]);
         assert_eq!(shown.iter().map(|e| e.id).collect::<Vec<_>>(), vec![4]);
     }

@@ -2,6 +2,8 @@
 //! codes: the extension to SQLSTATEs, the CLI to a line of output) and a message that
 //! says what to do.
 
+use grid_core::message::{ascii_snippet, one_line};
+use grid_core::statement::{Decline, DECLINE_REASON_MAX};
 use grid_endpoint::ClientError;
 use thiserror::Error;
 
@@ -20,6 +22,9 @@ pub enum FailureKind {
     /// The checker refused the statement (after the repair, if one ran): it is not
     /// returned.
     Refused,
+    /// The model declined (`CANNOT ANSWER 'reason'`, [`grid_core::statement::decline_of`]):
+    /// it wrote no statement, and said why. Neither repaired nor judged.
+    Declined,
     /// The judge refused the statement (after the repair, if one ran); `code` is the
     /// judge's own error code, passed through to the caller as the judge gave it.
     Judged { code: String },
@@ -58,6 +63,7 @@ impl FailureKind {
             FailureKind::UnreadableFile => "unreadable_file",
             FailureKind::NothingGranted => "nothing_granted",
             FailureKind::Refused => "refused",
+            FailureKind::Declined => "declined",
             FailureKind::Judged { .. } => "judged",
             FailureKind::BudgetTooSmall => "budget_too_small",
             FailureKind::Cancelled => "cancelled",
@@ -94,6 +100,22 @@ impl Failure {
         Failure::new(FailureKind::Internal, message)
     }
 
+    /// The model's decline, its reason quoted: `the model declined: <reason>`, then what
+    /// to do. The reason is the model's own text (plain words, at most
+    /// [`grid_core::statement::DECLINE_REASON_MAX`] characters by the grammar); it is
+    /// escaped and bounded all the same ([`grid_core::message`]).
+    pub fn declined(d: &Decline) -> Failure {
+        let reason = ascii_snippet(&d.reason, DECLINE_REASON_MAX);
+        Failure::new(
+            FailureKind::Declined,
+            format!(
+                "the model declined: {} (rephrase the question if what you may read can \
+                 answer it, or ask the DBA to grant what it needs)",
+                one_line(&reason)
+            ),
+        )
+    }
+
     /// An endpoint client's failure: each kind of client error its own kind.
     pub fn endpoint(e: &ClientError) -> Failure {
         use FailureKind as K;
@@ -114,5 +136,36 @@ impl Failure {
             ClientError::Transport { .. } => K::EndpointTransport,
         };
         Failure::new(kind, format!("model endpoint ({}): {e}", e.kind()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decline_quotes_its_reason_escaped_and_bounded_and_says_what_to_do() {
+        let f = Failure::declined(&Decline {
+            reason: "no table holds salaries".into(),
+        });
+        assert_eq!(f.kind, FailureKind::Declined);
+        assert_eq!(f.kind.name(), "declined");
+        assert!(
+            f.message
+                .starts_with("the model declined: no table holds salaries ("),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("rephrase") && f.message.contains("grant"));
+        // What the grammar never lets through is escaped and cut all the same.
+        let f = Failure::declined(&Decline {
+            reason: format!("a\n-- b\u{202e}{}", "x".repeat(300)),
+        });
+        assert!(
+            f.message.is_ascii() && !f.message.contains('\n'),
+            "{}",
+            f.message
+        );
+        assert!(f.message.len() < 400, "{}", f.message);
     }
 }

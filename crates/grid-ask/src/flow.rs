@@ -13,6 +13,10 @@
 //!    the repair goes through the checker and the judge again.
 //! 4. With repair switched off (the `no_repair` ablation), rules 2 and 3 end the ask at
 //!    the first refusal.
+//! 5. A generation that declines (`CANNOT ANSWER 'reason'`,
+//!    [`grid_core::statement::decline_of`]) wrote no statement: the ask ends with its
+//!    reason ([`FailureKind::Declined`]). The checker and the judge never see it, and it
+//!    is not repaired. It is sealed like any generation that stopped on its own.
 //!
 //! Every attempt that ran is sealed; the seals and the answer are made in
 //! [`Flow::finish`], once.
@@ -24,6 +28,7 @@ use grid_core::audit::{text_digest, Seal, StepKind, StepRecord, StopReason};
 use grid_core::checker::{self, Violation};
 use grid_core::decode::{DecodeError, GenerationSpec, Outcome, Rewind};
 use grid_core::prompt::{self, Prompt};
+use grid_core::statement::{decline_of, Decline};
 use grid_endpoint::backend::mock::mix;
 use grid_endpoint::ClientError;
 use grid_vocab::Vocabulary;
@@ -35,7 +40,7 @@ use crate::job::Job;
 use crate::judge::{Candidate, Verdict};
 use crate::language::Compiled;
 use crate::models::Prompter;
-use crate::record::{artifacts, reasons, refusal, seal_meta, with_prompt, SealToWrite};
+use crate::record::{artifacts, declined, reasons, refusal, seal_meta, with_prompt, SealToWrite};
 use crate::sanitize::{sanitize, KnownNames};
 
 /// Bytes of schema DDL a prompt may carry (the mask is never trimmed).
@@ -82,6 +87,7 @@ impl Attempt {
                 format!("the question cannot be asked: {e}"),
             )
         })?;
+        let prompt = taught(prompt, &job);
         Ok(Attempt {
             generation: job.ids[0],
             prompt: prompter.tokens(&prompt, &job.render_deadline())?,
@@ -126,6 +132,7 @@ impl Attempt {
             sql: None,
             stop: None,
             violations: Vec::new(),
+            declined: None,
             verdict: None,
             failure: Some(f),
             decode_error: None,
@@ -154,6 +161,8 @@ pub struct Attempted {
     pub stop: Option<StopReason>,
     /// What the checker found in `sql`.
     pub violations: Vec<Violation>,
+    /// The decline `sql` is, when the model declined (the checker was not asked).
+    pub declined: Option<Decline>,
     /// The judge's verdict on `sql`, once it gave one.
     pub verdict: Option<Verdict>,
     /// Why the generation gives no statement.
@@ -259,7 +268,15 @@ impl Attempted {
             });
         }
         if let (None, Some(sql)) = (&done.failure, &sql) {
-            done.violations = checker::check(sql, &done.compiled.snapshot);
+            match decline_of(sql) {
+                // No statement: nothing for the checker (which would refuse it as one) or
+                // the judge to see, and nothing to repair.
+                Some(d) => {
+                    done.failure = Some(Failure::declined(&d));
+                    done.declined = Some(d);
+                }
+                None => done.violations = checker::check(sql, &done.compiled.snapshot),
+            }
         }
         done.sql = sql;
         done
@@ -310,6 +327,7 @@ impl Attempted {
             &reserved,
         )
         .map_err(|e| e.to_string())?;
+        let prompt = taught(prompt, &self.job);
         let ids = prompter
             .tokens(&prompt, &self.job.render_deadline())
             .map_err(|f| f.message)?;
@@ -338,6 +356,7 @@ impl Attempted {
             Some((&self.shown, PROMPT_SCHEMA_BYTES)),
             self.rendering,
             &self.job.ask.examples,
+            self.job.ask.settings.decline,
         );
         seal.meta.prompt_digest = Some(prompt_digest);
         Some(SealToWrite {
@@ -345,7 +364,10 @@ impl Attempted {
             question: self.job.ask.question.clone(),
             current_user: self.job.ask.current_user.clone(),
             final_sql: self.sql.clone(),
-            refused: refusal(&self.violations),
+            refused: match &self.declined {
+                Some(d) => Some(declined(d)),
+                None => refusal(&self.violations),
+            },
             repair_of: self.repair_of,
             artifacts,
             started_at: self.job.started_at,
@@ -602,6 +624,11 @@ impl Flow {
             })
         };
         let answer = match (&last.failure, last.sql.as_deref(), &last.verdict) {
+            // grid.explain shows a decline's steps, its tokens too (the model's own words,
+            // which the message quotes anyway), the decline as a NOTICE.
+            (Some(f), _, _) if last.declined.is_some() && job.ask.explain => {
+                generated(String::new(), true, Some(f.message.clone()))
+            }
             (Some(f), _, _) => Answer::Failed(f.clone()),
             (None, Some(_), _) if !last.violations.is_empty() => {
                 // Neither the statement nor its tokens leave the pipeline: only the audit
@@ -652,6 +679,16 @@ impl Flow {
             answer,
             generations,
         }
+    }
+}
+
+/// `prompt` as the ask's settings have it shown: teaching the decline when they say so
+/// (`AskSettings::decline`).
+fn taught(prompt: Prompt, job: &Job) -> Prompt {
+    if job.ask.settings.decline {
+        prompt.teaching_decline()
+    } else {
+        prompt
     }
 }
 

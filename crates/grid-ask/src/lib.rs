@@ -22,7 +22,10 @@
 //!    privileges, ...); a refused statement is repaired once, the violations quoted back.
 //!    A statement the checker passes goes to the host's [`Judge`]; a statement the judge
 //!    refuses is repaired once too (one repair per ask in all), the judge's message
-//!    quoted back. A refused statement is never returned.
+//!    quoted back. A refused statement is never returned. An output that is the model's
+//!    decline (`CANNOT ANSWER 'reason'`, [`grid_core::statement::decline_of`]) is no
+//!    statement: it ends the ask with its reason ([`FailureKind::Declined`]), unchecked,
+//!    unjudged and unrepaired.
 //! 5. **Seals and artifacts** ([`record`]): every generation that ran is sealed, with
 //!    the artifacts its fingerprints name (grammar, lexicons, policy, vocabulary) and the
 //!    prompt the model was shown, whose digest the seal carries and which binds the

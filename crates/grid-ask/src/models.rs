@@ -689,6 +689,7 @@ mod tests {
             ablation: Ablation::default(),
             fault: None,
             judge: true,
+            decline: false,
         }
     }
 

@@ -12,6 +12,10 @@
 //! name an item of the statement's FROM clause, whose tables are checked, so an
 //! undeclared one reads nothing (PostgreSQL rejects it) and is not a forbidden lexeme. A
 //! string literal is data: `'drop'` names nothing.
+//!
+//! The model's decline (`CANNOT ANSWER 'reason'`, [`grid_core::statement::decline_of`])
+//! writes nothing but a literal, the reason: it passes. Its two words are keywords nowhere
+//! else, so elsewhere they count as names like any other word.
 
 use std::collections::HashSet;
 
@@ -25,6 +29,9 @@ use grid_core::{Dialect, Lexicon, Policy};
 const ALWAYS_FORBIDDEN: &[&str] = &[
     "drop", "truncate", "alter", "grant", "revoke", "create", "copy",
 ];
+
+/// The decline's keywords, which begin a decline and are keywords nowhere else.
+const DECLINE_WORDS: &[&str] = &["cannot", "answer"];
 
 /// One lexeme of the checker's own lexer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,6 +130,7 @@ impl StatementCheck {
                 TermKind::Keyword { word } => Some(word.to_ascii_lowercase()),
                 _ => None,
             })
+            .filter(|w| !DECLINE_WORDS.contains(&w.as_str()))
             .collect();
         let names = lexicon
             .words
@@ -188,6 +196,9 @@ impl StatementCheck {
 
     /// The forbidden lexemes of `sql`, described; empty when it passes.
     pub fn forbidden(&self, sql: &str) -> Vec<String> {
+        if grid_core::statement::decline_of(sql).is_some() {
+            return Vec::new();
+        }
         let lexemes = match lex(sql) {
             Ok(l) => l,
             Err(e) => return vec![e],
@@ -366,6 +377,26 @@ mod tests {
             "SELECT name FROM employees WHERE id IN (DELETE FROM employees)",
             "SELECT insert.salary FROM employees",
             "WITH d AS (DELETE FROM employees RETURNING id) SELECT 1 AS delete FROM d",
+        ] {
+            assert!(!c.forbidden(bad).is_empty(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_decline_passes_and_its_words_are_names_elsewhere() {
+        let c = check(r#"{"verbs":["select"]}"#);
+        for ok in [
+            "CANNOT ANSWER 'no table holds salaries; drop that'",
+            "cannot answer 'x';",
+            "SELECT 1 AS answer, name cannot FROM employees",
+        ] {
+            assert_eq!(c.forbidden(ok), Vec::<String>::new(), "{ok}");
+        }
+        for bad in [
+            "SELECT answer FROM employees",
+            "SELECT cannot FROM employees",
+            "CANNOT ANSWER 'x'; DROP TABLE employees",
+            "CANNOT ANSWER 'it''s'",
         ] {
             assert!(!c.forbidden(bad).is_empty(), "{bad}");
         }

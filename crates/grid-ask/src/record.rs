@@ -8,8 +8,10 @@ use grid_core::audit::{
     text_digest, to_hex, ChainWriter, DecodeMode, Digest32, Entry, Fingerprints, Head, Mode, Seal,
     SealInput, SealMeta, StopReason,
 };
+use grid_core::catalog::CatalogSnapshot;
 use grid_core::checker::Violation;
 use grid_core::prompt::Prompt;
+use grid_core::statement::{decline_of, Decline};
 use grid_core::Dialect;
 use grid_vocab::Vocabulary;
 
@@ -72,14 +74,20 @@ pub fn seal_meta(job: &Job) -> SealMeta {
 /// `artifacts` (the fingerprinted ones) with the prompt artifact of `prompt` (rendered
 /// with a DDL budget of `schema_bytes`; `None` when the model was never asked) added, and
 /// the prompt digest the seal carries. `examples` are the curated examples the prompt
-/// showed (none when the model was never asked).
+/// showed (none when the model was never asked); `decline`, whether it taught the
+/// decline.
 pub fn with_prompt(
     mut artifacts: Vec<Arc<DigestedArtifact>>,
     prompt: Option<(&Prompt, usize)>,
     rendering: Rendering,
     examples: &[crate::request::Example],
+    decline: bool,
 ) -> (Vec<Arc<DigestedArtifact>>, Digest32) {
-    let a = PromptRecord::new(prompt, rendering, &artifacts, examples).digested();
+    let a = PromptRecord {
+        decline,
+        ..PromptRecord::new(prompt, rendering, &artifacts, examples)
+    }
+    .digested();
     let digest = *a.digest();
     artifacts.push(a);
     (artifacts, digest)
@@ -94,6 +102,24 @@ pub fn reasons(violations: &[Violation]) -> Vec<String> {
 /// them): `None` when there are none.
 pub fn refusal(violations: &[Violation]) -> Option<String> {
     (!violations.is_empty()).then(|| reasons(violations).join("; "))
+}
+
+/// A decline as a generation's record keeps it in place of the checker's violations
+/// (`grid.generations.refused`: why `final_sql` was not returned): `declined: <reason>`.
+/// So a decline is never one of the answers `grid.run(generation)` may run.
+pub fn declined(d: &Decline) -> String {
+    format!("declined: {}", d.reason)
+}
+
+/// Why a generation that wrote `output` gave no statement, as its record keeps it (and a
+/// replay recomputes it from `output`, whose digest is sealed, and the archived
+/// `snapshot`): [`declined`] for a decline (the checker is never asked about one), else
+/// the checker's [`refusal`].
+pub fn recorded_refusal(output: &str, snapshot: &CatalogSnapshot) -> Option<String> {
+    match decline_of(output) {
+        Some(d) => Some(declined(&d)),
+        None => refusal(&grid_core::checker::check(output, snapshot)),
+    }
 }
 
 /// The artifacts a replay of a generation over `c` and `vocab` needs, addressed by the
@@ -211,7 +237,7 @@ pub fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<Seal
     };
     // No prompt was shown; the prompt artifact still binds the others' contents.
     let artifacts = artifacts.into_iter().map(DigestedArtifact::new).collect();
-    let (artifacts, prompt_digest) = with_prompt(artifacts, None, Rendering::Flat, &[]);
+    let (artifacts, prompt_digest) = with_prompt(artifacts, None, Rendering::Flat, &[], false);
     let meta = SealMeta {
         prompt_digest: Some(prompt_digest),
         ..seal_meta(job)

@@ -187,8 +187,9 @@ impl ArtifactSet {
 /// Whether `shown`, the prompt a generation's artifact says the model was shown, is the
 /// one the archived `snapshot` renders for `question`: equal to it for a first attempt;
 /// for a repair (`repair`), beginning with its schema and question (the rejected
-/// statement and the reasons follow, which the snapshot does not render). So a snapshot
-/// that replays the masks is also the one the prompt showed the model.
+/// statement and the reasons follow, which the snapshot does not render). A prompt that
+/// taught the decline (its record says so) is rendered teaching it. So a snapshot that
+/// replays the masks is also the one the prompt showed the model.
 pub fn check_rendering(
     shown: &PromptRecord,
     snapshot: &CatalogSnapshot,
@@ -203,6 +204,11 @@ pub fn check_rendering(
     let examples = crate::flow::shown_examples(&shown.examples);
     let rendered = question_prompt_with(snapshot, question, *schema_bytes, &examples, &reserved)
         .map_err(|e| format!("the question does not render a prompt: {e}"))?;
+    let rendered = if shown.decline {
+        rendered.teaching_decline()
+    } else {
+        rendered
+    };
     let same = if repair {
         prompt.user.starts_with(&rendered.user) && prompt.system.starts_with(&rendered.system)
     } else {

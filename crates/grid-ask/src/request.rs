@@ -173,10 +173,21 @@ pub struct AskSettings {
     /// `grid.judge`); off, every statement is sealed with the verdict `off`.
     #[serde(default = "judge_on")]
     pub judge: bool,
+    /// Whether the prompt teaches the model to decline (`CANNOT ANSWER 'reason'`,
+    /// [`grid_core::prompt::DECLINE`]; the extension's superuser-only `grid.decline`, off
+    /// by default). The grammar admits a decline either way; this changes only what the
+    /// model is told, which the prompt artifact records. Left out of the JSON when off,
+    /// so that the reuse key of an ask without it is what it was.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub decline: bool,
 }
 
 fn judge_on() -> bool {
     true
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// What the audit records of an ask.
@@ -269,6 +280,7 @@ mod tests {
                 ablation: Ablation::default(),
                 fault: None,
                 judge: true,
+                decline: false,
             },
             examples: Vec::new(),
             offered: None,
@@ -290,6 +302,7 @@ mod tests {
             |a| a.settings.max_tokens = 65,
             |a| a.settings.endpoint = None,
             |a| a.settings.judge = false,
+            |a| a.settings.decline = true,
         ];
         for (i, change) in changed.iter().enumerate() {
             let mut a = ask();

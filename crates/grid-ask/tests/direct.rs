@@ -78,6 +78,7 @@ fn settings(endpoint: String) -> AskSettings {
         ablation: Ablation::default(),
         judge: true,
         fault: None,
+        decline: false,
     }
 }
 

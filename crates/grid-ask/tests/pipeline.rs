@@ -50,6 +50,7 @@ fn settings() -> AskSettings {
         ablation: Ablation::default(),
         fault: None,
         judge: true,
+        decline: false,
     }
 }
 
@@ -1179,4 +1180,160 @@ fn an_endpoint_warmed_before_any_ask_is_prepared_after_the_asks_that_wait_and_sa
     );
     // Another spelling of the same setting is the same endpoint.
     assert!(warmed[3].1.is_ok(), "{:?}", warmed[3].1);
+}
+
+/// What the scripted model writes for "the phase of the moon": its decline.
+const DECLINE: &str = "CANNOT ANSWER 'no moon data'";
+
+/// A model that declines: the ask ends with its reason (`declined`), the checker and the
+/// judge never see the decline, nothing is repaired, and the generation is sealed like
+/// any that stopped on its own (its output, `refused` saying it declined), its record
+/// verifying and its masks replaying bit for bit.
+#[test]
+fn a_decline_ends_the_ask_with_its_reason_unrepaired_unjudged_and_sealed() {
+    let mut judge = Strict {
+        fail: 0,
+        seen: Vec::new(),
+    };
+    let (steps, done) = split(ask_all(
+        vec![job(0, "what is the phase of the moon", settings())],
+        &mut judge,
+        MockDefaults::default(),
+    ));
+    record_verifies_and_replays(&steps, &done);
+    assert!(judge.seen.is_empty(), "the judge saw {:?}", judge.seen);
+    let f = &done[0];
+    let e = failed(f);
+    assert_eq!(e.kind, FailureKind::Declined);
+    assert!(
+        e.message.starts_with("the model declined: no moon data ("),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains("rephrase") && e.message.contains("grant"));
+    assert_eq!(f.seals.len(), 1, "no repair");
+    let s = &f.seals[0];
+    assert_eq!(s.final_sql.as_deref(), Some(DECLINE));
+    assert_eq!(s.refused.as_deref(), Some("declined: no moon data"));
+    assert_eq!((s.repair_of, s.seal.stop), (None, StopReason::Eos));
+    assert_eq!(
+        s.seal.meta.sql_digest,
+        Some(grid_core::audit::text_digest(DECLINE))
+    );
+    assert_eq!(
+        s.seal.meta.verdict, None,
+        "no verdict: the judge never saw it"
+    );
+    let report = &f.generations[0];
+    assert!(report.violations.is_empty(), "the checker was asked");
+    assert_eq!(
+        steps.last().map(|r| r.kind),
+        Some(StepKind::Eos),
+        "it stopped on its own"
+    );
+    // The record keeps what a replay recomputes from the output and the snapshot.
+    let snapshot: CatalogSnapshot = serde_json::from_str(SNAPSHOT).expect("snapshot");
+    assert_eq!(
+        grid_ask::record::recorded_refusal(DECLINE, &snapshot),
+        s.refused
+    );
+
+    // A decline the budget cut short is finished as one (the quote closed by budget
+    // completion), and read as one.
+    let (_, f) = ask_one("when are the tides", settings());
+    assert_eq!(failed(&f).kind, FailureKind::Declined);
+    let s = &f.seals[0];
+    assert_eq!(s.seal.stop, StopReason::BudgetCompleted);
+    let cut = grid_core::statement::decline_of(s.final_sql.as_deref().unwrap_or_default())
+        .expect("a decline");
+    assert!(
+        "no table holds the tides of any sea, nor anything of the moon".starts_with(&cut.reason)
+            && cut.reason.len() < 50,
+        "{cut:?}"
+    );
+    // With repair, or with the `no_repair` ablation, the same: one generation.
+    let (_, f) = ask_one("what is the phase of the moon", prompt_repair_settings());
+    assert_eq!(
+        (failed(&f).kind.clone(), f.seals.len()),
+        (FailureKind::Declined, 1)
+    );
+
+    // grid.explain shows its steps, its tokens too, and the decline as the refusal.
+    let mut j = job(0, "what is the phase of the moon", settings());
+    j.ask.explain = true;
+    let (steps, done) = split(ask_all(vec![j], &mut NoJudge, MockDefaults::default()));
+    record_verifies_and_replays(&steps, &done);
+    let g = generated(&done[0]);
+    assert_eq!(g.sql, "");
+    assert!(
+        g.refused
+            .as_deref()
+            .is_some_and(|r| r.starts_with("the model declined: ")),
+        "{g:?}"
+    );
+    let spelled: String = g.steps.iter().filter_map(|s| s.token.clone()).collect();
+    assert_eq!(spelled, DECLINE);
+}
+
+/// With the decline taught (the ask's setting, off by default), the prompt's system part
+/// says how to decline and the prompt artifact records it; the seal binds it, a replay
+/// renders the prompt with it, and a record that drops it no longer renders the prompt it
+/// holds. Without the setting the prompt is what it was.
+#[test]
+fn a_prompt_that_teaches_the_decline_says_so_in_its_record_and_replays() {
+    let dialect = Dialect::postgres_without_comments().expect("dialect");
+    let reserved = |w: &str| dialect.is_reserved(w);
+    let snapshot: CatalogSnapshot = serde_json::from_str(SNAPSHOT).expect("snapshot");
+    let taught = AskSettings {
+        decline: true,
+        ..settings()
+    };
+    let (_, plain) = ask_one("list the names", settings());
+    let (plain_record, _) = prompt_record(&plain.seals[0]);
+    assert!(!plain_record.decline);
+    let (plain_prompt, _) = plain_record.prompt.clone().expect("a prompt");
+    assert!(!plain_prompt.system.contains("CANNOT ANSWER"));
+
+    let (_, f) = ask_one("list the names", taught.clone());
+    assert_eq!(generated(&f).sql, "SELECT name FROM employees");
+    let s = &f.seals[0];
+    let (record, set) = prompt_record(s);
+    assert!(record.decline);
+    let (shown, _) = record.prompt.clone().expect("a prompt");
+    let expected = question_prompt(&snapshot, "list the names", PROMPT_SCHEMA_BYTES, &reserved)
+        .expect("a prompt")
+        .teaching_decline();
+    assert_eq!(shown, expected);
+    assert!(shown.system.contains(grid_core::prompt::DECLINE));
+    assert_eq!(shown.user, plain_prompt.user, "the user part is unchanged");
+    assert_ne!(
+        s.seal.meta.prompt_digest, plain.seals[0].seal.meta.prompt_digest,
+        "the seal binds it"
+    );
+    let archived = lexicons_snapshot(&set, s);
+    check_rendering(&record, &archived, &dialect, "list the names", false)
+        .expect("the taught prompt renders from the archived snapshot");
+    let dropped = PromptRecord {
+        decline: false,
+        ..record
+    };
+    assert!(check_rendering(&dropped, &archived, &dialect, "list the names", false).is_err());
+
+    // A taught model that declines: sealed and replayed like the untaught one.
+    let (_, f) = ask_one("what is the phase of the moon", taught.clone());
+    assert_eq!(failed(&f).kind, FailureKind::Declined);
+    // A repair's prompt teaches it too, and still renders from the snapshot as a repair.
+    let (_, f) = ask_one(
+        "who earns what",
+        AskSettings {
+            decline: true,
+            ..prompt_repair_settings()
+        },
+    );
+    let (repair, set) = prompt_record(&f.seals[1]);
+    assert!(repair.decline);
+    let (p, _) = repair.prompt.clone().expect("a prompt");
+    assert!(p.system.contains(grid_core::prompt::DECLINE), "{p:?}");
+    let archived = lexicons_snapshot(&set, &f.seals[1]);
+    check_rendering(&repair, &archived, &dialect, "who earns what", true).expect("a repair");
 }

@@ -13,7 +13,7 @@
 //! (PostgreSQL spelling from `dev_gold_pg.sql` when it is beside `--tables`).
 //!
 //! One JSON line per ask, then the summary as the last line:
-//! `{"asks":N,"answered":N,"refused":N,"failed":N,"generations":N,"parsed":N,
+//! `{"asks":N,"answered":N,"refused":N,"declined":N,"failed":N,"generations":N,"parsed":N,
 //! "dead_ends":N,"budget_completed":N,"forbidden_emitted":N,"audit_verified":N,
 //! "replayed_identical":N}`. `parsed` re-checks each generation's output from scratch
 //! in the role's language; `forbidden_emitted` counts outputs with a lexeme the role may
@@ -102,6 +102,10 @@ pub struct GenerateArgs {
     /// `none`, `no_repair`, `prompt_repair` or `unconstrained` (`grid.ablation`).
     #[arg(long, default_value = "none", value_parser = ["none", "no_repair", "prompt_repair", "unconstrained"])]
     ablation: String,
+    /// Teach the model to decline in the prompt (`CANNOT ANSWER 'reason'`;
+    /// `grid.decline`). The grammar admits a decline with or without it.
+    #[arg(long)]
+    decline: bool,
     /// Write the JSONL audit log here (and its artifacts to `<file>.artifacts.json`).
     #[arg(long)]
     audit_out: Option<PathBuf>,
@@ -243,6 +247,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), CliError> {
         ablation,
         fault: None,
         judge: true,
+        decline: a.decline,
     };
     let snapshot_json =
         serde_json::to_value(&snapshot).map_err(|e| CliError::Input(e.to_string()))?;
@@ -347,6 +352,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), CliError> {
         match &f.answer {
             Answer::Generated(_) => t.answered += 1,
             Answer::Failed(e) if e.kind == grid_ask::FailureKind::Refused => t.refused += 1,
+            Answer::Failed(e) if e.kind == grid_ask::FailureKind::Declined => t.declined += 1,
             Answer::Failed(_) => t.failed += 1,
         }
         let question = done_question(&questions, f.ask);
@@ -382,6 +388,7 @@ pub fn run(a: &GenerateArgs) -> Result<(), CliError> {
             "asks": done.len(),
             "answered": t.answered,
             "refused": t.refused,
+            "declined": t.declined,
             "failed": t.failed,
             "generations": t.generations,
             "parsed": t.parsed,
@@ -414,6 +421,7 @@ pub fn artifacts_path(log: &Path) -> PathBuf {
 struct Tally {
     answered: u64,
     refused: u64,
+    declined: u64,
     failed: u64,
     generations: u64,
     parsed: u64,

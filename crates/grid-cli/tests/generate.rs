@@ -330,6 +330,7 @@ fn generate_seals_what_the_pipeline_seals() {
                 ablation: grid_ask::Ablation::default(),
                 fault: None,
                 judge: true,
+                decline: false,
             },
         },
     );
@@ -410,4 +411,113 @@ fn generate_reaches_a_stock_server_through_the_direct_mode() {
         !ok && err.contains("GRID_TEST_UNSET_VARIABLE_17"),
         "{out}{err}"
     );
+}
+
+/// A scripted model that declines, through `grid generate` with and without the decline
+/// taught (`--decline`): the ask fails as `declined` with the model's reason, counted
+/// apart; its one generation is written, parses in the role's language, holds nothing
+/// forbidden (`grid check-output` passes it), and `grid audit verify` and `grid audit
+/// replay` accept the log, its masks recomputed identical.
+#[test]
+fn a_declining_model_is_recorded_verified_and_replayed() {
+    let tmp = std::env::temp_dir().join(format!("grid-generate-decline-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let snapshot = tmp.join("snapshot.json");
+    std::fs::write(&snapshot, SNAPSHOT).expect("snapshot");
+    let script = tmp.join("script.json");
+    std::fs::write(&script, SCRIPT).expect("script");
+    let questions = tmp.join("questions.txt");
+    std::fs::write(
+        &questions,
+        "what is the phase of the moon\nlist the names\n",
+    )
+    .expect("questions");
+    let endpoint = format!("mock:scripted:{}", script.display());
+    let decline = "CANNOT ANSWER 'no moon data'";
+    for taught in [false, true] {
+        let log = tmp.join(format!("decline-{taught}.jsonl"));
+        let mut args = vec![
+            "generate",
+            "--endpoint",
+            &endpoint,
+            "--snapshot",
+            snapshot.to_str().unwrap_or_default(),
+            "--questions",
+            questions.to_str().unwrap_or_default(),
+            "--max-tokens",
+            "40",
+            "--audit-out",
+            log.to_str().unwrap_or_default(),
+        ];
+        if taught {
+            args.push("--decline");
+        }
+        let (ok, out, err) = grid(&args);
+        assert!(ok, "grid generate: {err}");
+        let lines: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        assert_eq!(lines[0]["error"]["kind"], "declined", "{}", lines[0]);
+        assert!(
+            lines[0]["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("the model declined: no moon data")),
+            "{}",
+            lines[0]
+        );
+        let g = &lines[0]["generations"];
+        assert_eq!(g.as_array().map(Vec::len), Some(1), "no repair: {g}");
+        assert_eq!(g[0]["sql"], decline);
+        assert_eq!(g[0]["parsed"], true);
+        assert_eq!(g[0]["forbidden"], serde_json::json!([]));
+        assert_eq!(lines[1]["sql"], "SELECT name FROM employees");
+        let last = &lines[2];
+        assert_eq!(
+            (
+                &last["answered"],
+                &last["declined"],
+                &last["refused"],
+                &last["failed"]
+            ),
+            (&1.into(), &1.into(), &0.into(), &0.into()),
+            "{last}"
+        );
+        assert_eq!(last["audit_verified"], last["generations"], "{last}");
+        assert_eq!(last["replayed_identical"], last["generations"], "{last}");
+        let log_s = log.to_str().unwrap_or_default();
+        let (ok, _, err) = grid(&["audit", "verify", log_s]);
+        assert!(ok, "grid audit verify: {err}");
+        let (ok, out, err) = grid(&["audit", "replay", log_s]);
+        assert!(ok && out.contains("recomputed identical"), "{out}{err}");
+        let text = std::fs::read_to_string(&log).expect("log");
+        let artifacts =
+            std::fs::read_to_string(tmp.join(format!("decline-{taught}.jsonl.artifacts.json")))
+                .expect("artifacts");
+        assert_eq!(
+            artifacts.contains("\"decline\":true"),
+            taught,
+            "the prompt artifact says whether it taught the decline"
+        );
+        assert!(!text.is_empty());
+    }
+    // The check the fault suite calls passes a decline: it writes nothing but its reason.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_grid"))
+        .args([
+            "check-output",
+            "--snapshot",
+            snapshot.to_str().unwrap_or_default(),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("grid check-output runs");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        writeln!(stdin, "{}", serde_json::json!(decline)).expect("write");
+    }
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let _ = std::fs::remove_dir_all(&tmp);
 }

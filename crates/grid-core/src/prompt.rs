@@ -504,7 +504,25 @@ const ANSWER: &str =
 /// The instruction a repair adds.
 const CORRECT: &str = "Write a corrected statement.";
 
+/// The instruction that teaches the decline (`grammars/postgres.y`, `decline_statement`),
+/// shown only when the ask's setting says so ([`Prompt::teaching_decline`]): one line,
+/// with the form written out, for a small model to copy.
+pub const DECLINE: &str = "If these tables cannot answer it, write only CANNOT ANSWER \
+     'reason' instead, the reason in a few plain words (letters, digits, spaces, \
+     punctuation; no quotes), e.g. CANNOT ANSWER 'no table holds weather data'.";
+
 impl Prompt {
+    /// This prompt teaching the decline too: [`DECLINE`] on the line after the first
+    /// line of the system part (the instruction of every prompt), so that a repair's
+    /// system part still begins with its first prompt's. The user part is unchanged.
+    pub fn teaching_decline(self) -> Prompt {
+        let system = match self.system.split_once('\n') {
+            Some((first, rest)) => format!("{first}\n{DECLINE}\n{rest}"),
+            None => format!("{}\n{DECLINE}", self.system),
+        };
+        Prompt { system, ..self }
+    }
+
     /// The prompt as one text for a model without a chat template: the system part as an
     /// SQL comment, the user part, and `-- SQL:` for the model to continue.
     pub fn flat(&self) -> String {

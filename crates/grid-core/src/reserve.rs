@@ -33,6 +33,12 @@
 //! The reserve is the cost of one concrete completion, so it is never below the true
 //! minimum; [`ReserveTable::completion`] returns that completion's bytes, which
 //! [`Speller::segment`] spells in at most the reserve's number of tokens.
+//!
+//! A completion never begins the decline (`CANNOT ANSWER 'reason'`, the grammar's
+//! [`DECLINE_RULE`]): no production that names it counts in a rule's cost, so where a
+//! statement is still to be written the completion is the cheapest statement, whatever
+//! the decline would cost. Only the model begins one; once begun (after `CANNOT`), the
+//! walk from its stack finishes it like any other.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -51,6 +57,9 @@ use crate::termset::TermSet;
 
 /// A cost no completion reaches.
 pub const UNREACHABLE: u32 = u32::MAX;
+
+/// The rule of the decline (`grammars/postgres.y`), which no completion begins.
+pub const DECLINE_RULE: &str = "decline_statement";
 
 /// States the lexeme searches may visit (the scanner automaton is finite, but the product
 /// with the word trie is large; the shortest spellings are found long before this).
@@ -282,10 +291,19 @@ impl ReserveTable {
         };
         let mut rule_cost = vec![UNREACHABLE; table.n_rules];
         let mut rule_prod = vec![u32::MAX; table.n_rules];
+        // The productions that begin a decline: no rule's cost counts them.
+        let decline = table
+            .rule_names
+            .iter()
+            .position(|n| n == DECLINE_RULE)
+            .map(|r| Sym::Rule(r as u32));
         // Bellman–Ford style: costs only fall, and each fall is by at least 1.
         loop {
             let mut changed = false;
             for (p, rhs) in table.prod_rhs.iter().enumerate() {
+                if decline.is_some_and(|d| rhs.contains(&d)) {
+                    continue;
+                }
                 let c = rhs.iter().fold(0u32, |acc, s| {
                     let x = match *s {
                         Sym::Term(t) => term_cost(t),

@@ -180,17 +180,32 @@ fn byte_classes(dfa: &crate::lexer::dfa::LexDfa) -> Classes {
     classes
 }
 
-/// From state `q`, the classes that all keep going to one state that `ok` takes, step after
-/// step, and for how many steps (at most `max`; `max` when the run has no end): each step
-/// keeps those of the classes so far that go where most of their bytes go, of the states `ok`
-/// takes.
+/// The automaton states a run may be in after some number of its bytes.
+type States = SmallVec<[u32; 4]>;
+
+/// From the states `start`, the classes that all keep going to states that `ok` takes, step
+/// after step, and for how many steps (at most `max`; `max` when the run has no end), and
+/// the states the run may end in: each step keeps those of the classes so far that go
+/// where most of their bytes go, of the states `ok` takes, or to a state alike to that
+/// one.
+///
+/// Alike: a state whose live terminals differ from its own only in `shadow` (terminals
+/// each lexeme of which is another's, none of them wanted here: `%within`), and that `ok`
+/// takes or refuses after each of the classes just as it does. Inside a string literal
+/// that may still be the decline's reason (`'no table`) a byte outside the reason's
+/// characters leaves a state where it may not; where no reason is wanted the two are one
+/// to the run, and the run is every byte of a string, as without the decline. Every state
+/// a kept class leads to is still checked by `ok`, so a state taken for alike never makes
+/// the run admit what it should not.
 fn narrow(
     dfa: &crate::lexer::dfa::LexDfa,
-    mut q: u32,
+    start: States,
     mut classes: Classes,
     max: usize,
     ok: impl Fn(u32) -> bool,
-) -> (Classes, usize, u32) {
+    shadow: &TermSet,
+) -> (Classes, usize, States) {
+    let mut states = start;
     let mut len = 0;
     let mut tally: SmallVec<[(u32, u32); 16]> = SmallVec::new();
     while len < max {
@@ -199,10 +214,12 @@ fn narrow(
         // the run is the bytes that do not.
         tally.clear();
         for &(_, b, n) in &classes {
-            let to = dfa.next(q, b);
-            match tally.iter_mut().find(|(s, _)| *s == to) {
-                Some((_, k)) => *k += u32::from(n),
-                None => tally.push((to, u32::from(n))),
+            for &q in &states {
+                let to = dfa.next(q, b);
+                match tally.iter_mut().find(|(s, _)| *s == to) {
+                    Some((_, k)) => *k += u32::from(n),
+                    None => tally.push((to, u32::from(n))),
+                }
             }
         }
         let Some(&(to, _)) = tally
@@ -212,17 +229,42 @@ fn narrow(
         else {
             break;
         };
+        let alike = |s: u32| {
+            s == to
+                || (!shadow.is_empty()
+                    && ok(s)
+                    && dfa.live(s) != dfa.live(to)
+                    && dfa.live(s).minus(shadow) == dfa.live(to).minus(shadow)
+                    && classes
+                        .iter()
+                        .all(|&(_, b, _)| ok(dfa.next(s, b)) == ok(dfa.next(to, b))))
+        };
+        let targets: SmallVec<[u32; 4]> = tally
+            .iter()
+            .map(|&(s, _)| s)
+            .filter(|&s| alike(s))
+            .collect();
         let before = classes.len();
-        classes.retain(|&mut (_, b, _)| dfa.next(q, b) == to);
-        let fixed = to == q && classes.len() == before;
-        q = to;
+        classes.retain(|&mut (_, b, _)| states.iter().all(|&q| targets.contains(&dfa.next(q, b))));
+        let mut next: States = SmallVec::new();
+        for &(_, b, _) in &classes {
+            for &q in &states {
+                let to = dfa.next(q, b);
+                if !next.contains(&to) {
+                    next.push(to);
+                }
+            }
+        }
+        next.sort_unstable();
+        let fixed = next == states && classes.len() == before;
+        states = next;
         len += 1;
         if fixed {
-            // The same state on the same bytes: the run never ends.
+            // The same states on the same bytes: the run never ends.
             len = max;
         }
     }
-    (classes, len, q)
+    (classes, len, states)
 }
 
 /// The bytes that, fed in any order and number up to a length at `scan`, keep the lexeme
@@ -234,9 +276,11 @@ fn narrow(
 /// `None` when there is no such run.
 ///
 /// Exact by construction: for `k < len` every byte the run may have at `k + 1` moves the
-/// automaton from `q_k` to one state `q_(k+1)`, which is alive and can still become a
-/// terminal of `allowed ∪ skip` that no lexicon decides (so the word trie's node cannot
-/// take it away, [`Language::live`]); so no lexeme is handed over, and a dot is never the
+/// automaton from each state of the set `Q_k` (`{q}` at first) into the set `Q_(k+1)`,
+/// whose every state is alive and can still become a terminal of `allowed ∪ skip` that no
+/// lexicon decides (so the word trie's node cannot take it away, [`Language::live`]); the
+/// sets hold more than one state only where a string may still be the decline's reason
+/// and none is wanted ([`narrow`]); so no lexeme is handed over, and a dot is never the
 /// separator of a `schema.table` word (it is in neither set when the trie node could read
 /// it as one). So a token spelled with `1..=len` bytes of the run is allowed and
 /// context-independent (case (a) of [`crate::mask`]), at any stacks with this `allowed`.
@@ -255,12 +299,13 @@ pub(crate) fn absorbing_run(
     let wanted = allowed.union(&t.skip);
     let decided = t.lexicon_all.union(&t.dynamic_all);
     let ok = |to: u32| to != DEAD && dfa.live(to).minus(&decided).intersects(&wanted);
+    let shadow = t.within.minus(&wanted);
     let all = byte_classes(dfa);
-    let (lead, first, q1) = narrow(dfa, scan.q, all.clone(), 1, ok);
+    let (lead, first, q1) = narrow(dfa, smallvec![scan.q], all.clone(), 1, ok, &shadow);
     if first == 0 {
         return None;
     }
-    let (rest, more, _) = narrow(dfa, q1, all, max_len - 1, ok);
+    let (rest, more, _) = narrow(dfa, q1, all, max_len - 1, ok, &shadow);
     let set_of = |classes: &[(u8, u8, u16)]| -> ByteSet {
         let mut bytes: ByteSet = [0; 4];
         for b in 0..=255u8 {

@@ -2,6 +2,10 @@
 //! verb and its target relation, read from the statement as the checker reads it
 //! ([`crate::checker::parse_one`]: `sqlparser`, PostgreSQL dialect). `grid.ask` names them
 //! in a NOTICE; `grid.run` refuses to run a write.
+//!
+//! And whether a finished output is no statement at all but the model's decline
+//! ([`decline_of`]): `CANNOT ANSWER 'reason'`, the grammar's `decline_statement`, which
+//! neither the checker nor the judge is ever asked about.
 
 use sqlparser::ast::{FromTable, Statement, TableFactor, TableObject};
 
@@ -80,9 +84,115 @@ pub fn write_of(sql: &str) -> Option<Write> {
     }
 }
 
+/// The model's decline: the one output of the language that is not SQL, `CANNOT ANSWER
+/// 'reason'` (`grammars/postgres.y`, `decline_statement`), and the reason it gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decline {
+    /// The reason, as written between the quotes: plain words ([`is_reason`]).
+    pub reason: String,
+}
+
+/// The longest reason a decline may give, in characters (and bytes: it is ASCII).
+pub const DECLINE_REASON_MAX: usize = 200;
+
+/// Whether `c` may be in a decline's reason: an ASCII letter or digit, a space, or one of
+/// `. , ; : ! ? ( ) / _ -` (`DECLINE_REASON` in `grammars/postgres.lex`).
+pub fn is_reason_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || " .,;:!?()/_-".contains(c)
+}
+
+/// Whether `text` is a decline's reason: 1 to [`DECLINE_REASON_MAX`] characters of
+/// [`is_reason_char`], the first a letter or a digit. So it holds no quote, backslash,
+/// control character or anything beyond ASCII.
+pub fn is_reason(text: &str) -> bool {
+    text.len() <= DECLINE_REASON_MAX
+        && text.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && text.chars().all(is_reason_char)
+}
+
+/// The decline `output` is, if it is one: `CANNOT ANSWER 'reason'` as the generated
+/// dialect spells it (the words in any case, whitespace of spaces, tabs and line feeds
+/// around and between the parts, none needed before the quote, an optional `;` at the
+/// end), with a reason [`is_reason`] admits. Exactly the sentences of the grammar's
+/// `decline_statement` in the generated dialect (which has no comments): what the mask
+/// admitted after `CANNOT` is read here, and anything else is not a decline (an output
+/// with a comment inside is left to the checker, which refuses it). `None` for every
+/// statement.
+pub fn decline_of(output: &str) -> Option<Decline> {
+    let blank = |c: char| matches!(c, ' ' | '\t' | '\n');
+    let word = |rest: &str, w: &str| -> Option<usize> {
+        let head = rest.get(..w.len())?;
+        head.eq_ignore_ascii_case(w).then_some(w.len())
+    };
+    let rest = output.trim_start_matches(blank);
+    let rest = &rest[word(rest, "cannot")?..];
+    // A word ends before a blank: `cannotanswer` is one word.
+    let after = rest.trim_start_matches(blank);
+    if after.len() == rest.len() {
+        return None;
+    }
+    let rest = &after[word(after, "answer")?..];
+    let rest = rest.trim_start_matches(blank);
+    let body = rest.strip_prefix('\'')?;
+    let close = body.find('\'')?;
+    let (reason, tail) = (&body[..close], &body[close + 1..]);
+    let tail = tail.trim_matches(blank);
+    let tail = tail.strip_prefix(';').unwrap_or(tail);
+    (is_reason(reason) && tail.trim_start_matches(blank).is_empty()).then(|| Decline {
+        reason: reason.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn declines_are_read_with_their_reason_and_nothing_else_is() {
+        let reason = |s: &str| decline_of(s).map(|d| d.reason);
+        let r = |s: &str| Some(s.to_string());
+        assert_eq!(
+            reason("CANNOT ANSWER 'the role can read no table about salaries'"),
+            r("the role can read no table about salaries")
+        );
+        assert_eq!(reason(" cannot\tAnswer\n'x';\n"), r("x"));
+        assert_eq!(
+            reason("Cannot answer'no, (sorry): 2 of 3 / a_b-c!?.'"),
+            r("no, (sorry): 2 of 3 / a_b-c!?.")
+        );
+        assert_eq!(reason("CANNOT ANSWER 'x' ; "), r("x"));
+        let longest = "a".repeat(DECLINE_REASON_MAX);
+        assert_eq!(
+            reason(&format!("CANNOT ANSWER '{longest}'")),
+            Some(longest.clone())
+        );
+        for not in [
+            "SELECT 1",
+            "SELECT 'CANNOT ANSWER ''x'''",
+            "CANNOT ANSWER",
+            "CANNOT ANSWER ''",
+            "CANNOT ANSWER ' x'",
+            "CANNOT ANSWER 'it''s'",
+            "CANNOT ANSWER 'a\nb'",
+            "CANNOT ANSWER 'a\tb'",
+            "CANNOT ANSWER 'caf\u{e9}'",
+            "CANNOT ANSWER 'a\\b'",
+            "CANNOT ANSWER 'a\"b'",
+            "CANNOT ANSWER E'x'",
+            "CANNOT ANSWER 'x';;",
+            "CANNOT ANSWER 'x'; SELECT 1",
+            "CANNOT ANSWER 'x' 'y'",
+            "CANNOTANSWER 'x'",
+            "CANNOT ANSWERS 'x'",
+            "CANNOT -- c\nANSWER 'x'",
+            "CANNOT\rANSWER 'x'",
+            "CAN NOT ANSWER 'x'",
+            "CANNOT ANSWER 'x",
+        ] {
+            assert_eq!(reason(not), None, "{not:?}");
+        }
+        assert_eq!(reason(&format!("CANNOT ANSWER '{longest}a'")), None);
+    }
 
     #[test]
     fn writes_are_named_by_verb_and_target() {

@@ -65,6 +65,11 @@ pub struct Differential {
     /// verdicts: `grid-pgref --dump` writes them for scripts/pg-parse-diff.sh, which has
     /// the PostgreSQL 15 and 18 servers parse the same statements (issue 37).
     pub judged: Vec<Judged>,
+    /// Outputs the language admitted that are the model's decline (`CANNOT ANSWER
+    /// 'reason'`, [`grid_core::statement::decline_of`]), per source kind: no SQL, so
+    /// neither PostgreSQL nor the checker is asked (the pipeline never shows one to
+    /// either), and not in `judged`.
+    pub declines: BTreeMap<String, u64>,
 }
 
 /// One statement judged: where it came from, whether the language read it (a statement
@@ -84,8 +89,12 @@ impl Differential {
     }
 
     /// Judges a statement the language admitted: PostgreSQL must parse it, and then the
-    /// checker must read it.
+    /// checker must read it. A decline is counted, not judged.
     pub fn admitted(&mut self, source: &str, sql: &str) {
+        if grid_core::statement::decline_of(sql).is_some() {
+            *self.declines.entry(Self::kind(source)).or_default() += 1;
+            return;
+        }
         *self.admitted.entry(Self::kind(source)).or_default() += 1;
         let pg = postgres_parses(sql);
         self.judge(source, sql, Ok(()), &pg);
@@ -187,6 +196,7 @@ impl Differential {
         json!({
             "admitted": admitted,
             "admitted_by_source": self.admitted,
+            "declines_by_source": self.declines,
             "postgres_refused_admitted": count("admitted by the mask, refused"),
             "checker_refused_parsed": count("admitted by the mask and parsed") + count("parsed by PostgreSQL and the language"),
             "examples": self.examples[0],

@@ -93,6 +93,10 @@ pub struct Terminals {
     pub bare_label: TermSet,
     /// Numeric literals: a lexeme boundary never falls between one and a letter or `_`.
     pub numeric: TermSet,
+    /// Terminals every lexeme of which is a lexeme of another (`%within`: the decline's
+    /// reason, a STRING): where one is not wanted, automaton states that differ only in
+    /// whether it is still alive are alike to the mask's walk ([`crate::scan`]).
+    pub within: TermSet,
     pub cte: TermSet,
     /// Terminals of the dynamic lexicon (names the statement introduced), by category. Their
     /// lexemes are identifiers; no static word is one (see [`crate::scope`]).
@@ -233,6 +237,7 @@ impl Dialect {
         }
         let dfa = LexDfa::build_with(&patterns, text.as_deref())?;
         check_skip_is_disjoint(&dfa, &terms)?;
+        check_within(&dfa, &terms, &spec)?;
         let mut h = Blake2b::<U16>::new();
         h.update(expanded.as_bytes());
         h.update([0]);
@@ -379,6 +384,13 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         })?;
         numeric.insert(t as u16);
     }
+    let mut within = TermSet::EMPTY;
+    for (narrow, _) in &spec.within {
+        let t = names.iter().position(|x| x == narrow).ok_or_else(|| {
+            GridError::SpecMismatch(format!("%within names {narrow}, which is no terminal"))
+        })?;
+        within.insert(t as u16);
+    }
     Ok(Terminals {
         names,
         kinds,
@@ -390,10 +402,39 @@ fn number_terminals(cfg: &Cfg, spec: &LexSpec) -> Result<Terminals> {
         free,
         bare_label,
         numeric,
+        within,
         cte,
         dynamic,
         dynamic_all,
     })
+}
+
+/// Every `%within NARROW WIDE` holds on the automaton: wherever NARROW is still alive so is
+/// WIDE, and wherever a lexeme is NARROW it is WIDE too.
+fn check_within(dfa: &LexDfa, terms: &Terminals, spec: &LexSpec) -> Result<()> {
+    for (narrow, wide) in &spec.within {
+        let id = |n: &str| {
+            terms
+                .names
+                .iter()
+                .position(|x| x == n)
+                .map(|t| t as u16)
+                .ok_or_else(|| {
+                    GridError::SpecMismatch(format!("%within names {n}, which is no terminal"))
+                })
+        };
+        let (n, w) = (id(narrow)?, id(wide)?);
+        for s in 0..dfa.n_states() as u32 {
+            let broken = (dfa.live(s).contains(n) && !dfa.live(s).contains(w))
+                || (dfa.accept(s).contains(n) && !dfa.accept(s).contains(w));
+            if broken {
+                return Err(GridError::SpecMismatch(format!(
+                    "%within {narrow} {wide}: a lexeme of {narrow} is no {wide}"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An ignored lexeme must never also be a grammar lexeme, or the scanner could not tell

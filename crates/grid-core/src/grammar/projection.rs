@@ -1,6 +1,7 @@
 //! L2: a role's projection of the dialect. Keep the productions the policy allows, drop
 //! terminals whose allow-list is empty, then remove useless symbols and check the language
-//! is not empty. Terminal ids are the dialect's.
+//! is not empty (the decline, which every projection keeps, does not count: a language of
+//! declines only is empty). Terminal ids are the dialect's.
 
 use std::collections::HashSet;
 
@@ -46,5 +47,16 @@ pub fn project(dialect: &Dialect, policy: &Policy, empty_lexicons: &[LexiconKind
             dead.extend(ts.iter());
         }
     }
-    kept.reduce(&dead)
+    let reduced = kept.reduce(&dead)?;
+    // The decline (`decline_statement`) names no verb and is always kept, so it alone
+    // would keep a language alive: a role that may write no statement has none, as before.
+    if Verb::ALL
+        .iter()
+        .all(|v| reduced.rule_id(v.statement_rule()).is_none())
+    {
+        return Err(GridError::EmptyLanguage(
+            "no statement is left but the decline".into(),
+        ));
+    }
+    Ok(reduced)
 }

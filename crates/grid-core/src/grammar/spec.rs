@@ -153,6 +153,9 @@ pub struct LexSpec {
     pub bare_label_denied: BTreeSet<String>,
     /// Terminals of numeric literals: no identifier may start right after one.
     pub numeric: BTreeSet<String>,
+    /// `(narrow, wide)` pairs: every lexeme of `narrow` is a lexeme of `wide` (checked on
+    /// the automaton when the dialect is built).
+    pub within: Vec<(String, String)>,
     pub decls: Vec<TermDecl>,
 }
 
@@ -177,6 +180,13 @@ impl LexSpec {
             if let Some(names) = text.strip_prefix("%numeric") {
                 spec.numeric
                     .extend(names.split_whitespace().map(str::to_string));
+                continue;
+            }
+            if let Some(names) = text.strip_prefix("%within") {
+                match names.split_whitespace().collect::<Vec<_>>()[..] {
+                    [narrow, wide] => spec.within.push((narrow.to_string(), wide.to_string())),
+                    _ => return Err(err("%within names two terminals: NARROW WIDE")),
+                }
                 continue;
             }
             if let Some(words) = text.strip_prefix("%bare_label_denied") {
@@ -220,7 +230,7 @@ impl LexSpec {
                 ),
                 _ => {
                     return Err(err(
-                        "a line starts with %reserved, %bare_label_denied, %numeric, KW, TOK, ID, SKIP or NEVER",
+                        "a line starts with %reserved, %bare_label_denied, %numeric, %within, KW, TOK, ID, SKIP or NEVER",
                     ))
                 }
             };

@@ -10,6 +10,7 @@ mod cache_registry;
 mod catalog;
 mod checker;
 mod checker_spider;
+mod decline;
 mod decode;
 mod dynamic;
 mod grammar;

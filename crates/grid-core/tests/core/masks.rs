@@ -79,6 +79,9 @@ const FRAGMENTS: &[&str] = &[
     " <", " <=", " <>", "||", " ||", " AND", " OR", " IN", " NOT", " NULL", " IS", " LIKE",
     " JOIN", " ON", " GROUP", " BY", " ORDER", " LIMIT", " DESC", " 2", "0", "00", ".5", "e",
     "E", " AS uu", " AS zz",
+    // The decline (`CANNOT ANSWER 'reason'`) and its words as names.
+    "CANNOT", "cannot", " cannot", "can", "not", " ANSWER", " answer", "ANSWER", "ans", "wer",
+    " '", "'no", " table", " holds", "?';", ".'", "' ;", "(s)",
 ];
 
 /// Spellings given twice more, so their ids form alias classes.
@@ -234,6 +237,9 @@ const PG_STATEMENTS: &[&str] = &[
     "SELECT count(*) FROM employees GROUP BY name ORDER BY count(*) DESC LIMIT 3",
     "SELECT id::text FROM orders WHERE total <> 0 AND id IN (SELECT id FROM employees)",
     "WITH t AS (SELECT id FROM orders) SELECT id FROM t",
+    "CANNOT ANSWER 'no table holds (s) of salaries: sorry, 2/3 a_b-c!?';",
+    "cannot answer'x'",
+    "SELECT 1 AS cannot, 'CANNOT ANSWER' AS answer FROM orders",
 ];
 
 #[test]
@@ -242,6 +248,54 @@ fn postgres_dialect_fast_equals_oracle_at_every_offset() {
     let mut fx = Fixture::new(synthetic_vocab());
     let n = differential_over_offsets(&lang, &mut fx, PG_STATEMENTS);
     assert!(n > 500, "{n}");
+}
+
+/// The decline and its words as names, in the generated dialect over a schema that names
+/// a table `answer` and columns `cannot` and `answer`: fast ≡ oracle at every offset, the
+/// words' prefixes at the head of a statement (the decline) and at name positions alike.
+#[test]
+fn decline_and_its_words_fast_equals_oracle_at_every_offset() {
+    let lang = crate::decline::generated_language(
+        &crate::decline::decline_words_schema(),
+        &Policy::default(),
+    );
+    let mut fx = Fixture::new(synthetic_vocab());
+    let statements: Vec<&str> = crate::decline::DECLINES
+        .iter()
+        .copied()
+        .chain([
+            "SELECT cannot FROM answer",
+            "SELECT answer.cannot, t.answer FROM answer JOIN t ON t.id = answer.id",
+            "WITH cannot AS (SELECT answer FROM t) SELECT answer FROM cannot",
+        ])
+        .collect();
+    let n = differential_over_offsets(&lang, &mut fx, &statements);
+    assert!(n > 200, "{n}");
+    // At the head, the decline's first word is offered beside the verbs; inside its
+    // reason, what ends the reason or goes on with plain words, nothing else.
+    let v = synthetic_vocab();
+    let mut s = Session::new(&lang);
+    let c = s.start();
+    let m = fx.checked(&mut s, &c, "head");
+    for t in ["CANNOT", "cannot", "can", " cannot"] {
+        assert!(m.contains(ids_of(&v, t)[0]), "{t:?} blocked at the head");
+    }
+    assert!(!m.contains(ids_of(&v, " answer")[0]));
+    let c = config_after(&mut s, "CANNOT ANSWER 'no");
+    let m = fx.checked(&mut s, &c, "inside a reason");
+    for t in [" table", " holds", "?';", ".'", "' ;", "(s)", "'"] {
+        assert!(m.contains(ids_of(&v, t)[0]), "{t:?} blocked in a reason");
+    }
+    for t in ["''", "''s", "\n", "*", "\"", "'),"] {
+        for id in ids_of(&v, t) {
+            assert!(!m.contains(id), "{t:?} allowed in a reason");
+        }
+    }
+    assert!(!m.eos, "a reason left open");
+    let c = config_after(&mut s, "CANNOT ANSWER 'no'");
+    let m = fx.checked(&mut s, &c, "after a reason");
+    assert!(m.eos && m.contains(ids_of(&v, ";")[0]));
+    assert!(!m.contains(ids_of(&v, " FROM")[0]));
 }
 
 /// Tokens that complete a lexeme and go on are decided on the live stack: the same token
@@ -484,6 +538,16 @@ fn cd_classes_are_verdict_equivalent_across_stacks() {
             // `SELECT name AS` any alias: the two share everything but the word-trie node.)
             "SELECT CAST(name",
         ],
+        // A string that may be a decline's reason, and strings that may not.
+        &[
+            "CANNOT ANSWER 'no",
+            "SELECT name FROM employees WHERE name = 'no",
+            "INSERT INTO orders VALUES ('no",
+            "SELECT 'no",
+        ],
+        // The decline's words, at the head and as names.
+        &["CANNOT ANSWER 'x", "SELECT 'x"],
+        &["can", "SELECT name can"],
     ];
     let is_dynamic = |c: &&CdClass| *c.key == CdKey::Dynamic;
     let mut classes_checked = 0;
@@ -593,6 +657,8 @@ fn ci_verdicts_depend_only_on_remainder_and_allowed_set() {
     let mut s = Session::new(&lang);
     let mut groups: HashMap<(Vec<u8>, TermSet), Vec<Config>> = HashMap::new();
     let extra = [
+        "CANNOT ANSWER 'no table holds it'",
+        "cannot answer 'x';",
         "SELECT 1 + 2",
         "SELECT (1 + (2",
         "SELECT name FROM employees WHERE (id = 1 AND (name = 'a'",

@@ -267,3 +267,59 @@ fn a_completion_follows_the_table_where_precedence_resolved_a_conflict() {
         );
     }
 }
+
+/// No completion begins the decline (`CANNOT ANSWER 'reason'`): where a statement is
+/// still to be written, the completion is the cheapest statement, even over a vocabulary
+/// that spells the decline in fewer tokens; a decline the model began is finished as one.
+#[test]
+fn a_completion_never_begins_a_decline_and_finishes_one_begun() {
+    let lang = language(&Policy::select_only());
+    // Every printable byte alone, and the decline's parts in one token each: the decline
+    // costs 3 tokens, the shortest statement (`SELECT 1`) 8.
+    let mut tokens: Vec<Vec<u8>> = (0x20..0x7fu8).map(|b| vec![b]).collect();
+    for t in [" cannot", " answer", " '0'", "cannot"] {
+        tokens.push(t.as_bytes().to_vec());
+    }
+    let vocab = Vocabulary::from_served(tokens, &[], None).expect("vocabulary");
+    let speller = Speller::of(&vocab);
+    let table = ReserveTable::build(&lang, &speller);
+    let mut s = Session::new(&lang);
+    let mut memo = grid_core::reserve::ReserveMemo::default();
+    let decline_cost = speller.cost(b" cannot answer '0'");
+    assert_eq!(decline_cost, 3);
+    for (prefix, declines) in [
+        ("", false),
+        (" ", false),
+        ("SELECT", false),
+        ("can", true),
+        ("CANNOT", true),
+        ("CANNOT ANSWER", true),
+        ("CANNOT ANSWER 'no table holds i", true),
+        ("CANNOT ANSWER 'x'", true),
+    ] {
+        let mut cfg = s.start();
+        s.feed(&mut cfg, prefix.as_bytes())
+            .expect("a viable prefix");
+        let completion = table
+            .completion(&mut s, &mut memo, &cfg, &speller)
+            .expect("a completion");
+        let reserve = table.reserve(&mut s, &mut memo, &cfg, &speller);
+        let mut whole = prefix.as_bytes().to_vec();
+        whole.extend_from_slice(&completion);
+        assert!(
+            s.complete(&whole),
+            "{prefix:?} + {:?} is not a sentence",
+            String::from_utf8_lossy(&completion)
+        );
+        let text = String::from_utf8_lossy(&whole).into_owned();
+        assert_eq!(
+            grid_core::statement::decline_of(&text).is_some(),
+            declines,
+            "{prefix:?} completed as {text:?}"
+        );
+        assert_eq!(speller.cost(&completion), reserve, "{prefix:?}");
+        if prefix.is_empty() {
+            assert!(reserve > decline_cost, "{text:?} costs {reserve}");
+        }
+    }
+}

@@ -161,6 +161,10 @@ const STATEMENTS: &[&str] = &[
     // Blanks before words, where a word starts a fresh lexeme (Spider's double spaces).
     "SELECT  name ,  id FROM  employees WHERE  id  >  1 AND name  =  name",
     "SELECT count(*) ,  max(id) FROM employees GROUP BY  name HAVING  count(*)  >  2",
+    // The decline's reason (plain words, a STRING too), and strings that may still be one
+    // until a byte outside its characters.
+    "CANNOT ANSWER 'no table (it): a_b-c, 2/3 of Zip Code; sorry!? aaaaaaaaaaaaaaaaa'",
+    "SELECT name FROM employees WHERE name = 'Zip Code (in thousands) * 2' OR name = 'a'",
 ];
 
 /// What the blocks of [`check_runs`] held, key by key.
@@ -209,6 +213,71 @@ fn words_blocks_of_ascii_identifiers_leave_the_bytes_above_ascii_to_the_walk() {
     assert!(t.checked > 300, "{t:?}");
     assert!(t.blank_blocks > 20 && t.blank_led > 20, "{t:?}");
     assert_eq!(t.high, 0, "{t:?}");
+}
+
+/// A string literal that may still be the decline's reason (`'Zip`) takes the same block
+/// as before the decline where no reason is wanted: every byte a string takes goes on
+/// (`*`, `"`, a tab), in both dialects; where a reason is wanted (after `CANNOT ANSWER`),
+/// only the reason's characters do.
+#[test]
+fn a_literal_that_may_be_a_reason_takes_every_string_byte_unless_a_reason_is_wanted() {
+    let vocab = run_vocab();
+    for dialect in [
+        common::dialect(),
+        Arc::new(grid_core::Dialect::postgres_without_comments().expect("dialect")),
+    ] {
+        let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
+        let lang = language(&dialect, &hr_schema(), &Policy::default());
+        let mut s = grid_core::Session::new(&lang);
+        let run_at = |s: &mut grid_core::Session<'_>, text: &str| {
+            let mut cfg = s.start();
+            s.feed(&mut cfg, text.as_bytes()).expect("a viable prefix");
+            let start = WalkStart {
+                lang: &lang,
+                scan: &cfg.scan,
+                offset: cfg.offset,
+                allowed: s.allowed(&cfg),
+            };
+            let runs = walk::block_runs(&trie, start);
+            assert_eq!(runs.len(), 1, "{text:?}: {runs:?}");
+            runs[0]
+        };
+        for text in [
+            "SELECT name FROM employees WHERE name = '",
+            "SELECT name FROM employees WHERE name = 'Zip",
+            "SELECT name FROM employees WHERE name = 'Zip Code (in thousands) ",
+        ] {
+            let (lead, bytes, len) = run_at(&mut s, text);
+            for b in [b'a', b'Z', b' ', b'(', b'*', b'"', b'%', b'\t', b'\n', b'~'] {
+                assert!(
+                    has_byte(&lead, b) && has_byte(&bytes, b),
+                    "{text:?}: {:?}",
+                    b as char
+                );
+            }
+            for b in [b'\'', b'\\', b'\x01'] {
+                assert!(!has_byte(&bytes, b), "{text:?}: {:?}", b as char);
+            }
+            assert!(len >= trie.max_len(), "{text:?}: {len}");
+        }
+        for text in [
+            "CANNOT ANSWER '",
+            "CANNOT ANSWER 'Zip",
+            "CANNOT ANSWER 'Zip Code ",
+        ] {
+            let (lead, bytes, _) = run_at(&mut s, text);
+            for b in [b'a', b'Z', b' ', b'(', b'-', b'/'] {
+                assert!(has_byte(&bytes, b), "{text:?}: {:?}", b as char);
+            }
+            for b in [b'*', b'"', b'%', b'\t', b'\n', b'\'', b'\\'] {
+                assert!(
+                    !has_byte(&lead, b) && !has_byte(&bytes, b),
+                    "{text:?}: {:?}",
+                    b as char
+                );
+            }
+        }
+    }
 }
 
 /// Checks every block over every offset of `statements` against the walk that visits every
