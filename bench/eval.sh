@@ -20,9 +20,21 @@
 # Data: --questions/--schemas default to Spider dev (../shared/data/spider: dev.json, the
 # postgres/ dumps), with dev_gold_pg.sql as the gold.
 # Every other option goes to bench/eval/run.py (--max-tokens, --ask-timeout,
-# --statement-timeout, --skip-unavailable-arms, --examples, --concurrent N: N asks at once
-# from N sessions, timed against the endpoint's step trace; see its --help). --keep keeps
-# the cluster's directory (logs) after the run.
+# --statement-timeout, --skip-unavailable-arms, --examples, --withhold gold-tables,
+# --concurrent N: N asks at once from N sessions, timed against the endpoint's step trace;
+# see its --help). --keep keeps the cluster's directory (logs) after the run.
+#
+# Declines (issue 33): an ask that fails with P0002 is the model's decline, classed
+# "declined", with a declined share per arm beside the refused share. --arms grid+decline
+# asks with grid.decline = on (the prompt teaches the decline): on Spider dev its declines
+# are false declines (goal: at most 1 %). --withhold gold-tables (an option of run.py)
+# asks each question while its role may not read the tables its gold reads (REVOKEd
+# before, GRANTed back after, checked in the catalog), so that it cannot be answered: no
+# EX; per arm the declined (goal: at least 90 %), refused, answered-anyway and
+# other-failure shares, and the questions skipped because their gold reads every table
+# of its database. E.g.
+#   bash bench/eval.sh --arms grid+decline --every 5 --out results/decline.jsonl
+#   bash bench/eval.sh --arms grid+decline --withhold gold-tables --every 5 --out results/withheld.jsonl
 #
 # Builds and installs the extension (release) under /tmp/grid-pg-install.lock, held for the
 # install and the cluster's start only; do not run this script under that lock yourself

@@ -6,10 +6,14 @@ One entry per arm; adding an arm (issue 22's examples, issue 20's judge off) is 
 `settings` are session settings (name -> value), applied with set_config before SET ROLE
 and reset before the next arm; `audit` maps a column of grid.generations to what every
 generation of the arm must hold in it: a value, or a set of the values allowed (a column
-the table does not have reads as NULL), checked on the rows each ask wrote.
+the table does not have reads as NULL), checked on the rows each ask wrote. A key of
+`PROMPT_KEYS` is no column: it is read from the generation's prompt artifact
+(grid.artifacts, kind 'prompt', the generation's prompt_digest), true when the artifact's
+document holds that key with the value true.
 
 The levers are the extension's superuser-only settings `grid.ablation` (none, no_repair,
-prompt_repair, unconstrained), `grid.judge` (on, off), `grid.value_hints` (0 to 100) and `grid.examples`
+prompt_repair, unconstrained), `grid.judge` (on, off), `grid.decline` (off, on),
+`grid.value_hints` (0 to 100) and `grid.examples`
 (0 to 20, 3 by default; an arm that sets it above 0 asks with leave-one-out examples:
 uses_examples; the others set it to 0, so "grid" is the plain configuration). The seal tells the unconstrained arm apart by its decode mode
 ('unconstrained' instead of 'mode1'/'mode2'); an arm without repair shows no generation
@@ -22,6 +26,10 @@ MASKED = {"mode1", "mode2"}
 # grid.examples is on by default (k = 3) and the harness's store holds the pairs of the
 # last examples arm's ask, so every arm that is not about examples turns it off.
 NO_EXAMPLES = {"grid.examples": "0"}
+
+# Audit keys read from the prompt artifact instead of grid.generations: key -> the key of
+# the artifact's document (absent when false; grid_ask::contents::PromptRecord).
+PROMPT_KEYS = {"prompt_decline": "decline"}
 
 ARMS = {
     # name:            (settings,                                                  audit)
@@ -41,6 +49,13 @@ ARMS = {
     # harness opts every text column in, grid.show_values), beside the column in the
     # prompt (grid.value_hints, superuser-only).
     "grid+values":     ({**NO_EXAMPLES, "grid.value_hints": "10"},                {"decode_mode": MASKED}),
+    # The decline taught (issue 33, grid.decline, superuser-only): the prompt tells the
+    # model it may answer `CANNOT ANSWER 'reason'` (grid.ask then fails with P0002, classed
+    # "declined"). Every generation's prompt artifact must say it taught it ("decline":
+    # true). On Spider's answerable questions its declines are false declines; with
+    # run.py --withhold gold-tables, declines are what the question should get.
+    "grid+decline":    ({**NO_EXAMPLES, "grid.decline": "on"},                    {"decode_mode": MASKED,
+                                                                                    "prompt_decline": True}),
     # Curated examples (issue 22): up to 3 question/SQL pairs in the prompt (grid.examples,
     # superuser-only). Spider has none: before each ask of this arm the harness stores, as
     # the superuser, the pairs of the OTHER questions of the question's database

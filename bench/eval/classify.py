@@ -5,16 +5,21 @@ The classes, and how a miss gets one (the first rule that applies):
 
 1. refused     grid.ask failed with 42501: the checker refused the statement (after its
                repair, when repair is on);
-2. truncated   the last generation stopped at the token budget (stop budget_completed or
+2. declined    grid.ask failed with P0002: the model declined (`CANNOT ANSWER 'reason'`,
+               docs/postgres.md "When the model declines"; the detail is the reason). A
+               P0002 the judge passes on from PostgreSQL (its message says "PostgreSQL
+               refuses the model's statement") is not a decline: rule 4 classes it;
+3. truncated   the last generation stopped at the token budget (stop budget_completed or
                budget_truncated);
-3. other       grid.ask failed otherwise (endpoint, timeout: the SQLSTATE is the detail),
-               or it returned no statement;
-4. by the SQLSTATE of the prediction's failed execution (`ERROR_CLASSES`): undefined or
+4. other       grid.ask failed otherwise (endpoint, timeout: the SQLSTATE is the detail;
+               a refusal of the judge is classed by its SQLSTATE as in 5), or it returned
+               no statement;
+5. by the SQLSTATE of the prediction's failed execution (`ERROR_CLASSES`): undefined or
    ambiguous column or table -> wrong column or table; grouping error -> aggregation or
    grouping; datatype mismatch, undefined operator or function, invalid text
    representation and the other data exceptions (class 22) -> type error; anything else
    (a syntax error, the statement timeout, a write refused) -> other;
-5. it ran and its rows differ: a structural comparison of prediction and gold
+6. it ran and its rows differ: a structural comparison of prediction and gold
    (`sqltext.features`), first difference wins:
      the relations named differ: a relation more or fewer -> wrong join, the same
        number but others -> wrong column or table;
@@ -30,6 +35,7 @@ from collections import Counter
 import sqltext
 
 REFUSED = "refused"
+DECLINED = "declined"
 TRUNCATED = "truncated"
 COLUMN_OR_TABLE = "wrong column or table"
 JOIN = "wrong join"
@@ -38,7 +44,11 @@ AGGREGATION = "aggregation or grouping"
 TYPE_ERROR = "type error"
 OTHER = "other"
 
-CLASSES = [COLUMN_OR_TABLE, JOIN, LITERAL, AGGREGATION, TYPE_ERROR, REFUSED, TRUNCATED, OTHER]
+CLASSES = [COLUMN_OR_TABLE, JOIN, LITERAL, AGGREGATION, TYPE_ERROR, REFUSED, DECLINED, TRUNCATED, OTHER]
+
+# The SQLSTATE grid.ask fails with when the model declines (no_data_found).
+DECLINE_SQLSTATE = "P0002"
+JUDGED = "PostgreSQL refuses the model's statement"
 
 ERROR_CLASSES = {
     "42703": COLUMN_OR_TABLE,  # undefined_column
@@ -111,6 +121,12 @@ def _counts(c):
     return ", ".join(f"{f}{'(DISTINCT)' if d else '()'} x{n}" for (f, d), n in sorted(c.items()))
 
 
+def is_declined(answer):
+    """Whether the ask of `answer` (a record) ended in the model's decline: SQLSTATE P0002,
+    and not the judge passing on PostgreSQL's own P0002 (docs/postgres.md, "Why P0002")."""
+    return answer.get("ask_sqlstate") == DECLINE_SQLSTATE and JUDGED not in (answer.get("ask_error") or "")
+
+
 def classify(answer, gold_sql):
     """(class, detail) for a miss. `answer` is the record the harness keeps for one
     question and arm (keys ask_sqlstate, ask_error, generations, sql, stop, tokens,
@@ -119,13 +135,17 @@ def classify(answer, gold_sql):
         # The checker's violations, as the audit keeps them, say it shorter than the error.
         last = (answer.get("generations") or [{}])[-1]
         return REFUSED, last.get("refused") or _first_line(answer.get("ask_error"))
+    if is_declined(answer):
+        # The audit keeps "declined: <reason>", the message the reason and advice.
+        last = (answer.get("generations") or [{}])[-1]
+        return DECLINED, last.get("refused") or _first_line(answer.get("ask_error"))
     if answer.get("stop") in ("budget_completed", "budget_truncated"):
         return TRUNCATED, f"stop {answer['stop']} after {answer.get('tokens')} tokens"
     if answer.get("ask_sqlstate"):
         error = f"{answer['ask_sqlstate']} {_first_line(answer.get('ask_error'))}"
         # The judge's refusal carries PostgreSQL's own SQLSTATE: the statement would have
         # failed the same way when run, so it is classed (and told) as that error.
-        if "PostgreSQL refuses the model's statement" in (answer.get("ask_error") or ""):
+        if JUDGED in (answer.get("ask_error") or ""):
             return execution_error_class(answer["ask_sqlstate"]), error
         return OTHER, f"grid.ask failed: {error}"
     if not (answer.get("sql") or "").strip():
@@ -146,3 +166,23 @@ def tally(classes):
     """Counter of classes, in CLASSES order."""
     c = Counter(classes)
     return {k: c.get(k, 0) for k in CLASSES}
+
+
+# What became of an ask, in the withheld mode (run.py --withhold), where the question
+# cannot be answered from what the role may read and EX means nothing.
+DECLINED_OUTCOME, REFUSED_OUTCOME, ANSWERED_OUTCOME, OTHER_OUTCOME = "declined", "refused", "answered", "other"
+OUTCOMES = [DECLINED_OUTCOME, REFUSED_OUTCOME, ANSWERED_OUTCOME, OTHER_OUTCOME]
+
+
+def outcome(answer):
+    """declined (the model declined: P0002), refused (the checker refused: 42501), answered
+    (grid.ask returned a statement: the model answered anyway, from what the role may
+    read), or other (any other failure, the judge's refusals and an empty answer among
+    them)."""
+    if is_declined(answer):
+        return DECLINED_OUTCOME
+    if answer.get("ask_sqlstate") == "42501":
+        return REFUSED_OUTCOME
+    if not answer.get("ask_sqlstate") and (answer.get("sql") or "").strip():
+        return ANSWERED_OUTCOME
+    return OTHER_OUTCOME

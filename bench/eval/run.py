@@ -17,9 +17,31 @@ a DELETE and some dozens of INSERTs, milliseconds; never the question under test
 another item with the same text or the same gold statement, i.e. Spider's paraphrase of it), and records how many were stored and shown. One JSON record per question and
 arm is appended to --out as soon as it is known; --resume skips the ones already there.
 Prints the markdown summary, then one JSON object as its last line.
+
+Declines (issue 33): an ask that fails with SQLSTATE P0002 is the model's decline (`CANNOT
+ANSWER 'reason'`), the failure class "declined", and the summary gives each arm's declined
+share beside its refused share. The arm grid+decline is grid with grid.decline = on (the
+prompt teaches the decline; its audit check reads "decline": true in every generation's
+prompt artifact). On answerable questions its declines are false declines:
+    --arms grid+decline                      (the goal: at most 1 % declined)
+--withhold gold-tables asks questions that cannot be answered from what the role may read:
+    --arms grid+decline --withhold gold-tables     (the goal: at least 90 % declined)
+Before a question's asks the harness REVOKEs SELECT, from the question's role, on every
+table its gold reads (sqltext.tables_read: the relations of every FROM and JOIN of the
+gold, subqueries and set operations in), checks that PostgreSQL's plan of the gold scans
+no other table (checked for every question before any is asked), that the catalog shows
+no privilege of the role left on them (has_table_privilege, has_any_column_privilege) and
+that the gold run as the role is refused (42501), asks the question in every arm, and
+GRANTs them back in a finally; the role's language is rebuilt for the narrowed grants
+(grid_pg keys its languages on the catalog snapshot, taken as the caller at every ask). A
+question whose gold reads every table of its database is skipped and counted (nothing
+would be left to read). Nothing is run or compared (no EX): the records carry "withhold",
+"withheld" (the tables withheld from the role) and "outcome"; the summary gives per arm
+the declined, refused, answered-anyway (a statement returned) and other-failure shares.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -303,11 +325,19 @@ class Asker:
             self._connect()
             c = self.conn
         c.execute("RESET ROLE")
+        # The audit keys the arm reads from each generation's prompt artifact
+        # (arms.PROMPT_KEYS): true when the artifact's document holds the key as true.
+        prompt_keys = [k for k in armlib.audit(arm) if k in armlib.PROMPT_KEYS]
+        from_prompt = pgsql.SQL("").join(
+            pgsql.SQL(" || jsonb_build_object({}, EXISTS (SELECT FROM grid.artifacts a WHERE a.kind = 'prompt' "
+                      "AND a.digest = g.prompt_digest AND a.content_json -> {} = 'true'::jsonb))").format(
+                pgsql.Literal(k), pgsql.Literal(armlib.PROMPT_KEYS[k])) for k in prompt_keys)
         gens = [r[0] for r in c.execute(
-            "SELECT to_jsonb(g) - 'question' - 'final_sql' - 'hash' - 'prev_seal_hash' FROM grid.generations g "
-            "WHERE seal_index > %s ORDER BY seal_index", (last,))]
+            pgsql.SQL("SELECT (to_jsonb(g) - 'question' - 'final_sql' - 'hash' - 'prev_seal_hash'){} "
+                      "FROM grid.generations g WHERE seal_index > %s ORDER BY seal_index").format(from_prompt),
+            (last,))]
         keep = ("generation", "stop", "steps", "refused", "repair_of", "decode_mode") + tuple(
-            {k for a in armlib.ARMS.values() for k in a[1]})
+            {k for a in armlib.ARMS.values() for k in a[1] if k not in armlib.PROMPT_KEYS}) + tuple(prompt_keys)
         out["generations"] = [{k: g.get(k) for k in dict.fromkeys(keep)} for g in gens]
         # A rewind repair's first records are the repaired statement's tokens (replayed)
         # and the ban: records, but not tokens the model wrote.
@@ -327,12 +357,133 @@ class Asker:
             out["examples_shown"] = len(shown)
             if text in shown:
                 out["mismatches"].append("the prompt showed the question under test as an example")
-        if not gens and (out["sql"] is not None or out["ask_sqlstate"] == "42501"):
+        if not gens and (out["sql"] is not None or out["ask_sqlstate"] == "42501" or classify.is_declined(out)):
             out["mismatches"].append("the ask wrote no generation to grid.generations")
         out["tokens"] = sum((g.get("steps") or 0) - g["rewound"] for g in out["generations"])
         out["stop"] = gens[-1].get("stop") if gens else None
         out["notices"] = list(self.notices)
         return out
+
+
+# --withhold: each question asked while its role may not read what its gold reads.
+WITHHOLD_MODES = ("gold-tables",)
+SKIP_ALL = "the gold reads every table of its database (nothing would be left to read)"
+SKIP_NONE = "the gold reads no table of its database (nothing to withhold)"
+SKIP_NO_GOLD = "there is no gold statement to read the tables from"
+
+
+def plan_relations(su, database, statement):
+    """The tables of `database`'s schema that PostgreSQL's plan of `statement` scans:
+    EXPLAIN (VERBOSE, FORMAT JSON) as the superuser under the schema's search_path, in a
+    transaction rolled back (nothing is executed)."""
+    found = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "Relation Name" in node and node.get("Schema") == database.schema:
+                found.add(node["Relation Name"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    with su.transaction(force_rollback=True):
+        su.execute("SELECT set_config('search_path', quote_ident(%s), true)", (database.schema,))
+        walk(su.execute("EXPLAIN (VERBOSE, FORMAT JSON) " + sqltext.strip_semicolon(statement)).fetchone()[0])
+    return found
+
+
+def withhold_plan(su, databases, questions):
+    """For --withhold gold-tables: ({question i: the tables to withhold}, [the questions to
+    ask], [the skipped ones as {"i", "db_id", "why", "tables"}]). A question's tables are
+    those its gold reads (sqltext.tables_read); one whose gold reads every table of its
+    database, or none, is skipped. PostgreSQL's plan of each gold must scan no table
+    besides them: one the reading missed would leave the question answerable, and stops
+    the run before anything is asked."""
+    withheld, asked, skipped = {}, [], []
+    for q in questions:
+        db = databases[q.db_id]
+        names = sqltext.tables_read(q.gold, db.tables) if q.gold else []
+        why = (SKIP_NO_GOLD if not q.gold else SKIP_NONE if not names
+               else SKIP_ALL if set(names) == set(db.tables) else None)
+        if why:
+            skipped.append({"i": q.i, "db_id": q.db_id, "why": why, "tables": names})
+            continue
+        missed = plan_relations(su, db, q.gold) - set(names)
+        if missed:
+            raise SystemExit(f"q{q.i} ({q.db_id}): PostgreSQL's plan of the gold scans {sorted(missed)}, which "
+                             f"the reading of its text (sqltext.tables_read: {names}) missed, so withholding "
+                             f"those would leave the question answerable:\n    {q.gold}")
+        withheld[q.i] = names
+        asked.append(q)
+    return withheld, asked, skipped
+
+
+def holding(su, database, names):
+    """Those of `names` (tables of `database`'s schema) on which its role holds a privilege
+    that puts the table in its catalog snapshot (sql/catalog_snapshot.sql: SELECT, INSERT,
+    UPDATE or DELETE on the table, or SELECT, INSERT or UPDATE on one of its columns),
+    granted to it, to PUBLIC or to a role it is a member of, as PostgreSQL answers."""
+    return [r[0] for r in su.execute(
+        "SELECT t FROM unnest(%s::text[]) AS t, "
+        "LATERAL (SELECT (quote_ident(%s) || '.' || quote_ident(t))::regclass::oid AS c) AS x "
+        "WHERE has_table_privilege(%s::name, x.c, 'SELECT, INSERT, UPDATE, DELETE') "
+        "OR has_any_column_privilege(%s::name, x.c, 'SELECT, INSERT, UPDATE') ORDER BY t",
+        (list(names), database.schema, database.role, database.role))]
+
+
+def _tables(database, names):
+    return pgsql.SQL(", ").join(pgsql.Identifier(database.schema, t) for t in names)
+
+
+def narrow(su, ex, database, names, gold):
+    """Withholds `names` from `database`'s role: REVOKE SELECT (load_databases granted it
+    table by table, GRANT ... ON ALL TABLES IN SCHEMA, with no default privileges), then
+    checks, and stops the run otherwise, that the catalog shows no privilege of the role
+    left on any of them (`holding`) and that `gold`, run as the role on `ex`, is refused
+    with 42501. The caller puts the grants back (`widen`) in a finally."""
+    su.execute(pgsql.SQL("REVOKE SELECT ON {} FROM {}").format(
+        _tables(database, names), pgsql.Identifier(database.role)))
+    still = holding(su, database, names)
+    if still:
+        raise SystemExit(f"{database.role} still holds a privilege on {still} after REVOKE SELECT "
+                         f"(granted to PUBLIC, or to a role it is a member of?): the question would not be "
+                         f"asked without them")
+    r = ex.run(gold)
+    if r["sqlstate"] != "42501":
+        raise SystemExit(f"the gold, run as {database.role} with {names} withheld, was not refused with 42501 "
+                         f"(ok {r['ok']}, {r['sqlstate']} {r['error']}):\n    {gold}")
+
+
+def widen(su, database, names):
+    """Grants `names` back to `database`'s role (SELECT, as load_databases did), and checks
+    it in the catalog."""
+    su.execute(pgsql.SQL("GRANT SELECT ON {} TO {}").format(_tables(database, names), pgsql.Identifier(database.role)))
+    lost = sorted(set(names) - set(holding(su, database, names)))
+    if lost:
+        raise SystemExit(f"{database.role} holds no privilege on {lost} after GRANT SELECT")
+
+
+@contextlib.contextmanager
+def withholding(su, ex, database, names, gold):
+    """`narrow` on entering, `widen` on leaving however it is left (an error, an
+    interrupt, a failed check of `narrow` itself): a run never leaves a role narrowed."""
+    try:
+        narrow(su, ex, database, names, gold)
+        yield
+    finally:
+        widen(su, database, names)
+
+
+def withheld_outcome(rec):
+    """Fills a record of the withheld mode: no EX and no execution (the question cannot be
+    answered from what the role may read), what became of the ask (classify.outcome), and
+    the class of an ask that returned no statement."""
+    rec.update(executes=None, exec_sqlstate=None, exec_error=None, rows=None, ex=None,
+               outcome=classify.outcome(rec), **{"class": None, "detail": None})
+    if rec["outcome"] != classify.ANSWERED_OUTCOME:
+        rec["class"], rec["detail"] = classify.classify(rec, rec["gold"] or "")
 
 
 def _guc(name):
@@ -398,6 +549,11 @@ def main():
                     help="the endpoint's log with its --trace-steps lines (bench/eval.sh passes it)")
     ap.add_argument("--gold-only", action="store_true",
                     help="run the gold statements only, list those PostgreSQL refuses, and stop")
+    ap.add_argument("--withhold", choices=WITHHOLD_MODES,
+                    help="gold-tables: ask each question while its role may not read the tables its "
+                         "gold reads (REVOKE before its asks, GRANT back after them), so that it cannot "
+                         "be answered: no EX, the summary gives what became of the asks (declined, "
+                         "refused, answered anyway, other); see above")
     a = ap.parse_args()
 
     if a.report:
@@ -414,6 +570,13 @@ def main():
     out_path = a.out or os.path.join("results", time.strftime("eval-%Y%m%d-%H%M%S.jsonl"))
     if os.path.exists(out_path) and not a.resume:
         ap.error(f"{out_path} exists: pass --resume to go on with it, or another --out")
+    if a.withhold and a.concurrent:
+        ap.error("--withhold and --concurrent do not go together")
+    if a.resume and os.path.exists(out_path):
+        modes = {r.get("withhold") for r in read_records(out_path) if r.get("kind") == "run"}
+        if modes - {a.withhold}:
+            ap.error(f"{out_path} holds a run with --withhold {sorted(modes, key=str)}, not "
+                     f"{a.withhold or 'none'}: its answers would be mixed with these")
 
     try:
         questions = inputs.load_questions(a.questions, a.gold)
@@ -464,6 +627,11 @@ def main():
         print(f"{len(evaluated)} of {len(taken)} gold statements run on PostgreSQL")
         return 0
 
+    # The withheld mode asks only questions that something can be withheld from.
+    withheld, asked, withhold_skipped = {}, evaluated, []
+    if a.withhold:
+        withheld, asked, withhold_skipped = withhold_plan(su, databases, evaluated)
+
     asker = Asker(cl, a.ask_timeout, a.max_tokens)
     unavailable = {arm: why for arm in arm_names if (why := asker.unavailable(arm))}
     for arm, why in unavailable.items():
@@ -489,16 +657,22 @@ def main():
         out.write(json.dumps(rec, default=str) + "\n")
         out.flush()
 
-    emit({"kind": "run", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "model": model,
-          "endpoint": a.endpoint, "questions_file": a.questions, "gold_file": a.gold,
-          "schemas": a.schemas, "every": a.every, "limit": a.limit, "arms": arm_names,
-          "unavailable_arms": unavailable, "max_tokens": a.max_tokens, "ask_timeout_s": a.ask_timeout,
-          "statement_timeout_s": a.statement_timeout,
-          "foreign_keys": {"added": fk_added, "refused": fk_refused},
-          "question_ids": [q.i for q in evaluated], "no_schema": [q.i for q in no_schema],
-          "gold_failed": gold_failed, "resumed": bool(done)})
+    run_rec = {"kind": "run", "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "model": model,
+               "endpoint": a.endpoint, "questions_file": a.questions, "gold_file": a.gold,
+               "schemas": a.schemas, "every": a.every, "limit": a.limit, "arms": arm_names,
+               "unavailable_arms": unavailable, "max_tokens": a.max_tokens, "ask_timeout_s": a.ask_timeout,
+               "statement_timeout_s": a.statement_timeout,
+               "foreign_keys": {"added": fk_added, "refused": fk_refused},
+               "question_ids": [q.i for q in asked], "no_schema": [q.i for q in no_schema],
+               "gold_failed": gold_failed, "resumed": bool(done)}
+    if a.withhold:
+        run_rec.update(withhold=a.withhold, withhold_skipped=withhold_skipped)
+    emit(run_rec)
     print(f"{len(evaluated)} questions ({len(no_schema)} without a schema, {len(gold_failed)} whose gold "
           f"fails), arms {', '.join(arm_names)}; records in {out_path}", file=sys.stderr)
+    if a.withhold:
+        print(f"--withhold {a.withhold}: {len(asked)} questions asked without the tables their gold reads, "
+              f"{len(withhold_skipped)} skipped", file=sys.stderr)
 
     t_warm = time.monotonic()
     for db_id in sorted({q.db_id for q in evaluated}):
@@ -532,24 +706,38 @@ def main():
                 if o.i != q.i and o.ask != q.ask and not same_statement(o.gold, q.gold)]
 
     t_run = time.monotonic()
-    for n, q in enumerate(evaluated, 1):
+    for n, q in enumerate(asked, 1):
         db = databases[q.db_id]
-        for arm in arm_names:
-            if (q.i, arm) in done:
-                continue
-            rec = {"kind": "answer", "i": q.i, "db_id": q.db_id, "arm": arm, "question": q.ask,
-                   "gold": q.gold, "plan_only": not db.has_rows}
-            rec.update(asker.ask(arm, db, q.ask, examples_for(arm, q)))
-            judge(rec, executor(db), gold[q.i])
-            emit(rec)
-            print(f"[{n}/{len(evaluated)}] {arm:>15} q{q.i} {db.db_id}: "
-                  f"{'EX' if rec['ex'] else rec['class'] or 'executes'} ({rec['seconds']:.2f} s)",
-                  file=sys.stderr)
+        todo = [arm for arm in arm_names if (q.i, arm) not in done]
+        names = withheld.get(q.i)
+        if not todo:
+            continue
+        # The role's grants narrowed for this question's asks, in every arm, and put back
+        # after them; its language is built again (the snapshot's fingerprint changed)
+        # before them.
+        with withholding(su, executor(db), db, names, q.gold) if names else contextlib.nullcontext():
+            if names:
+                asker.warm(db)
+            for arm in todo:
+                rec = {"kind": "answer", "i": q.i, "db_id": q.db_id, "arm": arm, "question": q.ask,
+                       "gold": q.gold, "plan_only": not db.has_rows}
+                if names:
+                    rec.update(withhold=a.withhold, withheld=names)
+                rec.update(asker.ask(arm, db, q.ask, examples_for(arm, q)))
+                if names:
+                    withheld_outcome(rec)
+                    said = rec["outcome"]
+                else:
+                    judge(rec, executor(db), gold[q.i])
+                    said = "EX" if rec["ex"] else rec["class"] or "executes"
+                emit(rec)
+                print(f"[{n}/{len(asked)}] {arm:>15} q{q.i} {db.db_id}: {said} ({rec['seconds']:.2f} s)",
+                      file=sys.stderr)
     out.close()
     print(f"asked in {time.monotonic() - t_run:.1f} s", file=sys.stderr)
 
     records = read_records(out_path)
-    print(report.render(records, arms=arm_names, question_ids=[q.i for q in evaluated],
+    print(report.render(records, arms=arm_names, question_ids=[q.i for q in asked],
                         model=model, examples=a.examples))
     bad = [arm for arm in arm_names if any(r.get("mismatches") for r in records
                                            if r.get("kind") == "answer" and r["arm"] == arm)]

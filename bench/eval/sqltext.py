@@ -328,3 +328,15 @@ def _in_cast(ts, k):
 
 def _in_extract(ts, k):
     return _enclosing_call(ts, k) in ("extract", "substring", "trim", "overlay", "position")
+
+
+def tables_read(sql, tables):
+    """The tables of `tables` (relation names as pg_class spells them: PostgreSQL folds an
+    unquoted name to lower case, as `tokens` does) that `sql` reads, sorted: the relations
+    of its FROM and JOIN lists (`features`: every FROM and JOIN, so those of subqueries in
+    any clause, of derived tables and of each branch of UNION, INTERSECT and EXCEPT; aliases
+    and schema qualifiers dropped), kept where they name one of `tables`. A WITH query's
+    name is no table and is left out, unless a table has the name (then the table is
+    counted: withholding a table too many never makes a question answerable)."""
+    known = set(tables)
+    return sorted(t for t in features(sql).tables if t in known)

@@ -26,7 +26,7 @@ ANY = object()
 SPIDER = {0: (True, None), 1: (True, None), 2: (True, None), 3: (False, "other"),
           4: (False, "wrong literal or value"), 5: (False, ANY), 6: (True, None),
           7: (False, "aggregation or grouping")}
-FIGURES = ("executes", "ex", "refused", "truncated", "tokens_per_question", "s_per_question")
+FIGURES = ("executes", "ex", "refused", "declined", "truncated", "tokens_per_question", "s_per_question")
 
 failures = []
 

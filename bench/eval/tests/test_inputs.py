@@ -117,9 +117,9 @@ class Figures(unittest.TestCase):
         text = report.render(recs)
         last = json.loads(text.splitlines()[-1])
         self.assertEqual(last, {"questions": 4, "model": "m", "arms": {
-            "grid": {"executes": 75.0, "ex": 50.0, "refused": 25.0, "truncated": 25.0,
+            "grid": {"executes": 75.0, "ex": 50.0, "refused": 25.0, "declined": 0.0, "truncated": 25.0,
                      "tokens_per_question": 15.0, "s_per_question": 1.5},
-            "unconstrained": {"executes": 75.0, "ex": 50.0, "refused": 0.0, "truncated": 0.0,
+            "unconstrained": {"executes": 75.0, "ex": 50.0, "refused": 0.0, "declined": 0.0, "truncated": 0.0,
                               "tokens_per_question": 10.0, "s_per_question": 1.0}}})
         by_arm = {a: {r["i"]: r for r in recs[1:] if r["arm"] == a} for a in ("grid", "unconstrained")}
         self.assertEqual(report.paired(by_arm, "grid", "unconstrained"), (1, 1, 1, 1))
