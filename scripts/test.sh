@@ -16,8 +16,8 @@
 #   spider parse     scripts/spider-parse.sh, when ../shared/data is beside the repo
 #   pgrx tests       the #[pg_test]s of src/ in a throwaway PostgreSQL 15
 #   pgrx tests pg18  on PostgreSQL 18 (the wheel scripts/setup.sh installs), a subset of
-#                    them in one build and one cluster: grid.ask/grid.run, the audit, and
-#                    the attacks (PG18_TESTS below)
+#                    them in one build and one cluster: grid.ask/grid.run, the audit,
+#                    feedback, and the attacks (PG18_TESTS below)
 #   pg parse diff    scripts/pg-parse-diff.sh: the statements of pg differential (CI budget),
 #                    the Spider gold and tests/pgref/version_probes.sql parsed by throwaway
 #                    PostgreSQL 15 and 18 servers and by libpg_query 15 and 18 (pglast);
@@ -64,6 +64,7 @@ PG18_TESTS=(
     tests::attacks::tests::  # prompt injection, steering comments, adversarial asks
     tests::decline::tests::  # the model's decline: P0002, audited, grid.decline
     tests::audit::tests::  # the audit store and each ask's: verify, tamper, replay, who reads
+    tests::feedback::tests::  # grid.feedback by the asker only, corrections checked as it, the curators' queue, the feedback chain verified
     tests::resolution::tests::  # another role's objects and overloads never bound or planned
     tests::provenance::tests::  # another role's comments never reach a prompt
     tests::meaning::tests::  # one meaning under every setting, by PostgreSQL 18's own lexer

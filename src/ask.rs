@@ -449,8 +449,9 @@ fn last_answer(what: &str, ask: &grid_ask::Ask) -> Option<(i64, String)> {
 }
 
 /// Why `sql` is not in the language of the caller whose ask `ask` is (its snapshot and
-/// policy), asked of the worker that keeps the language; `None` when it is.
-fn refusal_now(what: &str, sql: &str, ask: &grid_ask::Ask) -> Option<String> {
+/// policy), asked of the worker that keeps the language; `None` when it is. What
+/// `grid.run(generation)` asks of a stored statement and `grid.feedback` of a correction.
+pub(crate) fn refusal_now(what: &str, sql: &str, ask: &grid_ask::Ask) -> Option<String> {
     use crate::worker::protocol::{Admits, Request, Response};
     let request = Request::Admits(Admits {
         sql: sql.to_string(),

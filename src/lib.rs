@@ -20,6 +20,8 @@
 //! - `policy`: per-role bans and write opt-in, `grid.policy` (sql/policy.sql);
 //! - `examples`: curated question/SQL pairs, `grid.examples` (sql/examples.sql), and
 //!   which of them an ask shows the model;
+//! - `feedback`: `grid.feedback()`, an asker's word on its own generations, and the
+//!   curators' queue of candidate examples (sql/feedback.sql);
 //! - `descriptions`: notes on relations and columns written for the model,
 //!   `grid.describe()` and `grid.descriptions` (sql/descriptions.sql), and which of them
 //!   an ask shows; `grid.show_values()`, which opts a column in for value hints;
@@ -79,6 +81,7 @@ mod catalog;
 mod descriptions;
 mod error;
 mod examples;
+mod feedback;
 mod guc;
 mod judge;
 mod pgversion;

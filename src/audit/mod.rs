@@ -4,6 +4,8 @@
 //! - `rows`: the row format of step records and seals (both directions).
 //! - `sink`: the writer's sink (`TableSink`) and the stored head.
 //! - `artifacts`: the content-addressed artifacts the seals name.
+//! - `feedback`: the feedback chain (`grid.feedback_log`): writing a record, its head,
+//!   verifying it.
 //! - `verify`: reading the store back as one log and verifying it.
 //! - `replay`: recomputing a stored generation's masks from its artifacts.
 //!
@@ -12,10 +14,12 @@
 //! holds the chain's head: the pipeline's step records and seals ([`store_steps`],
 //! [`store_seals`]), and the generations of given tokens that
 //! `grid.audit_append_synthetic()` (superusers only, for tests) asks for
-//! ([`write_synthetic`]), through the same `ChainWriter` and sink. Nothing here calls
-//! the worker: the SQL functions that do live in `worker`.
+//! ([`write_synthetic`]), through the same `ChainWriter` and sink; and the feedback
+//! records `grid.feedback()` asks for ([`record_feedback`]). Nothing here calls the
+//! worker: the SQL functions that do live in `worker` and `feedback`.
 
 mod artifacts;
+mod feedback;
 mod replay;
 mod rows;
 mod sink;
@@ -27,6 +31,7 @@ use grid_core::audit::{
 };
 use pgrx::prelude::*;
 
+pub use feedback::{record_feedback, FeedbackNote};
 use grid_ask::record::sealed_role;
 use grid_ask::{ArtifactKind, SealToWrite};
 use serde::{Deserialize, Serialize};
@@ -384,8 +389,9 @@ mod grid {
 
     use grid_core::audit::Head;
 
-    /// `grid.verify_audit(expected_head)`: verifies every chain of the store (and, given
-    /// the head exported earlier by `grid.audit_head()`, that no tail was dropped).
+    /// `grid.verify_audit(expected_head, expected_feedback_head)`: verifies every chain
+    /// of the store, the feedback chain last (and, given the heads exported earlier by
+    /// `grid.audit_head()` and `grid.feedback_head()`, that no tail was dropped).
     /// SECURITY INVOKER: the caller reads the tables (the `grid_auditor` role may).
     // pgrx reads the column names from the `name!` markers of the signature itself, so the
     // row type cannot be moved to an alias.
@@ -394,6 +400,7 @@ mod grid {
     #[search_path(pg_catalog, pg_temp)]
     fn verify_audit(
         expected_head: default!(Option<&str>, "NULL"),
+        expected_feedback_head: default!(Option<&str>, "NULL"),
     ) -> TableIterator<
         'static,
         (
@@ -414,7 +421,17 @@ mod grid {
                 );
             }
         };
-        let outcome = match super::verify_store(anchor) {
+        let feedback_anchor = match expected_feedback_head.map(str::parse::<Head>).transpose() {
+            Ok(h) => h,
+            Err(e) => {
+                ereport!(
+                    ERROR,
+                    PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                    format!("grid.verify_audit: expected_feedback_head: {e}")
+                );
+            }
+        };
+        let outcome = match super::verify_store(anchor, feedback_anchor) {
             Ok(o) => o,
             Err(e) => error!("grid.verify_audit: {e}"),
         };
@@ -474,6 +491,18 @@ mod grid {
         match super::replay::replay(generation) {
             Ok(r) => TableIterator::once((r.ok, r.steps, r.first_bad_step, r.reason)),
             Err(e) => error!("grid.replay: {e}"),
+        }
+    }
+
+    /// `grid.feedback_head()`: the head of the feedback chain, `<records>:<hash>`, to keep
+    /// outside the database beside `grid.audit_head()` and pass to `grid.verify_audit()`
+    /// later (its second argument).
+    #[pg_extern(security_invoker, stable)]
+    #[search_path(pg_catalog, pg_temp)]
+    fn feedback_head() -> String {
+        match super::feedback::stored_head() {
+            Ok(h) => h.to_string(),
+            Err(e) => error!("grid.feedback_head: {e}"),
         }
     }
 

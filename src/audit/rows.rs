@@ -1,6 +1,7 @@
-//! The row format of the audit store: how each field of grid-core's `StepRecord` and
-//! `Seal` is held in a column of `grid.audit_log` / `grid.generations` (sql/audit.sql),
-//! in both directions. One definition, so that what the writer stores is exactly what
+//! The row format of the audit store: how each field of grid-core's `StepRecord`,
+//! `Seal` and `FeedbackRecord` is held in a column of `grid.audit_log` /
+//! `grid.generations` (sql/audit.sql) / `grid.feedback_log` (sql/feedback.sql), in both
+//! directions. One definition, so that what the writer stores is exactly what
 //! the verifier reads back.
 //!
 //! Column forms: u64 ids as `bigint` (≥ 0); u32 counts as `integer` or `bigint`;
@@ -8,7 +9,8 @@
 //! the token as `bigint`, NULL for EOS; enums as their grid-core spelling.
 
 use grid_core::audit::{
-    DecodeMode, Fingerprints, Mode, Seal, SealMeta, StepKind, StepRecord, StopReason, Token,
+    DecodeMode, FeedbackRecord, FeedbackVerdict, Fingerprints, Mode, Seal, SealMeta, StepKind,
+    StepRecord, StopReason, Token,
 };
 use pgrx::spi::SpiHeapTupleData;
 use thiserror::Error;
@@ -45,6 +47,18 @@ pub const SEAL_COLUMNS: &str = "entry, generation, seal_index, stop, steps, last
      grammar_fp, lexicons_fp, policy_fp, vocabulary_fp, decode_mode, mask_cache, \
      current_user_name, question_digest, sql_digest, prev_seal_hash, hash, question, final_sql, \
      session_user_name, verdict, prompt_digest";
+
+/// Columns of `grid.feedback_log` read by [`feedback_from_row`], in ordinal order.
+pub const FEEDBACK_COLUMNS: &str = "feedback, generation, session_user_name, current_user_name, \
+     verdict, corrected_sql, corrected_sql_digest, seal_hash, prev_hash, hash";
+
+/// A feedback record as read back, with the texts it commits to.
+#[derive(Debug)]
+pub struct FeedbackRow {
+    pub record: FeedbackRecord,
+    pub current_user: String,
+    pub corrected_sql: Option<String>,
+}
 
 /// A seal as read back, with the texts its digests commit to.
 #[derive(Debug)]
@@ -201,6 +215,35 @@ pub fn seal_from_row(row: &SpiHeapTupleData<'_>) -> Result<SealRow, RowError> {
         seal,
         question: get(row, 18, "question")?,
         final_sql: get(row, 19, "final_sql")?,
+    })
+}
+
+/// A `grid.feedback_log` row (columns [`FEEDBACK_COLUMNS`] first) as a feedback record
+/// and its texts.
+pub fn feedback_from_row(row: &SpiHeapTupleData<'_>) -> Result<FeedbackRow, RowError> {
+    let verdict_name: String = required(row, 5, "verdict")?;
+    let verdict = FeedbackVerdict::parse(&verdict_name)
+        .filter(|v| v.name() == verdict_name)
+        .ok_or(RowError::Unknown {
+            column: "verdict",
+            found: verdict_name,
+        })?;
+    let session: String = required(row, 3, "session_user_name")?;
+    let current: String = required(row, 4, "current_user_name")?;
+    let record = FeedbackRecord {
+        index: unsigned_64(required(row, 1, "feedback")?, "feedback")?,
+        generation: unsigned_64(required(row, 2, "generation")?, "generation")?,
+        seal_hash: required_bytes(row, 8, "seal_hash")?,
+        role: super::sealed_role(&session, &current),
+        verdict,
+        correction_digest: optional_bytes(row, 7, "corrected_sql_digest")?,
+        prev_hash: required_bytes(row, 9, "prev_hash")?,
+        hash: required_bytes(row, 10, "hash")?,
+    };
+    Ok(FeedbackRow {
+        record,
+        current_user: current,
+        corrected_sql: get(row, 6, "corrected_sql")?,
     })
 }
 

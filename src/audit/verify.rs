@@ -33,7 +33,8 @@ pub struct Finding {
 /// What `grid.verify_audit()` returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
-    /// Rows (step records and seals) that passed before the first problem, or all rows.
+    /// Rows (step records, seals, then feedback records) that passed before the first
+    /// problem, or all rows.
     pub checked: i64,
     /// The first problem; `None` when the log verifies.
     pub finding: Option<Finding>,
@@ -146,9 +147,12 @@ fn text_mismatch(s: &SealRow) -> Option<&'static str> {
     }
 }
 
-/// Verifies the whole store as committed when it is called, against `expected_head` if
-/// given.
-pub fn verify_store(expected_head: Option<Head>) -> Result<Outcome, StoreError> {
+/// Verifies the whole store as committed when it is called, against `expected_head` (the
+/// seal chain's) and `expected_feedback_head` (the feedback chain's) if given.
+pub fn verify_store(
+    expected_head: Option<Head>,
+    expected_feedback_head: Option<Head>,
+) -> Result<Outcome, StoreError> {
     Spi::connect(|client| {
         // The seals first: each cursor reads its own snapshot, and the worker may commit
         // a generation between the two. Every seal the first snapshot holds then has its
@@ -268,6 +272,17 @@ pub fn verify_store(expected_head: Option<Head>) -> Result<Outcome, StoreError> 
                                  hand, not by a generation), the first: the {first}"
                             ),
                         }),
+                        unsealed: 0,
+                        unbound: 0,
+                    });
+                }
+                // And the feedback chain, which binds the seals verified above.
+                let feedback = super::feedback::verify(client, expected_feedback_head)?;
+                let checked = checked + feedback.checked;
+                if feedback.finding.is_some() {
+                    return Ok(Outcome {
+                        checked,
+                        finding: feedback.finding,
                         unsealed: 0,
                         unbound: 0,
                     });

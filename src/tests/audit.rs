@@ -288,11 +288,19 @@ mod tests {
         let g2 = append("q2", "SELECT 2", vec![2], "eos");
         freeze();
         let anchored = head();
-        // The tail from g2 on (other sessions may have sealed generations after it).
+        // The tail from g2 on (other sessions may have sealed generations after it), and
+        // the feedback chain's tail from its first record on a dropped generation (the
+        // feedback tests may have given some meanwhile; a record whose seal is gone is
+        // found). The feedback DELETE also holds off feedback writes to the end of the
+        // test, as the frozen seals hold off seals.
         tamper(&format!(
             "DELETE FROM grid.audit_log WHERE generation IN
                 (SELECT generation FROM grid.generations WHERE entry >= (SELECT entry FROM grid.generations WHERE generation = {g2}));
-             DELETE FROM grid.generations WHERE entry >= (SELECT entry FROM grid.generations WHERE generation = {g2})"
+             DELETE FROM grid.generations WHERE entry >= (SELECT entry FROM grid.generations WHERE generation = {g2});
+             DELETE FROM grid.feedback_log WHERE feedback >= (
+                 SELECT min(f.feedback) FROM grid.feedback_log f
+                  WHERE NOT EXISTS (SELECT 1 FROM grid.generations g
+                                     WHERE g.generation = f.generation))"
         ));
         // The dropped generations' own artifacts are left bound by no seal: found ...
         let (ok, _, _, _, reason) = verify(None);

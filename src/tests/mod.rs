@@ -22,6 +22,8 @@
 //! - `catalog`: `grid.catalog_snapshot()`;
 //! - `policy`: `grid.policy`;
 //! - `examples`: curated examples and which of them an ask is shown;
+//! - `feedback`: `grid.feedback()`, the curators' candidates and their promotion, and the
+//!   feedback chain in `grid.verify_audit()`;
 //! - `descriptions`: `grid.describe()` and which descriptions an ask is shown;
 //! - `value_hints`: the values an ask is shown, and `grid.show_values()`;
 //! - `provenance`: whose comments may reach a prompt;
@@ -52,6 +54,7 @@ mod descriptions;
 mod employees;
 mod endpoint_faults;
 mod examples;
+mod feedback;
 mod guc;
 mod judge;
 mod meaning;

@@ -17,7 +17,7 @@ use thiserror::Error;
 
 use super::sqlstate::failure_sqlstate;
 pub use super::sqlstate::{sqlstate_code, sqlstate_text};
-pub use crate::audit::SyntheticGeneration;
+pub use crate::audit::{FeedbackNote, SyntheticGeneration};
 
 /// Largest payload either side accepts: room for a 1 MB question and its prompt.
 pub const MAX_FRAME: usize = 16 << 20;
@@ -54,6 +54,11 @@ pub enum Request {
     /// Record that `grid.run` is about to run a generation's statement, in a transaction
     /// of the worker's own, answered with [`Response::Recorded`] once it is committed.
     RecordRun(RunRecord),
+    /// Record what an asker said of one of its generations (`grid.feedback()`), chained
+    /// in `grid.feedback_log` in a transaction of the worker's own, answered with
+    /// [`Response::Noted`] once it is committed. The backend checked the caller and the
+    /// correction as the caller; the worker checks the note against the store again.
+    RecordFeedback(FeedbackNote),
     /// Prepare the vocabularies of the endpoints these `grid.endpoint` settings name, while
     /// no ask waits (the warm-up worker's, after a start), answered with
     /// [`Response::Warming`] at once; the server log says what each came to.
@@ -70,6 +75,7 @@ enum RequestType {
     Verdict,
     Admits,
     RecordRun,
+    RecordFeedback,
     Warm,
 }
 
@@ -141,6 +147,9 @@ impl<'de> Deserialize<'de> for Request {
                     }
                     RequestType::Admits => Request::Admits(Admits::deserialize(rest)?),
                     RequestType::RecordRun => Request::RecordRun(RunRecord::deserialize(rest)?),
+                    RequestType::RecordFeedback => {
+                        Request::RecordFeedback(FeedbackNote::deserialize(rest)?)
+                    }
                     RequestType::Warm => Request::Warm {
                         endpoints: WarmBody::deserialize(rest)?.endpoints,
                     },
@@ -242,6 +251,10 @@ pub enum Response {
     /// The run is recorded as row `run` of `grid.runs`.
     Recorded {
         run: i64,
+    },
+    /// The feedback is recorded as record `feedback` of `grid.feedback_log`.
+    Noted {
+        feedback: i64,
     },
     /// [`Request::Warm`]'s endpoints handed to the pipeline (the distinct ones, at most
     /// [`WARMED_MAX`]).
@@ -517,6 +530,13 @@ mod unit_tests {
                 session_user: "s".into(),
                 current_user: "c".into(),
                 called_as: "generation".into(),
+            }),
+            Request::RecordFeedback(FeedbackNote {
+                generation: 5,
+                session_user: "s".into(),
+                current_user: "c".into(),
+                verdict: "wrong".into(),
+                corrected_sql: Some("SELECT 2".into()),
             }),
             Request::Warm {
                 endpoints: vec!["http://x".into()],

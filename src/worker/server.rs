@@ -27,8 +27,8 @@ use grid_ask::{
 
 use super::priority::SocketPriority;
 use super::protocol::{
-    encode, read_blocking, read_blocking_seeing, Admits, FrameReader, Request, Response, RunRecord,
-    Stage, SyntheticGeneration, MAX_PING_DELAY_MS, WARMED_MAX,
+    encode, read_blocking, read_blocking_seeing, Admits, FeedbackNote, FrameReader, Request,
+    Response, RunRecord, Stage, SyntheticGeneration, MAX_PING_DELAY_MS, WARMED_MAX,
 };
 use super::transaction::{committed, Failure};
 use super::SOCKET_NAME;
@@ -243,6 +243,7 @@ fn serve(mut stream: UnixStream, main: ToMain) {
                     | Request::Verdict { .. }
                     | Request::Admits(_)
                     | Request::RecordRun(_)
+                    | Request::RecordFeedback(_)
                     | Request::Warm { .. } => 0,
                 };
                 let (reply, answer) = mpsc::channel();
@@ -364,6 +365,7 @@ impl Worker {
             Request::AppendSynthetic(g) => Some(self.append_synthetic(g)),
             Request::Ask(a) => self.ask(a, job),
             Request::RecordRun(r) => Some(self.record_run(r)),
+            Request::RecordFeedback(n) => Some(self.record_feedback(n)),
             Request::Warm { endpoints } => Some(Response::Warming {
                 queued: self.warm(endpoints),
             }),
@@ -470,6 +472,16 @@ impl Worker {
             .map_err(|e| Failure::new(e.sqlstate(), e.to_string()))
         }) {
             Ok(run) => Response::Recorded { run },
+            Err(f) => Response::error(f.sqlstate, f.message),
+        }
+    }
+
+    fn record_feedback(&mut self, n: &FeedbackNote) -> Response {
+        self.connect();
+        match committed(|| {
+            crate::audit::record_feedback(n).map_err(|e| Failure::new(e.sqlstate(), e.to_string()))
+        }) {
+            Ok(feedback) => Response::Noted { feedback },
             Err(f) => Response::error(f.sqlstate, f.message),
         }
     }

@@ -7,6 +7,8 @@
 //! - `seal`: [`Seal`], stop reasons, fingerprints, mode flags, [`Head`].
 //! - `rules`: what a well-formed generation looks like (shared by writer and verifier).
 //! - `chain`: the writer, [`ChainWriter`] / [`AuditLog`], and [`AuditSink`].
+//! - `feedback`: the feedback chain beside the seal chain ([`FeedbackRecord`],
+//!   [`FeedbackVerifier`]): what askers said of their generations.
 //! - `verify`: the verifier and its precisely located errors.
 //! - `replay`: the hook through which the decode loop recomputes masks.
 //! - `jsonl`: the `--audit-out` file format.
@@ -17,6 +19,7 @@
 //! step count and last record hash.
 
 mod chain;
+mod feedback;
 mod hash;
 pub mod jsonl;
 mod record;
@@ -27,6 +30,10 @@ mod verify;
 
 pub use chain::{
     AuditLog, AuditSink, ChainWriter, Entry, SealInput, SinkError, StepInput, WriteError,
+};
+pub use feedback::{
+    feedback_genesis, feedback_genesis_head, FeedbackError, FeedbackReason, FeedbackRecord,
+    FeedbackVerdict, FeedbackVerifier, FEEDBACK_GENESIS_TAG, FEEDBACK_TAG,
 };
 pub use hash::{
     artifact_digest, from_hex, generation_genesis, seal_genesis, text_digest, to_hex, Digest32,
