@@ -43,8 +43,10 @@
 # (default results/eval-<time>.jsonl); the summary ends with one JSON line, the last line
 # of this script's output. `python3 bench/eval/run.py --report FILE` prints it again.
 set -euo pipefail
+# Read before the cd below: run from bench/, "$0" is "eval.sh".
+self=$(realpath "${BASH_SOURCE[0]}")
 # shellcheck source=scripts/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+source "$(dirname "$self")/../scripts/lib.sh"
 # shellcheck source=scripts/cluster.sh
 source "$GRID_ROOT/scripts/cluster.sh"
 cd "$GRID_ROOT"
@@ -74,7 +76,10 @@ while [ $# -gt 0 ]; do
         ;;
     --no-install) install=0 && shift ;;
     --keep) keep=1 && shift ;;
-    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' && exit 0 ;;
+    -h | --help)
+        sed -n '2,/^set -euo/p' "$self" | sed '$d; s/^# \{0,1\}//'
+        exit 0
+        ;;
     *) pass+=("$1") && shift ;;
     esac
 done
