@@ -89,38 +89,11 @@ fn lock_for_append() -> Result<(), StoreError> {
 /// The head of the stored feedback chain: the last record's index + 1 and hash, or the
 /// genesis head of an empty chain.
 pub fn stored_head() -> Result<Head, StoreError> {
-    let last = Spi::connect(|client| {
-        let table = client.select(
-            "SELECT feedback, hash FROM grid.feedback_log ORDER BY feedback DESC LIMIT 1",
-            None,
-            &[],
-        )?;
-        if table.is_empty() {
-            return Ok::<_, StoreError>(None);
-        }
-        let row = table.first();
-        Ok(Some((row.get::<i64>(1)?, row.get::<Vec<u8>>(2)?)))
-    })?;
-    match last {
-        None => Ok(feedback_genesis_head()),
-        Some((Some(index), Some(hash))) => {
-            let last = u64::try_from(index).map_err(|_| RowError::Range {
-                column: "feedback",
-                found: index,
-            })?;
-            let hash = <[u8; 32]>::try_from(hash.as_slice()).map_err(|_| RowError::Length {
-                column: "hash",
-                expected: 32,
-                found: hash.len(),
-            })?;
-            Ok(Head {
-                seals: last.saturating_add(1),
-                hash,
-            })
-        }
-        Some((None, _)) => Err(RowError::Null { column: "feedback" }.into()),
-        Some((_, None)) => Err(RowError::Null { column: "hash" }.into()),
-    }
+    super::sink::chain_head(
+        "SELECT feedback, hash FROM grid.feedback_log ORDER BY feedback DESC LIMIT 1",
+        "feedback",
+        feedback_genesis_head(),
+    )
 }
 
 /// The worker's half of `grid.feedback()`: checks the note against the store, chains

@@ -84,12 +84,23 @@ pub fn lock_for_append() -> Result<(), StoreError> {
 /// The head of the stored seal chain: the last seal's index + 1 and hash, or the genesis
 /// head of an empty store.
 pub fn stored_head() -> Result<Head, StoreError> {
+    chain_head(
+        "SELECT seal_index, hash FROM grid.generations ORDER BY seal_index DESC LIMIT 1",
+        "seal_index",
+        Head::genesis(),
+    )
+}
+
+/// The head of a stored hash chain: `last` reads its last record's index (`index_column`)
+/// and hash, and the head is that index + 1 and the hash, or `genesis` when it reads no
+/// row. Both chains, the seals' and the feedback's, are read this way.
+pub fn chain_head(
+    last: &str,
+    index_column: &'static str,
+    genesis: Head,
+) -> Result<Head, StoreError> {
     let last = Spi::connect(|client| {
-        let table = client.select(
-            "SELECT seal_index, hash FROM grid.generations ORDER BY seal_index DESC LIMIT 1",
-            None,
-            &[],
-        )?;
+        let table = client.select(last, None, &[])?;
         if table.is_empty() {
             return Ok::<_, StoreError>(None);
         }
@@ -97,10 +108,10 @@ pub fn stored_head() -> Result<Head, StoreError> {
         Ok(Some((row.get::<i64>(1)?, row.get::<Vec<u8>>(2)?)))
     })?;
     match last {
-        None => Ok(Head::genesis()),
+        None => Ok(genesis),
         Some((Some(index), Some(hash))) => {
             let last = u64::try_from(index).map_err(|_| RowError::Range {
-                column: "seal_index",
+                column: index_column,
                 found: index,
             })?;
             let hash = <[u8; 32]>::try_from(hash.as_slice()).map_err(|_| RowError::Length {
@@ -114,7 +125,7 @@ pub fn stored_head() -> Result<Head, StoreError> {
             })
         }
         Some((None, _)) => Err(RowError::Null {
-            column: "seal_index",
+            column: index_column,
         }
         .into()),
         Some((_, None)) => Err(RowError::Null { column: "hash" }.into()),
