@@ -129,11 +129,39 @@ pub(crate) fn untrusted_objects(sql: &str) -> Result<Vec<String>, pgrx::spi::Err
         oids(&bound.relations),
         oids(&bound.domains),
     );
-    Spi::get_one_with_args::<Vec<String>>(
-        UNTRUSTED_QUERY,
-        &[functions.into(), relations.into(), domains.into()],
-    )
-    .map(Option::unwrap_or_default)
+    UNTRUSTED_PLAN.with(|kept| {
+        Spi::connect(|c| {
+            if kept.get().is_none() {
+                let int8s = pgrx::PgOid::BuiltIn(pgrx::PgBuiltInOids::INT8ARRAYOID);
+                let plan = c.prepare(UNTRUSTED_QUERY, &[int8s, int8s, int8s])?.keep();
+                // Set only here, and this backend's one thread is here: it is empty.
+                let _ = kept.set(plan);
+            }
+            let Some(plan) = kept.get() else {
+                return Ok(Vec::new());
+            };
+            let rows = c.select(
+                plan,
+                Some(1),
+                &[functions.into(), relations.into(), domains.into()],
+            )?;
+            let mut found = Vec::new();
+            for r in rows {
+                found = r.get::<Vec<String>>(1)?.unwrap_or_default();
+            }
+            Ok(found)
+        })
+    })
+}
+
+thread_local! {
+    /// [`UNTRUSTED_QUERY`], planned once per backend and kept: a judge runs it for every
+    /// candidate an ask vets (twelve with three examples) and `grid.run()` once more, and
+    /// planning it cost more than running it. PostgreSQL's plan cache plans a kept
+    /// statement again when a catalog it reads changes; every name in it is qualified,
+    /// so the caller's `search_path` does not change what it means.
+    static UNTRUSTED_PLAN: std::cell::OnceCell<pgrx::spi::OwnedPreparedStatement> =
+        const { std::cell::OnceCell::new() };
 }
 
 /// `$1` functions, `$2` relations, `$3` domains (bigint[] of OIDs): the objects whose
@@ -142,10 +170,7 @@ pub(crate) fn untrusted_objects(sql: &str) -> Result<Vec<String>, pgrx::spi::Err
 /// trust. Every operator is schema-qualified (a bare `=`, `IN` or `CASE x WHEN` would
 /// resolve under the caller's `search_path`, which it runs under).
 const UNTRUSTED_QUERY: &str = "
-WITH trusted AS (
-    SELECT r.oid FROM pg_catalog.pg_roles r WHERE grid.trusted_author(r.oid)
-),
-bound AS (
+WITH bound AS (
     SELECT 'function' AS kind,
            pg_catalog.format('%I.%I(%s)', n.nspname, p.proname,
                              pg_catalog.pg_get_function_identity_arguments(p.oid)) AS name,
@@ -195,7 +220,7 @@ SELECT coalesce(pg_catalog.array_agg(DISTINCT pg_catalog.btrim(pg_catalog.format
                         coalesce(pg_catalog.pg_get_userbyid(n.owner)::pg_catalog.text, 'unknown'))),
                 '{}')
   FROM named n
- WHERE NOT EXISTS (SELECT FROM trusted t WHERE t.oid OPERATOR(pg_catalog.=) n.owner)";
+ WHERE NOT coalesce(grid.trusted_author(n.owner), false)";
 
 /// The refusal of a statement that binds `untrusted` objects (SQLSTATE 42501): the
 /// judge's verdict, which the pipeline sanitizes before the model or the asker reads
