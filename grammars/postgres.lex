@@ -112,6 +112,7 @@ ID ALIAS_REF output_alias
 ID DERIVED_COL derived_column
 ID QUALIFIER qualifier
 ID QUAL_COL qualified_column
+ID SCOPED_COL scoped_column
 
 # Keywords.
 KW ALL all

@@ -14,7 +14,7 @@
     SMALLINT SOME SUBSTRING SYMMETRIC THEN TIES TIME TIMESTAMP TO TRAILING TRIM TRUE
     UNBOUNDED UNION UNKNOWN UPDATE USING VALUES VARCHAR VARYING WHEN WHERE WINDOW WITH
     WITHIN WITHOUT ZONE ALIAS_REF DERIVED_COL BARE_LABEL EXTRACT_FIELD QUALIFIER QUAL_COL
-    CANNOT ANSWER DECLINE_REASON
+    CANNOT ANSWER DECLINE_REASON SCOPED_COL
 
 /*
  * Precedence, lowest first, after PostgreSQL 15 gram.y. Differences:
@@ -441,17 +441,20 @@ c_expr@: columnref
     | ROW LPAREN RPAREN
     ;
 
-/* DERIVED_COL: a column the statement named of a derived table, a CTE or a relation
-   renamed by a column alias list, in scope here (the dynamic lexicon).
-   A qualified column is IDENT DOT ... where a FROM clause in force is still to come (a
-   select list, an UPDATE or INSERT; the parser's stacks say which, crates/grid-core/src/
-   qualifier.rs), and QUALIFIER DOT QUAL_COL everywhere else: a range variable in scope
-   there and a column of it (the dynamic lexicon). */
+/* Where a FROM clause in force is still to come (a select list, DISTINCT ON, an INSERT,
+   UPDATE or DELETE; the parser's stacks say which, crates/grid-core/src/qualifier.rs), a
+   bare column is COLUMN_NAME (any column of the lexicon) or DERIVED_COL (a column the
+   statement named of a derived table, a CTE or a relation renamed by a column alias list,
+   in scope here: the dynamic lexicon), and a qualified one IDENT DOT ... . Everywhere
+   else, a bare column is SCOPED_COL, a column of a range variable in scope there, and a
+   qualified one QUALIFIER DOT QUAL_COL, a range variable in scope there and a column of
+   it (the dynamic lexicon). */
 columnref: COLUMN_NAME
     | IDENT DOT COLUMN_NAME
     | DERIVED_COL
     | IDENT DOT DERIVED_COL
     | QUALIFIER DOT QUAL_COL
+    | SCOPED_COL
     ;
 
 implicit_row@: LPAREN expr_list@ COMMA a_expr@ RPAREN ;

@@ -216,8 +216,13 @@ pub struct Masker {
     dynamic_starts: Vec<(u32, u16)>,
     /// Scratch of [`Masker::add_dynamic`]: the tokens allowed without a check.
     dynamic_direct: Vec<u32>,
+    /// Scratch of [`Masker::add_dynamic`]: the tokens that go on with the lexeme in progress.
+    dynamic_going_on: Vec<u32>,
     /// The verdicts of CD classes that only a cut back can save, per session.
     cutback: CutbackMemo,
+    /// Per language (by fingerprint): the tokens that may bring a relation into scope and
+    /// name its columns bare after it ([`introducing_tokens`]).
+    introducing: FxHashMap<[u8; 16], Arc<[u32]>>,
 }
 
 /// The first allowed id of a walk and the configuration after it, kept for forced runs.
@@ -241,7 +246,9 @@ impl Masker {
             dynamic_nodes: Vec::new(),
             dynamic_starts: Vec::new(),
             dynamic_direct: Vec::new(),
+            dynamic_going_on: Vec::new(),
             cutback: CutbackMemo::default(),
+            introducing: FxHashMap::default(),
         }
     }
 
@@ -427,11 +434,13 @@ impl Masker {
             let shortest = if n.first() == Some(&b'"') { 2 } else { 1 };
             starts.matching_starts(n, false, shortest, |node, at| found.push((node, at)));
         }
-        if !session.lang.sem.column_words() && !names.anywhere.is_empty() {
+        let scoped = session.lang.sem.scoped_col().is_some();
+        if (scoped || !session.lang.sem.column_words()) && !names.anywhere.is_empty() {
             // A token cut short at a lone quote: the names change its verdict only where no
-            // static identifier stands beside a dynamic one. COLUMN_NAME stands wherever
-            // ALIAS_REF, DERIVED_COL and QUALIFIER may, and every column word has a quoted
-            // spelling; QUAL_COL, which stands alone, is searched below.
+            // static identifier stands beside a dynamic one. Where a FROM is still to come,
+            // COLUMN_NAME stands wherever ALIAS_REF, DERIVED_COL and QUALIFIER may, and every
+            // column word has a quoted spelling; QUAL_COL, which stands alone, is searched
+            // below; SCOPED_COL stands alone too, where it stands.
             starts.ending_in_quote(|_| true, |node, at| found.push((node, at)));
         }
         let rem = &cfg.scan.rem;
@@ -445,14 +454,30 @@ impl Masker {
                 continue;
             }
             let ids = trie.ids(node as usize);
-            if ids.iter().next().is_none_or(|id| m.contains(id)) {
+            let Some(id0) = ids.iter().next() else {
+                continue;
+            };
+            if m.contains(id0) {
                 continue;
             }
-            if gate.admits(session, cfg, &starts.spelling(node)[..usize::from(at)]) {
+            let (before, name) = starts.spelling(node).split_at(usize::from(at));
+            if !gate.admits(session, cfg, before) {
+                continue;
+            }
+            if scoped && gate.spells_scoped(session, cfg, before, name) {
+                for id in ids.iter() {
+                    m.set(id);
+                    extra.push(id);
+                }
+                first.get_or_insert((id0, node as usize));
+            } else {
                 nodes.push(node);
             }
         }
         self.dynamic_starts = found;
+        // Tokens that go on with a name the lexeme in progress begins.
+        let mut going_on = std::mem::take(&mut self.dynamic_going_on);
+        going_on.clear();
         let anywhere = names.anywhere.iter().flat_map(|n| n.iter());
         for a in 0..rem.len() {
             if !crate::trie::starts::starts_at(rem, a) {
@@ -461,11 +486,43 @@ impl Masker {
             let part = &rem[a..];
             for n in anywhere.clone() {
                 if n.len() > part.len() && n[..part.len()].eq_ignore_ascii_case(part) {
-                    starts.matching(&n[part.len()..], true, &mut nodes);
+                    starts.matching(&n[part.len()..], true, &mut going_on);
                 }
             }
         }
+        going_on.sort_unstable();
+        going_on.dedup();
+        for &node in &going_on {
+            let ids = trie.ids(node as usize);
+            let Some(id0) = ids.iter().next() else {
+                continue;
+            };
+            if m.contains(id0) {
+                continue;
+            }
+            if scoped && goes_on_scoped(session, cfg, starts.spelling(node)) {
+                for id in ids.iter() {
+                    m.set(id);
+                    extra.push(id);
+                }
+                first.get_or_insert((id0, node as usize));
+            } else {
+                nodes.push(node);
+            }
+        }
+        self.dynamic_going_on = going_on;
         starts.multi_using_own(rem, &mut nodes);
+        if scoped {
+            // A relation the token itself (or the lexeme in progress it goes on with) brings
+            // into scope: its columns are on no stack yet.
+            let lang = session.lang;
+            let intro = self
+                .introducing
+                .entry(lang.fingerprint)
+                .or_insert_with(|| introducing_tokens(lang, &trie))
+                .clone();
+            nodes.extend_from_slice(&intro);
+        }
         nodes.sort_unstable();
         nodes.dedup();
         // Tokens that go on spelling a qualifier's column, unquoted, after what the stacks
@@ -796,6 +853,58 @@ impl Masker {
     }
 }
 
+/// The tokens in which a relation may come into scope and a bare reference name its
+/// columns after it: a name lexeme of the token (or, at its first byte, the end of one the
+/// lexeme in progress began) that spells the end of a relation's name, followed in the
+/// token by another place where a name may begin. The columns of every relation the stacks
+/// already hold are words of [`Session::dynamic_names`]; those of a relation written in
+/// the token are not, so these tokens are checked in full wherever bare references are
+/// scoped. A superset; in vocabularies whose tokens hold one word each, almost none.
+fn introducing_tokens(lang: &Language, trie: &TokenTrie) -> Arc<[u32]> {
+    // The relations' stored names, folded and reversed, sorted: a suffix of one is a prefix
+    // of one of these.
+    let mut reversed: Vec<Vec<u8>> = lang
+        .sem
+        .relation_names()
+        .map(|n| n.bytes().rev().map(|b| b.to_ascii_lowercase()).collect())
+        .collect();
+    reversed.sort_unstable();
+    reversed.dedup();
+    let ends_a_relation = |text: &[u8]| {
+        let r: SmallVec<[u8; 32]> = text.iter().rev().map(u8::to_ascii_lowercase).collect();
+        let p = reversed.partition_point(|n| n.as_slice() < &r[..]);
+        !text.is_empty() && reversed.get(p).is_some_and(|n| n.starts_with(&r))
+    };
+    let starts = trie.starts();
+    let mut out = Vec::new();
+    for &node in starts.multi() {
+        let t = starts.spelling(node);
+        let begins: SmallVec<[usize; 8]> = (0..t.len())
+            .filter(|&i| crate::trie::starts::starts_at(t, i))
+            .filter(|&i| crate::lexer::is_word_byte(t[i]) || t[i] == b'"')
+            .collect();
+        let brings = begins.iter().any(|&i| {
+            let (inner, end) = if t[i] == b'"' {
+                let close = t[i + 1..].iter().position(|&b| b == b'"');
+                match close {
+                    Some(k) => (&t[i + 1..i + 1 + k], i + 2 + k),
+                    None => return false,
+                }
+            } else {
+                let e = (i..t.len())
+                    .find(|&k| !crate::lexer::is_word_byte(t[k]))
+                    .unwrap_or(t.len());
+                (&t[i..e], e)
+            };
+            ends_a_relation(inner) && begins.iter().any(|&j| j >= end)
+        });
+        if brings {
+            out.push(node);
+        }
+    }
+    out.into()
+}
+
 /// Whether a name may start after some bytes of a token ([`Masker::add_dynamic`]): a
 /// necessary condition for the name to change the token's verdict, checked before the
 /// token is, once per distinct bytes.
@@ -805,6 +914,10 @@ impl Masker {
 /// name's first byte ends it). Unless one of them allows a dynamic terminal, the name
 /// cannot be one there, and the token's verdict is the static mask's unless another name
 /// of it, found by its own start, changes it.
+///
+/// Where one of them allows `SCOPED_COL`, a token whose bytes from there are the beginning
+/// of an unquoted spelling of a column it may name there, and nothing else, is allowed
+/// without a check ([`StartGate::spells_scoped`]).
 #[derive(Default)]
 struct StartGate {
     /// The verdict after no bytes or only blanks (where the name's first byte ends the
@@ -812,6 +925,8 @@ struct StartGate {
     blank: Option<bool>,
     /// The verdict after other bytes, by those bytes.
     after: FxHashMap<SmallVec<[u8; 16]>, bool>,
+    /// The columns in scope after some bytes, by those bytes ([`scoped_after`]).
+    scoped: FxHashMap<SmallVec<[u8; 16]>, Option<ScopedAfter>>,
 }
 
 impl StartGate {
@@ -832,6 +947,126 @@ impl StartGate {
         self.after.insert(SmallVec::from_slice(before), v);
         v
     }
+
+    /// Whether `name`, the rest of a token after its bytes `before`, is the beginning of an
+    /// unquoted spelling of a column `SCOPED_COL` may name there (and nothing more): then,
+    /// its first byte ending the lexeme in progress, the token leaves a lexeme in progress
+    /// that is a prefix of a name a stack takes, which [`Session::is_viable`] finds viable.
+    /// False when that is not known (the token is then checked in full).
+    fn spells_scoped(
+        &mut self,
+        session: &mut Session<'_>,
+        cfg: &Config,
+        before: &[u8],
+        name: &[u8],
+    ) -> bool {
+        if !unquoted_beginning(name) {
+            return false;
+        }
+        if !self.scoped.contains_key(before) {
+            let s = scoped_after(session, cfg, before);
+            self.scoped.insert(SmallVec::from_slice(before), s);
+        }
+        let reserved = |w: &str| session.lang.dialect.is_reserved(w);
+        self.scoped[before].as_ref().is_some_and(|s| {
+            s.ends[usize::from(name[0])] && begins_scoped(&s.names, name, &reserved)
+        })
+    }
+}
+
+/// What a bare column name that begins after some bytes meets ([`scoped_after`]).
+struct ScopedAfter {
+    /// The bytes that end the lexeme in progress there (all, when none is in progress).
+    ends: [bool; 256],
+    /// The names `SCOPED_COL` may spell on each stack there that allows it.
+    names: SmallVec<[Arc<[crate::scope::Name]>; 2]>,
+}
+
+/// The columns `SCOPED_COL` may name on the stacks after `cfg` and `before`, once the lexeme
+/// in progress there is handed over whole; `None` when that is not known (bytes the
+/// recognizer refuses, a lexeme that only a cut back could end) or no stack allows it.
+fn scoped_after(session: &mut Session<'_>, cfg: &Config, before: &[u8]) -> Option<ScopedAfter> {
+    let lang = session.lang;
+    let t = lang.sem.scoped_col()?;
+    let mut c = cfg.clone();
+    session.feed(&mut c, before).ok()?;
+    let mut stacks = c.stacks.clone();
+    let mut ends = [true; 256];
+    if !c.scan.rem.is_empty() {
+        let (len, cands) = c.scan.last?;
+        if len as usize != c.scan.rem.len() {
+            return None;
+        }
+        ends = session.ending_bytes(&c);
+        if !session.emit_text(&mut stacks, cands, &c.scan.rem) {
+            return None;
+        }
+    }
+    let mut names = SmallVec::new();
+    for &s in &stacks {
+        if session.stacks.allowed(&lang.table, s).contains(t) {
+            let n = session.stacks.visible(&lang.sem, s, t);
+            if !n.is_empty() {
+                names.push(n);
+            }
+        }
+    }
+    (!names.is_empty()).then_some(ScopedAfter { ends, names })
+}
+
+/// Whether `s` is the beginning of an unquoted identifier, made of nothing else:
+/// `[A-Za-z_][A-Za-z0-9_$]*`, not empty.
+fn unquoted_beginning(s: &[u8]) -> bool {
+    s.first()
+        .is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_')
+        && s.iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+}
+
+/// Whether `s` ([`unquoted_beginning`]) folded is the beginning of a name of one of `lists`
+/// (each sorted) that an unquoted spelling spells.
+fn begins_scoped(
+    lists: &[Arc<[crate::scope::Name]>],
+    s: &[u8],
+    reserved: &dyn Fn(&str) -> bool,
+) -> bool {
+    let f: SmallVec<[u8; 32]> = s.iter().map(u8::to_ascii_lowercase).collect();
+    lists.iter().any(|names| {
+        let p = names.partition_point(|n| n.as_bytes() < &f[..]);
+        names[p..]
+            .iter()
+            .take_while(|n| n.as_bytes().starts_with(&f))
+            .any(|n| crate::lexicon::spells_unquoted(n, reserved))
+    })
+}
+
+/// Whether a token spelled `token`, going on with the lexeme in progress of `cfg`, leaves
+/// the beginning of an unquoted spelling of a column `SCOPED_COL` may name on a stack of
+/// `cfg` that allows it (the lexeme and the token made of nothing else): viable, as
+/// [`StartGate::spells_scoped`]. False when that is not known.
+fn goes_on_scoped(session: &mut Session<'_>, cfg: &Config, token: &[u8]) -> bool {
+    let lang = session.lang;
+    let Some(t) = lang.sem.scoped_col() else {
+        return false;
+    };
+    let rem = &cfg.scan.rem;
+    if !unquoted_beginning(rem)
+        || !token
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$')
+    {
+        return false;
+    }
+    let mut name: SmallVec<[u8; 64]> = SmallVec::from_slice(rem);
+    name.extend_from_slice(token);
+    let reserved = |w: &str| lang.dialect.is_reserved(w);
+    let mut lists: SmallVec<[Arc<[crate::scope::Name]>; 2]> = SmallVec::new();
+    for &s in &cfg.stacks {
+        if session.stacks.allowed(&lang.table, s).contains(t) {
+            lists.push(session.stacks.visible(&lang.sem, s, t));
+        }
+    }
+    begins_scoped(&lists, &name, &reserved)
 }
 
 /// Whether `s` (bytes of a token from where a name may begin) begins one of `names`

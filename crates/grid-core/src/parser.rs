@@ -398,13 +398,13 @@ impl Stacks {
         v
     }
 
-    /// Every name the values of the stack `node` hold ([`Value::names`]), sorted and
-    /// distinct (the words the next token could spell as a dynamic terminal: see
+    /// Every name the values of the stack `node` hold ([`Semantics::held_names`]), sorted
+    /// and distinct (the words the next token could spell as a dynamic terminal: see
     /// [`crate::mask`]); memoised per node, and shared with the node below when the top
     /// entry adds none.
-    pub fn names_on(&mut self, node: u32) -> std::sync::Arc<[Name]> {
+    pub fn names_on(&mut self, sem: &Semantics, node: u32) -> std::sync::Arc<[Name]> {
         let mut memo = std::mem::take(&mut self.names);
-        let v = self.collect_on(node, &mut memo, Value::names);
+        let v = self.collect_on(node, &mut memo, &|v, out| sem.held_names(v, out));
         self.names = memo;
         v
     }
@@ -414,7 +414,7 @@ impl Stacks {
     /// [`Stacks::names_on`].
     pub fn range_names_on(&mut self, node: u32) -> std::sync::Arc<[Name]> {
         let mut memo = std::mem::take(&mut self.range_names);
-        let v = self.collect_on(node, &mut memo, Value::range_names);
+        let v = self.collect_on(node, &mut memo, &Value::range_names);
         self.range_names = memo;
         v
     }
@@ -435,7 +435,7 @@ impl Stacks {
         &self,
         node: u32,
         memo: &mut FxHashMap<u32, std::sync::Arc<[Name]>>,
-        names_of: fn(&Value, &mut Vec<Name>),
+        names_of: &dyn Fn(&Value, &mut Vec<Name>),
     ) -> std::sync::Arc<[Name]> {
         let mut path: SmallVec<[u32; 32]> = SmallVec::new();
         let mut n = node;

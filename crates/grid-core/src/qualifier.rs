@@ -1,25 +1,31 @@
-//! Where a qualified column reference is checked against the range variables in scope, and
-//! where it is not yet: the two grammar forms of a qualifier and the stack property that
-//! picks one.
+//! Where a column reference is checked against the range variables in scope, and where it
+//! is not yet: the two grammar forms of a column reference, bare and qualified, and the
+//! stack property that picks one.
 //!
-//! `columnref` has two qualified forms (`grammars/postgres.y`):
+//! `columnref` has two forms of each (`grammars/postgres.y`):
 //!
-//! * `IDENT DOT COLUMN_NAME` (and `IDENT DOT DERIVED_COL`): any identifier, then any column
-//!   of the role's lexicon. It stands where a FROM clause that the reference may name is
-//!   still to come: in a select list (the SELECT's FROM follows it), in anything nested
+//! * `COLUMN_NAME` (any column of the role's lexicon) and `DERIVED_COL` bare, and
+//!   `IDENT DOT COLUMN_NAME` (and `IDENT DOT DERIVED_COL`: any identifier, then any column
+//!   of the lexicon) qualified. They stand where a FROM clause that the reference may name
+//!   is still to come: in a select list (the SELECT's FROM follows it), in anything nested
 //!   there (a correlated subquery in a select list may name the outer FROM), and, for now,
 //!   anywhere in an INSERT, UPDATE or DELETE. Such a stack is *pending*.
-//! * `QUALIFIER DOT QUAL_COL`, dynamic terminals ([`crate::scope`]): a range variable in
-//!   scope and a column of it. It stands everywhere else: where every FROM clause the
-//!   reference could name is written (WHERE, GROUP BY, HAVING, ORDER BY, WINDOW, JOIN ... ON,
-//!   and the queries nested there, at any depth), so PostgreSQL's binding can be followed.
+//! * `SCOPED_COL` bare and `QUALIFIER DOT QUAL_COL` qualified, dynamic terminals
+//!   ([`crate::scope`]): a column of a range variable in scope, and a range variable in
+//!   scope and a column of it. They stand everywhere else: where every FROM clause the
+//!   reference could name is written (WHERE, GROUP BY, HAVING, ORDER BY, WINDOW, JOIN ...
+//!   ON, and the queries nested there, at any depth), so PostgreSQL's binding can be
+//!   followed.
 //!
 //! A parser state alone cannot say which: a WHERE inside a subquery of a select list and a
 //! WHERE at the top are the same states. So the allowed set of a stack ([`crate::parser`])
-//! drops the form that does not stand there: `QUALIFIER` on a pending stack, and on any
-//! other, `IDENT` where its only use is a qualifier ([`ContextRule::filter`]). Pending is a
-//! property of the stack's states, never of its values, so it is the same on a stack and on
-//! its core, and the mask cache, keyed by the allowed set, stays sound.
+//! drops the forms that do not stand there: `QUALIFIER` and `SCOPED_COL` on a pending stack,
+//! and on any other, `IDENT` where its only use is a qualifier, and `COLUMN_NAME` and
+//! `DERIVED_COL` where their only use is a bare column reference
+//! ([`ContextRule::filter`]; `COLUMN_NAME` stays in a `USING (...)` list or an INSERT's
+//! column list). Pending is a property of the stack's states, never of its values, so it is
+//! the same on a stack and on its core, and the mask cache, keyed by the allowed set, stays
+//! sound.
 //!
 //! Pending is computed once per stack node from its parent ([`ContextRule::pending`]): a
 //! stack is pending when it holds a SELECT whose select list is not followed by anything
@@ -41,6 +47,11 @@ const BY_COMMA: u8 = 4;
 /// Every kernel item is `columnref: IDENT . DOT ...` or `target_el: IDENT . DOT STAR`: an
 /// identifier shifted into this state is a qualifier.
 const QUALIFIED_BY_IDENT: u8 = 8;
+/// Every kernel item is `columnref: COLUMN_NAME .`: a column word shifted into this state
+/// is a bare column reference.
+const BARE_BY_COLUMN: u8 = 16;
+/// Every kernel item is `columnref: DERIVED_COL .`.
+const BARE_BY_DERIVED: u8 = 32;
 
 /// The per-state facts the pending property and the allowed-set filter read, for one LR
 /// table. Built only for a grammar with the `QUALIFIER` terminal.
@@ -48,6 +59,9 @@ const QUALIFIED_BY_IDENT: u8 = 8;
 pub struct ContextRule {
     ident: u16,
     qualifier: u16,
+    /// `COLUMN_NAME`, `DERIVED_COL` and `SCOPED_COL`, when the grammar has `SCOPED_COL`
+    /// (bare references are then scoped too).
+    bare: Option<[u16; 3]>,
     /// Per state, the flags above.
     flags: Vec<u8>,
 }
@@ -69,6 +83,10 @@ impl ContextRule {
     pub fn build(table: &LrTable, terms: &Terminals) -> Option<ContextRule> {
         let term = |n: &str| terms.names.iter().position(|x| x == n).map(|t| t as u16);
         let (ident, qualifier) = (term("IDENT")?, term("QUALIFIER")?);
+        let bare = match (term("COLUMN_NAME"), term("DERIVED_COL"), term("SCOPED_COL")) {
+            (Some(c), Some(d), Some(s)) => Some([c, d, s]),
+            _ => None,
+        };
         let base = |r: u32| {
             let n = table.rule_names[r as usize].as_str();
             n.strip_suffix("_w").unwrap_or(n)
@@ -83,6 +101,8 @@ impl ContextRule {
             .map(|kernel| {
                 let mut f = 0;
                 let mut qualified = !kernel.is_empty();
+                let mut by_column = !kernel.is_empty();
+                let mut by_derived = !kernel.is_empty();
                 for &(p, dot) in kernel {
                     let lhs = base(table.prod_lhs[p as usize]);
                     let rhs: Vec<&str> = table.prod_rhs[p as usize].iter().map(sym).collect();
@@ -109,9 +129,18 @@ impl ContextRule {
                         && rhs.len() == 3
                         && rhs[..2] == ["IDENT", "DOT"]
                         && (lhs == "columnref" || (lhs == "target_el" && rhs[2] == "STAR"));
+                    let bare_ref = lhs == "columnref" && dot == 1 && rhs.len() == 1;
+                    by_column &= bare_ref && rhs[0] == "COLUMN_NAME";
+                    by_derived &= bare_ref && rhs[0] == "DERIVED_COL";
                 }
                 if qualified {
                     f |= QUALIFIED_BY_IDENT;
+                }
+                if by_column {
+                    f |= BARE_BY_COLUMN;
+                }
+                if by_derived {
+                    f |= BARE_BY_DERIVED;
                 }
                 f
             })
@@ -119,6 +148,7 @@ impl ContextRule {
         Some(ContextRule {
             ident,
             qualifier,
+            bare,
             flags,
         })
     }
@@ -150,24 +180,38 @@ impl ContextRule {
         b.pending
     }
 
-    /// `allowed` (the terminals a stack can take, from its states alone) without the
-    /// qualifier form that does not stand there: `QUALIFIER` on a pending stack; on any
-    /// other, `IDENT` when `ident_target` (the state the stack shifts an identifier into)
-    /// (given the identifier terminal) makes it a qualifier.
+    /// `allowed` (the terminals a stack can take, from its states alone) without the forms
+    /// of a column reference that do not stand there: `QUALIFIER` and `SCOPED_COL` on a
+    /// pending stack; on any other, `IDENT` when `target` (the state the stack shifts a
+    /// terminal into, given the terminal) makes it a qualifier, and `COLUMN_NAME` and
+    /// `DERIVED_COL` when it makes them a bare column reference.
     pub fn filter(
         &self,
         allowed: TermSet,
         pending: bool,
-        ident_target: impl FnOnce(u16) -> Option<u32>,
+        target: impl Fn(u16) -> Option<u32>,
     ) -> TermSet {
-        let mut a = allowed;
+        let mut out = allowed;
         if pending {
-            a.remove(self.qualifier);
-        } else if a.contains(self.ident)
-            && ident_target(self.ident).is_some_and(|s| self.flag(s, QUALIFIED_BY_IDENT))
-        {
-            a.remove(self.ident);
+            out.remove(self.qualifier);
+            if let Some([_, _, scoped]) = self.bare {
+                out.remove(scoped);
+            }
+            return out;
         }
-        a
+        let drops =
+            |t: u16, f: u8| allowed.contains(t) && target(t).is_some_and(|s| self.flag(s, f));
+        if drops(self.ident, QUALIFIED_BY_IDENT) {
+            out.remove(self.ident);
+        }
+        if let Some([column, derived, _]) = self.bare {
+            if drops(column, BARE_BY_COLUMN) {
+                out.remove(column);
+            }
+            if drops(derived, BARE_BY_DERIVED) {
+                out.remove(derived);
+            }
+        }
+        out
     }
 }

@@ -271,8 +271,9 @@ impl<'l> Session<'l> {
 
     /// [`Session::emit_on`] for the language itself: the lexeme's bytes are kept on the
     /// stacks that take it ([`crate::scope`]), and a stack that can take a dynamic terminal
-    /// takes it when `text` spells a name visible there. A name that is also a column word
-    /// of the lexicon is left to that terminal (same continuations, one stack fewer).
+    /// takes it when `text` spells a name visible there. A name that a stack takes as a
+    /// column (a column word of the lexicon, or `SCOPED_COL`) is not also an output or
+    /// derived column there (same continuations and more, one stack fewer).
     pub(crate) fn emit_text(
         &mut self,
         stacks: &mut SmallVec<[u32; 4]>,
@@ -287,7 +288,7 @@ impl<'l> Session<'l> {
         if cands.intersects(&lang.terms().skip) {
             return true;
         }
-        let shapes = self.dynamic_shapes(&cands, text);
+        let shapes = self.dynamic_shapes(text);
         let word = self.word_of(text);
         let table = &lang.table;
         let mut next: SmallVec<[u32; 4]> = SmallVec::new();
@@ -298,7 +299,7 @@ impl<'l> Session<'l> {
                     next.push(n);
                 }
             }
-            for t in self.dynamic_takes(s, text, &shapes).iter() {
+            for t in self.dynamic_takes(s, &cands, text, &shapes).iter() {
                 if let Some(n) = self.stacks.shift_valued(table, sem, s, t, Some(&word)) {
                     next.push(n);
                 }
@@ -308,17 +309,34 @@ impl<'l> Session<'l> {
     }
 
     /// The dynamic terminals among `shapes` (those whose lexeme shape `text` has) that the
-    /// stack `s` takes for `text`: the ones it allows for which `text` spells a visible name.
-    fn dynamic_takes(&mut self, s: u32, text: &[u8], shapes: &TermSet) -> TermSet {
+    /// stack `s` takes for `text` (a lexeme with candidates `cands`): the ones it allows for
+    /// which `text` spells a visible name, but for those a column stands in for
+    /// ([`crate::scope::Semantics::column_like`]) where the stack takes `text` as a column:
+    /// a column word of the lexicon it allows, or a name `SCOPED_COL` spells there.
+    fn dynamic_takes(&mut self, s: u32, cands: &TermSet, text: &[u8], shapes: &TermSet) -> TermSet {
         let lang = self.lang;
+        let sem = &lang.sem;
         let mut out = TermSet::EMPTY;
         if shapes.is_empty() {
             return out;
         }
         let reserved = |w: &str| lang.dialect.is_reserved(w);
-        let a = self.stacks.allowed(&lang.table, s).intersect(shapes);
+        let allowed = self.stacks.allowed(&lang.table, s);
+        let mut a = allowed.intersect(shapes);
+        let columns = cands.intersect(&lang.column_terms());
+        if allowed.intersects(&columns) {
+            a = a.minus(&sem.column_like());
+        }
+        if let Some(t) = sem.scoped_col().filter(|&t| a.contains(t)) {
+            let names = self.stacks.visible(sem, s, t);
+            if names.iter().any(|n| spells(text, n, &reserved)) {
+                out.insert(t);
+                a = a.minus(&sem.column_like());
+            }
+            a.remove(t);
+        }
         for t in a.iter() {
-            let names = self.stacks.visible(&lang.sem, s, t);
+            let names = self.stacks.visible(sem, s, t);
             if names.iter().any(|n| spells(text, n, &reserved)) {
                 out.insert(t);
             }
@@ -326,23 +344,15 @@ impl<'l> Session<'l> {
         out
     }
 
-    /// The dynamic terminals a lexeme with candidates `cands` and bytes `text` may be:
-    /// those of its shape, but for those a column word stands in for when a column word of
-    /// the lexicon spells it ([`crate::scope::Semantics::column_like`]).
-    fn dynamic_shapes(&self, cands: &TermSet, text: &[u8]) -> TermSet {
+    /// The dynamic terminals a lexeme with bytes `text` may be: those of its shape.
+    fn dynamic_shapes(&self, text: &[u8]) -> TermSet {
         let lang = self.lang;
         if !lang.sem.enabled() {
             return TermSet::EMPTY;
         }
-        let shapes = lang
-            .dfa()
+        lang.dfa()
             .accept(lang.dfa().run(text))
-            .intersect(&lang.terms().dynamic_all);
-        if cands.intersects(&lang.column_terms()) {
-            shapes.minus(&lang.sem.column_like())
-        } else {
-            shapes
-        }
+            .intersect(&lang.terms().dynamic_all)
     }
 
     /// The stored name of an identifier lexeme and its relation key, memoised by its bytes.
@@ -372,8 +382,11 @@ impl<'l> Session<'l> {
         let mut out = DynamicNames::default();
         let lang = self.lang;
         for &s in &cfg.stacks {
+            // Where bare columns are scoped, a column word of the lexicon is no column on
+            // a stack after FROM: the language without the names does not allow it there.
+            let column_like = lang.sem.scoped_col().is_none();
             for (names, column_like) in [
-                (self.stacks.names_on(s), true),
+                (self.stacks.names_on(&lang.sem, s), column_like),
                 (self.stacks.range_names_on(s), false),
             ] {
                 if !names.is_empty() {
@@ -429,14 +442,14 @@ impl<'l> Session<'l> {
             return false;
         };
         let text = &cfg.scan.rem[..len as usize];
-        let shapes = self.dynamic_shapes(&cands, text);
+        let shapes = self.dynamic_shapes(text);
         if shapes.is_empty() {
             return false;
         }
         let text: SmallVec<[u8; 24]> = SmallVec::from_slice(text);
         cfg.stacks
             .iter()
-            .any(|&s| !self.dynamic_takes(s, &text, &shapes).is_empty())
+            .any(|&s| !self.dynamic_takes(s, &cands, &text, &shapes).is_empty())
     }
 
     /// Bytes that end the lexeme in progress (no terminal continues it with them) and are
@@ -475,12 +488,18 @@ impl<'l> Session<'l> {
 
     /// The configuration after the lexeme in progress ends on a byte that continues no
     /// terminal (its longest accepted prefix handed over, the rest scanned again), when
-    /// that reads the dynamic lexicon: a stack takes a dynamic terminal for it, or a name
-    /// of `names` may begin in the rest. `None` otherwise, or when no stack takes it.
+    /// that reads the dynamic lexicon: a stack takes a dynamic terminal for it, or it is a
+    /// relation a stack takes (whose columns a bare reference may name once it is in
+    /// scope, and no stack holds yet), or a name of `names` may begin in the rest. `None`
+    /// otherwise, or when no stack takes it.
     pub(crate) fn lexeme_end(&mut self, cfg: &Config, names: &DynamicNames) -> Option<Config> {
         let (len, cands) = cfg.scan.last?;
         let len = len as usize;
-        let dynamic = self.pending_is_dynamic(cfg);
+        let relation = self.lang.sem.scoped_col().is_some() && {
+            let r = cands.intersect(&self.lang.terms().relation);
+            !r.is_empty() && self.allowed_on(&cfg.stacks).intersects(&r)
+        };
+        let dynamic = relation || self.pending_is_dynamic(cfg);
         let (text, tail) = cfg.scan.rem.split_at(len);
         let tail_name = (0..tail.len()).any(|i| {
             let part = &tail[i..];
@@ -711,7 +730,7 @@ impl<'l> Session<'l> {
         cfg.scan.rem.iter().for_each(|&b| add(b));
         for &s in cfg.stacks.iter().chain(cut.stacks.iter()) {
             let lists = [
-                self.stacks.names_on(s),
+                self.stacks.names_on(&lang.sem, s),
                 self.stacks.range_names_on(s),
                 self.stacks.qualified_columns_on(&lang.sem, s),
             ];

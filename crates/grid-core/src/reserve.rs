@@ -160,6 +160,9 @@ struct Step {
     dot: u16,
     next: u32,
     first: u16,
+    /// The kernel item is finished by the derivations without a column reference
+    /// ([`ReserveTable`], `scoped`).
+    scoped: bool,
 }
 
 /// [`Step::first`] of a completion that spells no terminal.
@@ -183,9 +186,13 @@ pub struct ReserveMemo {
 pub struct ReserveTable {
     /// Per terminal: `" " ‖ lexeme` and its token cost (`None`: no spelling found).
     spelling: Vec<Option<(Vec<u8>, u32)>>,
-    /// Per rule: cheapest derivation cost and its production.
-    rule_cost: Vec<u32>,
-    rule_prod: Vec<u32>,
+    /// Per rule: cheapest derivation cost and its production; `[1]` without a column
+    /// reference. A column reference stands in one form or another by the stack (a FROM
+    /// to come or written, [`crate::qualifier`]), some of them the dynamic lexicon's, so
+    /// where the parser does not take the cheapest derivation through one, a kernel item is
+    /// finished by the other (an expression has constants).
+    rule_cost: [Vec<u32>; 2],
+    rule_prod: [Vec<u32>; 2],
     /// The ignored terminals (whitespace, comments).
     skip: TermSet,
     /// The dot of a qualified column.
@@ -289,39 +296,49 @@ impl ReserveTable {
                 .and_then(|s| s.as_ref())
                 .map_or(UNREACHABLE, |s| s.1)
         };
-        let mut rule_cost = vec![UNREACHABLE; table.n_rules];
-        let mut rule_prod = vec![u32::MAX; table.n_rules];
+        let columnref = table.rule_names.iter().position(|n| n == "columnref");
         // The productions that begin a decline: no rule's cost counts them.
         let decline = table
             .rule_names
             .iter()
             .position(|n| n == DECLINE_RULE)
             .map(|r| Sym::Rule(r as u32));
-        // Bellman–Ford style: costs only fall, and each fall is by at least 1.
-        loop {
-            let mut changed = false;
-            for (p, rhs) in table.prod_rhs.iter().enumerate() {
-                if decline.is_some_and(|d| rhs.contains(&d)) {
-                    continue;
+        let derivations = |scoped: bool| {
+            let mut rule_cost = vec![UNREACHABLE; table.n_rules];
+            let mut rule_prod = vec![u32::MAX; table.n_rules];
+            // Bellman–Ford style: costs only fall, and each fall is by at least 1.
+            loop {
+                let mut changed = false;
+                for (p, rhs) in table.prod_rhs.iter().enumerate() {
+                    let lhs = table.prod_lhs[p] as usize;
+                    if scoped && Some(lhs) == columnref {
+                        continue;
+                    }
+                    if decline.is_some_and(|d| rhs.contains(&d)) {
+                        continue;
+                    }
+                    let c = rhs.iter().fold(0u32, |acc, s| {
+                        let x = match *s {
+                            Sym::Term(t) => term_cost(t),
+                            Sym::Rule(r) => rule_cost[r as usize],
+                        };
+                        acc.saturating_add(x)
+                    });
+                    if c < rule_cost[lhs] {
+                        rule_cost[lhs] = c;
+                        rule_prod[lhs] = p as u32;
+                        changed = true;
+                    }
                 }
-                let c = rhs.iter().fold(0u32, |acc, s| {
-                    let x = match *s {
-                        Sym::Term(t) => term_cost(t),
-                        Sym::Rule(r) => rule_cost[r as usize],
-                    };
-                    acc.saturating_add(x)
-                });
-                let lhs = table.prod_lhs[p] as usize;
-                if c < rule_cost[lhs] {
-                    rule_cost[lhs] = c;
-                    rule_prod[lhs] = p as u32;
-                    changed = true;
+                if !changed {
+                    break;
                 }
             }
-            if !changed {
-                break;
-            }
-        }
+            (rule_cost, rule_prod)
+        };
+        let (full_cost, full_prod) = derivations(false);
+        let (scoped_cost, scoped_prod) = derivations(true);
+        let (rule_cost, rule_prod) = ([full_cost, scoped_cost], [full_prod, scoped_prod]);
         let dot = lang
             .terms()
             .names
@@ -350,11 +367,12 @@ impl ReserveTable {
         self.terminal(t).map_or(UNREACHABLE, |s| s.1)
     }
 
-    fn symbols_cost(&self, syms: &[Sym]) -> u32 {
+    fn symbols_cost(&self, syms: &[Sym], scoped: bool) -> u32 {
+        let rule_cost = &self.rule_cost[usize::from(scoped)];
         syms.iter().fold(0u32, |acc, s| {
             acc.saturating_add(match *s {
                 Sym::Term(t) => self.term_cost(t),
-                Sym::Rule(r) => self.rule_cost[r as usize],
+                Sym::Rule(r) => rule_cost[r as usize],
             })
         })
     }
@@ -386,6 +404,7 @@ impl ReserveTable {
             dot: 0,
             next: NIL,
             first: NO_TERMINAL,
+            scoped: false,
         };
         if let Some(s) = memo.stacks.get(&node) {
             return (*s, usize::MAX);
@@ -402,7 +421,7 @@ impl ReserveTable {
         let mut terms: Vec<u16> = Vec::new();
         for &(prod, dot) in &table.kernels[state] {
             let rhs = &table.prod_rhs[prod as usize];
-            let beta = self.symbols_cost(&rhs[usize::from(dot)..]);
+            let beta = self.symbols_cost(&rhs[usize::from(dot)..], false);
             if beta == UNREACHABLE || beta >= best.cost {
                 continue;
             }
@@ -428,25 +447,32 @@ impl ReserveTable {
                 low = low.min(cut);
                 (next, step.cost, step.first)
             };
-            let cost = beta.saturating_add(rest);
-            if cost >= best.cost {
-                continue;
+            // The cheapest derivation of the item's rest, else one without a column
+            // reference, where the parser takes the first not (see `rule_cost`).
+            for scoped in [false, true] {
+                let beta = self.symbols_cost(&rhs[usize::from(dot)..], scoped);
+                let cost = beta.saturating_add(rest);
+                if beta == UNREACHABLE || cost >= best.cost {
+                    break;
+                }
+                terms.clear();
+                if self
+                    .symbols_terms(&table, &rhs[usize::from(dot)..], scoped, &mut terms)
+                    .is_none()
+                    || !Self::takes(session, &table, node, &terms, next, then)
+                {
+                    continue;
+                }
+                best = Step {
+                    cost,
+                    prod,
+                    dot,
+                    next,
+                    first: terms.first().copied().unwrap_or(then),
+                    scoped,
+                };
+                break;
             }
-            terms.clear();
-            if self
-                .symbols_terms(&table, &rhs[usize::from(dot)..], &mut terms)
-                .is_none()
-                || !Self::takes(session, &table, node, &terms, next, then)
-            {
-                continue;
-            }
-            best = Step {
-                cost,
-                prod,
-                dot,
-                next,
-                first: terms.first().copied().unwrap_or(then),
-            };
         }
         memo.active.remove(&node);
         if low >= depth {
@@ -695,7 +721,7 @@ impl ReserveTable {
             }
             let table = &session.lang.table;
             let rhs = &table.prod_rhs[step.prod as usize];
-            self.spell_symbols(table, &rhs[usize::from(step.dot)..], &mut out)?;
+            self.spell_symbols(table, &rhs[usize::from(step.dot)..], step.scoped, &mut out)?;
             node = step.next;
         }
         Some(out)
@@ -736,34 +762,46 @@ impl ReserveTable {
 
     /// The terminals of the cheapest spelling of `syms` (as [`ReserveTable::spell_symbols`]
     /// spells them), appended to `out`.
-    fn symbols_terms(&self, table: &LrTable, syms: &[Sym], out: &mut Vec<u16>) -> Option<()> {
+    fn symbols_terms(
+        &self,
+        table: &LrTable,
+        syms: &[Sym],
+        scoped: bool,
+        out: &mut Vec<u16>,
+    ) -> Option<()> {
         for s in syms {
             match *s {
                 Sym::Term(t) => out.push(t),
                 Sym::Rule(r) => {
-                    let p = *self.rule_prod.get(r as usize)?;
+                    let p = *self.rule_prod[usize::from(scoped)].get(r as usize)?;
                     if p == u32::MAX {
                         return None;
                     }
-                    self.symbols_terms(table, &table.prod_rhs[p as usize], out)?;
+                    self.symbols_terms(table, &table.prod_rhs[p as usize], scoped, out)?;
                 }
             }
         }
         Some(())
     }
 
-    fn spell_symbols(&self, table: &LrTable, syms: &[Sym], out: &mut Vec<u8>) -> Option<()> {
+    fn spell_symbols(
+        &self,
+        table: &LrTable,
+        syms: &[Sym],
+        scoped: bool,
+        out: &mut Vec<u8>,
+    ) -> Option<()> {
         for s in syms {
             match *s {
                 Sym::Term(t) => out.extend_from_slice(self.terminal(t)?.0),
                 Sym::Rule(r) => {
-                    let p = *self.rule_prod.get(r as usize)?;
+                    let p = *self.rule_prod[usize::from(scoped)].get(r as usize)?;
                     if p == u32::MAX {
                         return None;
                     }
                     // The cheapest production's symbols all cost less than the rule, so
                     // the recursion ends.
-                    self.spell_symbols(table, &table.prod_rhs[p as usize], out)?;
+                    self.spell_symbols(table, &table.prod_rhs[p as usize], scoped, out)?;
                 }
             }
         }

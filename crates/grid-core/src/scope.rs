@@ -6,7 +6,7 @@
 //! parser stacks: every stack entry carries a [`Value`], a synthesized attribute of its
 //! grammar symbol (the identifier a terminal spelled, the output names of a query, the
 //! range variables of a FROM list, ...), computed when the terminal is shifted or the
-//! production reduced ([`Semantics`]). Four terminals read them:
+//! production reduced ([`Semantics`]). Five terminals read them:
 //!
 //! * `ALIAS_REF` ([`DynKind::OutputAlias`]), a whole ORDER BY or GROUP BY item: the output
 //!   names of the SELECT whose clause it is (PostgreSQL's SQL92 rule; in GROUP BY an input
@@ -32,11 +32,22 @@
 //!   position by a column alias list), for a derived table or a CTE, its named outputs (a
 //!   `*` over a relation brings that relation's columns). A range variable with no such
 //!   column is no qualifier, so a stack that took one can always go on.
+//! * `SCOPED_COL` ([`DynKind::ScopedColumn`]), a bare column reference where every FROM
+//!   clause it could name is written (where `COLUMN_NAME` and a bare `DERIVED_COL` do not
+//!   stand, [`crate::qualifier`]): a column of any range variable in scope there, by the
+//!   rules above. A name several range variables of one level have is one of them too:
+//!   PostgreSQL refuses it as ambiguous, and so does the checker, which the mask leaves it
+//!   to. Whether PostgreSQL finds it ambiguous depends on what the values here do not hold
+//!   exactly (columns the role may not read, which the lexicon does not list but which make
+//!   a name ambiguous all the same; the columns a USING list or a NATURAL join merges into
+//!   one; a join alias's), and a wrong exclusion would make a statement PostgreSQL runs
+//!   unwritable, where an admission is refused with a message that says to qualify, with
+//!   the qualified form open at the same place.
 //!
 //! Soundness (what the words can reach): a dynamic terminal appears in the grammar only
 //! where a column reference may stand, so a dynamic word is never a relation, function or
 //! type name. Its words are names the statement gave to output columns earlier in the text,
-//! range variables of its FROM items, or, after a qualifier, columns of the lexicon;
+//! range variables of its FROM items, or columns of the lexicon of the relations in scope;
 //! every FROM item of the statement is still a relation of the role's lexicon or a query
 //! the mask admitted. PostgreSQL binds such a word to the introduced column, or (a bare
 //! word in GROUP BY, or one that several FROM items provide) to a column of one of those
@@ -171,8 +182,8 @@ impl Value {
     }
 
     /// Every name the value holds as a column or an output column (for the words a token
-    /// could use, see [`crate::mask`]); never a relation's columns, which are words only
-    /// after a qualifier ([`Semantics::qualified_columns`]).
+    /// could use, see [`crate::mask`]); not a relation's columns, which
+    /// [`Semantics::held_names`] adds.
     pub fn names(&self, out: &mut Vec<Name>) {
         let outputs = |o: &[Output], out: &mut Vec<Name>| {
             out.extend(o.iter().filter_map(|x| match x {
@@ -345,6 +356,7 @@ pub struct Semantics {
     derived_col: Option<u16>,
     qualifier: Option<u16>,
     qual_col: Option<u16>,
+    scoped_col: Option<u16>,
     /// The columns of each relation of the lexicon, by key ([`Lexicon::columns_of`]).
     columns: Arc<FxHashMap<Name, Arc<[Name]>>>,
     /// Whether the lexicon has column words.
@@ -360,7 +372,8 @@ impl Semantics {
         let term = |k: DynKind| terms.dynamic.get(&k).and_then(|s| s.iter().next());
         let (alias_ref, derived_col) = (term(DynKind::OutputAlias), term(DynKind::DerivedColumn));
         let (qualifier, qual_col) = (term(DynKind::Qualifier), term(DynKind::QualifiedColumn));
-        if [alias_ref, derived_col, qualifier, qual_col]
+        let scoped_col = term(DynKind::ScopedColumn);
+        if [alias_ref, derived_col, qualifier, qual_col, scoped_col]
             .iter()
             .all(Option::is_none)
         {
@@ -397,6 +410,7 @@ impl Semantics {
             "FUNC_NAME",
             "QUALIFIER",
             "QUAL_COL",
+            "SCOPED_COL",
         ] {
             if let Some(t) = terms.names.iter().position(|n| n == name) {
                 words.insert(t as u16);
@@ -471,6 +485,7 @@ impl Semantics {
             derived_col,
             qualifier,
             qual_col,
+            scoped_col,
             columns: Arc::new(columns),
             column_words: !lexicon.is_empty(crate::grammar::spec::LexiconKind::Column),
             rule: ContextRule::build(table, terms).map(Arc::new),
@@ -542,6 +557,57 @@ impl Semantics {
     /// The `QUAL_COL` terminal, if the grammar has one.
     pub fn qual_col(&self) -> Option<u16> {
         self.qual_col
+    }
+
+    /// Every name `value` holds that a token could spell as a dynamic terminal: its
+    /// [`Value::names`], and with `SCOPED_COL` in the grammar, the columns of every relation
+    /// it holds (a relation word, a FROM item, a query's FROM items and outputs, a CTE's
+    /// outputs), which a bare reference may name once the relation is in scope. A superset
+    /// of the names any dynamic terminal may spell on a stack that holds the value, at any
+    /// later point of its token.
+    pub fn held_names(&self, value: &Value, out: &mut Vec<Name>) {
+        value.names(out);
+        if self.scoped_col.is_none() {
+            return;
+        }
+        let mut relations = |o: &[Output]| {
+            for c in o {
+                if let Output::Relation { key, from } = c {
+                    out.extend(self.relation_columns(key, *from).iter().cloned());
+                }
+            }
+        };
+        match value {
+            Value::Relation { key, .. } => {
+                relations(&[Output::Relation {
+                    key: key.clone(),
+                    from: 0,
+                }]);
+            }
+            Value::Range(rs) => rs.iter().for_each(|r| relations(&r.columns)),
+            Value::Query(q) => {
+                relations(&q.outputs);
+                for r in q.ranges.iter().flat_map(|r| r.iter()) {
+                    relations(&r.columns);
+                }
+            }
+            Value::Ctes(cs) => cs.iter().for_each(|c| relations(&c.columns)),
+            _ => {}
+        }
+    }
+
+    /// The stored names of the relations whose columns the lexicon lists (each key, and
+    /// what follows each dot in it: a key is `schema.name` for a relation written
+    /// qualified).
+    pub fn relation_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.columns.keys().flat_map(|k| {
+            std::iter::once(&k[..]).chain(k.match_indices('.').map(move |(i, _)| &k[i + 1..]))
+        })
+    }
+
+    /// The `SCOPED_COL` terminal, if the grammar has one.
+    pub fn scoped_col(&self) -> Option<u16> {
+        self.scoped_col
     }
 
     /// The value of production `p` reduced over entries with `rhs` values, `below` being
@@ -747,6 +813,7 @@ impl Semantics {
             DynKind::DerivedColumn => self.derived_col,
             DynKind::Qualifier => self.qualifier,
             DynKind::QualifiedColumn => self.qual_col,
+            DynKind::ScopedColumn => self.scoped_col,
         }
     }
 
@@ -761,6 +828,8 @@ impl Semantics {
             self.qualifiers(view, top)
         } else if Some(t) == self.qual_col {
             self.qualified_columns(view, top)
+        } else if Some(t) == self.scoped_col {
+            self.scoped_columns(view, top)
         } else {
             Vec::new()
         }
@@ -896,6 +965,25 @@ impl Semantics {
             out.sort_unstable();
             out.dedup();
         }
+        out
+    }
+
+    /// The names `SCOPED_COL` may spell on `top`: every column of every range variable in
+    /// scope there (a relation's in the role's lexicon, renamed by position by a column
+    /// alias list; a derived table's or CTE's named outputs), by the visibility rules of
+    /// [`Semantics::walk_scope`], sorted and distinct. A name two range variables have is
+    /// one of them: PostgreSQL's ambiguity is the checker's to refuse (see the module
+    /// documentation).
+    fn scoped_columns(&self, view: &impl StackView, top: u32) -> Vec<Name> {
+        let mut out = Vec::new();
+        self.walk_scope(view, top, |found| {
+            if let Seen::Range(r) = found {
+                self.column_names(&r.columns, &mut out);
+            }
+            false
+        });
+        out.sort_unstable();
+        out.dedup();
         out
     }
 

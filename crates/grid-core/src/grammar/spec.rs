@@ -35,14 +35,18 @@ pub enum DynKind {
     Qualifier,
     /// The column after such a qualifier: a column of its range variable.
     QualifiedColumn,
+    /// A bare column reference where every FROM clause in force is written: a column of a
+    /// range variable in scope there.
+    ScopedColumn,
 }
 
 impl DynKind {
-    pub const ALL: [DynKind; 4] = [
+    pub const ALL: [DynKind; 5] = [
         DynKind::OutputAlias,
         DynKind::DerivedColumn,
         DynKind::Qualifier,
         DynKind::QualifiedColumn,
+        DynKind::ScopedColumn,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,6 +55,7 @@ impl DynKind {
             DynKind::DerivedColumn => "derived_column",
             DynKind::Qualifier => "qualifier",
             DynKind::QualifiedColumn => "qualified_column",
+            DynKind::ScopedColumn => "scoped_column",
         }
     }
 }

@@ -5,6 +5,7 @@
 mod common;
 
 mod audit;
+mod bare;
 mod cache;
 mod cache_registry;
 mod catalog;
