@@ -54,7 +54,7 @@ pub struct ExplainStep {
 
 /// The steps of a generation as explain rows; `with_tokens` false for a statement that is
 /// not returned (its tokens never leave the pipeline).
-pub fn explain_rows(
+pub(crate) fn explain_rows(
     steps: &[StepRecord],
     vocab: &Vocabulary,
     with_tokens: bool,

@@ -130,7 +130,7 @@ impl Deref for DigestedArtifact {
 /// written as the integer it is. That is the form a document keeps through a
 /// PostgreSQL `jsonb` column, which reorders keys and may rewrite a float such as
 /// `1e15` as `1000000000000000`.
-pub fn canonical_json(v: &serde_json::Value) -> String {
+pub(crate) fn canonical_json(v: &serde_json::Value) -> String {
     let mut out = String::new();
     write_canonical(v, &mut out);
     out
@@ -258,17 +258,17 @@ pub enum Rendering {
 }
 
 impl Rendering {
-    pub const ALL: [Rendering; 2] = [Rendering::Flat, Rendering::ChatTemplate];
+    pub(crate) const ALL: [Rendering; 2] = [Rendering::Flat, Rendering::ChatTemplate];
 
     /// The spelling of the prompt artifact's `rendering`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Rendering::Flat => "flat",
             Rendering::ChatTemplate => "chat-template",
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Rendering> {
+    pub(crate) fn from_name(name: &str) -> Option<Rendering> {
         Rendering::ALL.into_iter().find(|r| r.name() == name)
     }
 }
@@ -276,7 +276,7 @@ impl Rendering {
 impl PromptRecord {
     /// The record of `prompt` (rendered with a DDL budget of `schema_bytes`) over
     /// `artifacts` (the fingerprinted ones; others are ignored).
-    pub fn new(
+    pub(crate) fn new(
         prompt: Option<(&Prompt, usize)>,
         rendering: Rendering,
         artifacts: &[Arc<DigestedArtifact>],
@@ -296,7 +296,7 @@ impl PromptRecord {
     }
 
     /// The document the artifact stores.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         let mut doc = serde_json::json!({
             "prompt": self.prompt.as_ref().map(|(p, n)| serde_json::json!({
                 "system": p.system,
@@ -331,7 +331,7 @@ impl PromptRecord {
     }
 
     /// The artifact, and its content digest (the seal's prompt digest).
-    pub fn artifact(&self) -> (Artifact, Digest32) {
+    pub(crate) fn artifact(&self) -> (Artifact, Digest32) {
         let mut a = Artifact {
             kind: ArtifactKind::Prompt,
             fingerprint: [0; 16],
@@ -345,13 +345,13 @@ impl PromptRecord {
 
     /// [`PromptRecord::artifact`] with its digest kept: the digest is taken once (the
     /// fingerprint cut from it is no part of what it covers, so the pair stays true).
-    pub fn digested(&self) -> Arc<DigestedArtifact> {
+    pub(crate) fn digested(&self) -> Arc<DigestedArtifact> {
         let (artifact, digest) = self.artifact();
         Arc::new(DigestedArtifact { artifact, digest })
     }
 
     /// The record a prompt artifact holds (the inverse of [`PromptRecord::to_json`]).
-    pub fn parse(a: &Artifact) -> Result<PromptRecord, String> {
+    pub(crate) fn parse(a: &Artifact) -> Result<PromptRecord, String> {
         let doc = a
             .content_json
             .as_ref()
@@ -500,7 +500,11 @@ pub fn check_listed(record: &PromptRecord, a: &Artifact) -> Result<(), Altered> 
 
 /// Checks that `found`, the content digest of `a`, is the one `record` lists for its
 /// kind (for a caller that keeps digests it computed once).
-pub fn check_digest(record: &PromptRecord, a: &Artifact, found: &Digest32) -> Result<(), Altered> {
+pub(crate) fn check_digest(
+    record: &PromptRecord,
+    a: &Artifact,
+    found: &Digest32,
+) -> Result<(), Altered> {
     let listed = record.artifacts.get(a.kind.name());
     if listed != Some(found) {
         return Err(Altered {

@@ -34,7 +34,7 @@ const SWEEP: Duration = Duration::from_millis(200);
 
 /// The pipeline's state (see the module documentation). Caches are this thread's own,
 /// so no lock.
-pub struct Engine {
+pub(crate) struct Engine {
     dialect: Arc<Dialect>,
     models: Models,
     languages: Languages,
@@ -44,7 +44,7 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(defaults: MockDefaults) -> Result<Engine, Failure> {
+    pub(crate) fn new(defaults: MockDefaults) -> Result<Engine, Failure> {
         // The process's one copy: the extension's worker inherits it from the postmaster.
         let dialect = Dialect::generated().map_err(|e| {
             Failure::internal(format!("the SQL dialect grammar does not build: {e}"))

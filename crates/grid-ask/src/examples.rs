@@ -40,7 +40,7 @@ pub fn vet(
 
 /// Whether `sql` is a complete sentence of `language` and the checker passes it for the
 /// snapshot's role ([`refusal`]).
-pub fn in_language(language: &Language, snapshot: &CatalogSnapshot, sql: &str) -> bool {
+pub(crate) fn in_language(language: &Language, snapshot: &CatalogSnapshot, sql: &str) -> bool {
     refusal(language, snapshot, sql).is_none()
 }
 

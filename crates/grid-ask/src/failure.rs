@@ -89,14 +89,14 @@ pub struct Failure {
 }
 
 impl Failure {
-    pub fn new(kind: FailureKind, message: impl Into<String>) -> Failure {
+    pub(crate) fn new(kind: FailureKind, message: impl Into<String>) -> Failure {
         Failure {
             kind,
             message: message.into(),
         }
     }
 
-    pub fn internal(message: impl Into<String>) -> Failure {
+    pub(crate) fn internal(message: impl Into<String>) -> Failure {
         Failure::new(FailureKind::Internal, message)
     }
 
@@ -104,7 +104,7 @@ impl Failure {
     /// to do. The reason is the model's own text (plain words, at most
     /// [`grid_core::statement::DECLINE_REASON_MAX`] characters by the grammar); it is
     /// escaped and bounded all the same ([`grid_core::message`]).
-    pub fn declined(d: &Decline) -> Failure {
+    pub(crate) fn declined(d: &Decline) -> Failure {
         let reason = ascii_snippet(&d.reason, DECLINE_REASON_MAX);
         Failure::new(
             FailureKind::Declined,
@@ -117,7 +117,7 @@ impl Failure {
     }
 
     /// An endpoint client's failure: each kind of client error its own kind.
-    pub fn endpoint(e: &ClientError) -> Failure {
+    pub(crate) fn endpoint(e: &ClientError) -> Failure {
         use FailureKind as K;
         let kind = match e {
             ClientError::ConnectionRefused { .. } | ClientError::Connect { .. } => {

@@ -47,26 +47,26 @@ use crate::sanitize::{sanitize, KnownNames};
 pub const PROMPT_SCHEMA_BYTES: usize = 12_000;
 
 /// One generation to run for an ask.
-pub struct Attempt {
-    pub job: Arc<Job>,
-    pub generation: u64,
-    pub compiled: Arc<Compiled>,
+pub(crate) struct Attempt {
+    pub(crate) job: Arc<Job>,
+    pub(crate) generation: u64,
+    pub(crate) compiled: Arc<Compiled>,
     /// The prompt the model is shown (sealed by its digest), how it became token ids, and
     /// its token ids.
-    pub shown: Prompt,
-    pub rendering: Rendering,
-    pub prompt: Vec<u32>,
+    pub(crate) shown: Prompt,
+    pub(crate) rendering: Rendering,
+    pub(crate) prompt: Vec<u32>,
     /// Set for a repair: the first attempt's generation.
-    pub repair_of: Option<u64>,
+    pub(crate) repair_of: Option<u64>,
     /// Set for a rewind repair (over the first attempt's prompt).
-    pub rewind: Option<Rewind>,
+    pub(crate) rewind: Option<Rewind>,
 }
 
 impl Attempt {
     /// The first attempt, or why the question cannot be put to the model (a host refuses
     /// the same questions first; one that does not meets it here, and the question is
     /// never asked without its schema).
-    pub fn first(
+    pub(crate) fn first(
         job: Arc<Job>,
         compiled: Arc<Compiled>,
         prompter: &Prompter,
@@ -102,7 +102,7 @@ impl Attempt {
 
     /// The generation to run, over `compiled` (this attempt's language, as kept for the
     /// decode loop's life).
-    pub fn spec<'l>(&self, compiled: &'l Compiled) -> GenerationSpec<'l> {
+    pub(crate) fn spec<'l>(&self, compiled: &'l Compiled) -> GenerationSpec<'l> {
         GenerationSpec {
             id: self.generation,
             language: &compiled.language,
@@ -118,7 +118,7 @@ impl Attempt {
 
     /// The attempt ended without a generation's outcome (it could not start, or the loop
     /// failed under it).
-    pub fn failed(self, f: Failure) -> Attempted {
+    pub(crate) fn failed(self, f: Failure) -> Attempted {
         Attempted {
             job: self.job,
             generation: self.generation,
@@ -144,42 +144,42 @@ impl Attempt {
 }
 
 /// A generation that ran, checked.
-pub struct Attempted {
-    pub job: Arc<Job>,
-    pub generation: u64,
-    pub compiled: Arc<Compiled>,
+pub(crate) struct Attempted {
+    pub(crate) job: Arc<Job>,
+    pub(crate) generation: u64,
+    pub(crate) compiled: Arc<Compiled>,
     /// The prompt the model was shown, and how it became token ids.
-    pub shown: Prompt,
-    pub rendering: Rendering,
+    pub(crate) shown: Prompt,
+    pub(crate) rendering: Rendering,
     /// The prompt's token ids.
-    pub prompt: Vec<u32>,
-    pub seal: Option<Seal>,
-    pub steps: Vec<StepRecord>,
+    pub(crate) prompt: Vec<u32>,
+    pub(crate) seal: Option<Seal>,
+    pub(crate) steps: Vec<StepRecord>,
     /// The output's token ids.
-    pub output: Vec<u32>,
-    pub sql: Option<String>,
-    pub stop: Option<StopReason>,
+    pub(crate) output: Vec<u32>,
+    pub(crate) sql: Option<String>,
+    pub(crate) stop: Option<StopReason>,
     /// What the checker found in `sql`.
-    pub violations: Vec<Violation>,
+    pub(crate) violations: Vec<Violation>,
     /// The decline `sql` is, when the model declined (the checker was not asked).
-    pub declined: Option<Decline>,
+    pub(crate) declined: Option<Decline>,
     /// The judge's verdict on `sql`, once it gave one.
-    pub verdict: Option<Verdict>,
+    pub(crate) verdict: Option<Verdict>,
     /// Why the generation gives no statement.
-    pub failure: Option<Failure>,
+    pub(crate) failure: Option<Failure>,
     /// The decode loop's own error, when it stopped with one.
-    pub decode_error: Option<DecodeError>,
-    pub repair_of: Option<u64>,
+    pub(crate) decode_error: Option<DecodeError>,
+    pub(crate) repair_of: Option<u64>,
     /// Output tokens, and how many of them budget completion wrote.
-    pub tokens: usize,
-    pub completed_tokens: u32,
+    pub(crate) tokens: usize,
+    pub(crate) completed_tokens: u32,
 }
 
 impl Attempted {
     /// The attempt `a` ran to `o` (sealed with `seal`, its records `steps`; the endpoint
     /// client's error behind a model failure, if any): its failure, or its statement and
     /// the checker's verdict on it.
-    pub fn new(
+    pub(crate) fn new(
         a: Attempt,
         o: Outcome,
         seal: Option<Seal>,
@@ -407,11 +407,11 @@ pub struct GenerationReport {
     pub tokens: usize,
     pub completed_tokens: u32,
     /// Step records, and how many were forced.
-    pub steps: usize,
-    pub forced_steps: usize,
+    pub(crate) steps: usize,
+    pub(crate) forced_steps: usize,
     /// The checker's violations, as displayed.
     pub violations: Vec<String>,
-    pub verdict: Option<Verdict>,
+    pub(crate) verdict: Option<Verdict>,
     pub failure: Option<Failure>,
     /// The decode loop's own error, when it stopped with one (a dead end, ...).
     pub decode_error: Option<DecodeError>,
@@ -431,7 +431,7 @@ pub struct Finished {
 }
 
 /// What an ask needs next.
-pub enum Next {
+pub(crate) enum Next {
     /// Run this attempt (a repair), the flow going with it.
     Run(Attempt, Flow),
     /// The judge's verdict on this candidate.
@@ -442,7 +442,7 @@ pub enum Next {
 
 /// An ask between its attempts.
 #[derive(Default)]
-pub struct Flow {
+pub(crate) struct Flow {
     /// The first attempt, while its repair runs.
     first: Option<Box<Attempted>>,
     /// Why the first attempt was sent to repair, as displayed.
@@ -453,23 +453,23 @@ pub struct Flow {
 }
 
 /// An ask waiting for the judge: its flow and the attempt judged.
-pub struct Parked {
+pub(crate) struct Parked {
     flow: Flow,
     last: Attempted,
 }
 
 impl Parked {
     /// The ask's id.
-    pub fn ask(&self) -> u64 {
+    pub(crate) fn ask(&self) -> u64 {
         self.last.job.ids[0]
     }
 
-    pub fn job(&self) -> &Arc<Job> {
+    pub(crate) fn job(&self) -> &Arc<Job> {
         &self.last.job
     }
 
     /// The judge's verdict: answered, or repaired with the judge's message.
-    pub fn judged(
+    pub(crate) fn judged(
         self: Box<Self>,
         verdict: Verdict,
         prompter: &Prompter,
@@ -503,7 +503,7 @@ impl Parked {
 
     /// The ask can wait no longer (its asker went away): answered as cancelled, its
     /// seals kept.
-    pub fn abandoned(self: Box<Self>, vocab: &Vocabulary) -> Finished {
+    pub(crate) fn abandoned(self: Box<Self>, vocab: &Vocabulary) -> Finished {
         let Parked { flow, mut last } = *self;
         last.failure = Some(Failure::new(
             FailureKind::Cancelled,
@@ -515,7 +515,7 @@ impl Parked {
 
 impl Flow {
     /// An attempt is over (decoded and checked): what follows.
-    pub fn after(self, done: Attempted, prompter: &Prompter, vocab: &Vocabulary) -> Next {
+    pub(crate) fn after(self, done: Attempted, prompter: &Prompter, vocab: &Vocabulary) -> Next {
         if done.failure.is_some() {
             return Next::Done(Box::new(self.finish(done, vocab)));
         }
@@ -599,7 +599,7 @@ impl Flow {
     }
 
     /// The ask's seals and answer, `last` its last attempt.
-    pub fn finish(self, last: Attempted, vocab: &Vocabulary) -> Finished {
+    pub(crate) fn finish(self, last: Attempted, vocab: &Vocabulary) -> Finished {
         let job = last.job.clone();
         let outcome = self.repair_outcome(&last);
         let first = self.first;

@@ -17,8 +17,8 @@ use crate::record::unreached;
 
 /// An ask parked for the judge, with the vocabulary of the loop that wrote it.
 pub(crate) struct Waiting {
-    pub parked: Box<Parked>,
-    pub vocab: Arc<VocabState>,
+    pub(crate) parked: Box<Parked>,
+    pub(crate) vocab: Arc<VocabState>,
 }
 
 /// The asks parked for the judge, by id.
@@ -26,16 +26,20 @@ pub(crate) type Parking = HashMap<u64, Waiting>;
 
 /// What the pipeline's loops answer and park through.
 pub(crate) struct Hands<'h> {
-    pub outbox: &'h dyn Outbox,
-    pub in_loop: &'h InLoop,
-    pub judge: &'h mut dyn Judge,
-    pub parked: &'h mut Parking,
+    pub(crate) outbox: &'h dyn Outbox,
+    pub(crate) in_loop: &'h InLoop,
+    pub(crate) judge: &'h mut dyn Judge,
+    pub(crate) parked: &'h mut Parking,
 }
 
 impl Hands<'_> {
     /// Follows `next` through the judge's immediate verdicts: the attempt to run next,
     /// or `None` when the ask has been answered or parked.
-    pub fn follow(&mut self, mut next: Next, vocab: &Arc<VocabState>) -> Option<(Attempt, Flow)> {
+    pub(crate) fn follow(
+        &mut self,
+        mut next: Next,
+        vocab: &Arc<VocabState>,
+    ) -> Option<(Attempt, Flow)> {
         loop {
             match next {
                 Next::Run(a, f) => return Some((a, f)),
@@ -62,13 +66,13 @@ impl Hands<'_> {
     }
 
     /// Sends an ask's seals and answer; the ask leaves the loop.
-    pub fn finish(&mut self, fin: Finished) {
+    pub(crate) fn finish(&mut self, fin: Finished) {
         self.in_loop.leave(fin.ask);
         self.outbox.send(Output::Finish(Box::new(fin)));
     }
 
     /// Answers an ask that cannot be asked: sealed as unreached, with the failure.
-    pub fn refuse(&mut self, entry: Entry, f: &Failure, dialect: &Dialect) {
+    pub(crate) fn refuse(&mut self, entry: Entry, f: &Failure, dialect: &Dialect) {
         match entry {
             Entry::Ask(job) => self.finish(Finished {
                 ask: job.id(),

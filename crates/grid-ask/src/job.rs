@@ -56,17 +56,17 @@ impl Job {
     }
 
     /// The ask's id (its first generation's).
-    pub fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> u64 {
         self.ids[0]
     }
 
     /// Whether the asker went away.
-    pub fn cancelled(&self) -> bool {
+    pub(crate) fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
     }
 
     /// When a render of this job's prompt is abandoned.
-    pub fn render_deadline(&self) -> Gone<'_> {
+    pub(crate) fn render_deadline(&self) -> Gone<'_> {
         Gone {
             cancel: &self.cancel,
             deadline: self.deadline,
@@ -74,7 +74,7 @@ impl Job {
     }
 
     /// Whether the asker no longer waits (cancelled, gone, or past its deadline).
-    pub fn gone(&self) -> bool {
+    pub(crate) fn gone(&self) -> bool {
         self.cancelled() || Instant::now() > self.deadline
     }
 }

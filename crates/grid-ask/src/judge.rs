@@ -46,7 +46,7 @@ impl Verdict {
     /// The verdict as the seal records it: canonical JSON (`{"verdict":"pass"}`,
     /// `{"verdict":"fail","code":"42501","message":"…"}`), the inverse of
     /// [`Verdict::from_record`].
-    pub fn record(&self) -> String {
+    pub(crate) fn record(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
 

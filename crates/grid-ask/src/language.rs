@@ -23,20 +23,20 @@ use crate::request::{Ask, Parsed};
 const LANGUAGES_KEPT: usize = 64;
 
 /// A role's compiled language over one vocabulary.
-pub struct Compiled {
-    pub snapshot: CatalogSnapshot,
+pub(crate) struct Compiled {
+    pub(crate) snapshot: CatalogSnapshot,
     /// The role's base policy, before its grants narrow it.
-    pub base: Policy,
+    pub(crate) base: Policy,
     /// Shared with every other vocabulary's compilation of it ([`role_language`]).
-    pub language: Arc<Language>,
-    pub reserve: ReserveTable,
+    pub(crate) language: Arc<Language>,
+    pub(crate) reserve: ReserveTable,
     /// What choosing the relations of its prompts reads of the snapshot.
-    pub schema_index: SchemaIndex,
+    pub(crate) schema_index: SchemaIndex,
     /// What the seals of its generations record.
-    pub fingerprints: Fingerprints,
+    pub(crate) fingerprints: Fingerprints,
     /// The artifacts its seals name, digested, made at its first seal
     /// (`record::artifacts`).
-    pub artifacts: OnceLock<Vec<Arc<DigestedArtifact>>>,
+    pub(crate) artifacts: OnceLock<Vec<Arc<DigestedArtifact>>>,
 }
 
 /// The key of a compiled language.
@@ -44,13 +44,13 @@ type LanguageKey = ([u8; 16], String, String);
 
 /// The most recently used languages, most recent first (see the module documentation).
 #[derive(Default)]
-pub struct Languages {
+pub(crate) struct Languages {
     kept: VecDeque<(LanguageKey, Arc<Compiled>)>,
 }
 
 impl Languages {
     /// The language of `ask`'s role over `vocab`, compiled unless kept.
-    pub fn compile(
+    pub(crate) fn compile(
         &mut self,
         dialect: &Arc<Dialect>,
         ask: &Ask,
@@ -94,7 +94,7 @@ impl Languages {
 }
 
 /// The snapshot (validated) and the base policy an ask is compiled from.
-pub fn parse(ask: &Ask) -> Result<(CatalogSnapshot, Policy), Failure> {
+pub(crate) fn parse(ask: &Ask) -> Result<(CatalogSnapshot, Policy), Failure> {
     parse_parts(&ask.snapshot, ask.policy.as_ref(), &ask.current_user)
 }
 
@@ -133,7 +133,7 @@ fn generated_dialect() -> Result<Arc<Dialect>, Failure> {
 }
 
 /// [`parse`] of a snapshot and a policy as an ask carries them, for role `role`.
-pub fn parse_parts(
+pub(crate) fn parse_parts(
     snapshot: &serde_json::Value,
     policy: Option<&serde_json::Value>,
     role: &str,
@@ -194,7 +194,7 @@ static ROLE_LANGUAGES: Mutex<VecDeque<(RoleKey, LanguageSlot)>> = Mutex::new(Vec
 /// (or waited for while another thread builds it). `fingerprint` is the snapshot's
 /// ([`CatalogSnapshot::fingerprint`]), taken once where it was read: at tens of thousands
 /// of columns it is not free.
-pub fn role_language(
+pub(crate) fn role_language(
     dialect: &Arc<Dialect>,
     snapshot: &CatalogSnapshot,
     fingerprint: &[u8; 16],
@@ -269,7 +269,7 @@ pub fn warm(dialect: &Arc<Dialect>) -> Result<(), Failure> {
 /// The language of a role that reads one table of one column with the default policy:
 /// what [`warm`] builds, and what warms a new vocabulary's tables
 /// (`grid_core::cache::MaskCache::warm`) before any role asks with it.
-pub fn reader_language(dialect: &Arc<Dialect>) -> Result<Arc<Language>, Failure> {
+pub(crate) fn reader_language(dialect: &Arc<Dialect>) -> Result<Arc<Language>, Failure> {
     let snapshot: CatalogSnapshot = serde_json::from_value(serde_json::json!({
         "format": 1, "role": "reader", "search_path": ["public"],
         "relations": [{

@@ -87,31 +87,31 @@
 //! `no_repair` ends an ask at its first refusal. The checker still checks every
 //! statement: an unconstrained statement it refuses is not returned either.
 
-pub mod answer;
+pub(crate) mod answer;
 pub mod contents;
 pub mod engine;
 pub mod examples;
-pub mod failure;
+pub(crate) mod failure;
 pub mod flow;
 mod hands;
 pub mod host;
-pub mod job;
+pub(crate) mod job;
 pub mod judge;
 pub mod language;
-pub mod models;
-pub mod output;
-pub mod queue;
+pub(crate) mod models;
+pub(crate) mod output;
+pub(crate) mod queue;
 pub mod record;
 pub mod replay;
 pub mod request;
-pub mod rewind;
+pub(crate) mod rewind;
 mod round;
 pub mod sanitize;
 
-pub use answer::{Answer, ExplainStep, Generated};
+pub use answer::{Answer, Generated};
 pub use contents::{Artifact, ArtifactKind, DigestedArtifact};
 pub use failure::{Failure, FailureKind};
-pub use flow::{Finished, GenerationReport};
+pub use flow::Finished;
 pub use host::{Input, Outbox, Output, Warm};
 pub use job::{Job, SEED};
 pub use judge::{Candidate, Judge, NoJudge, Ruling, Verdict};

@@ -34,18 +34,18 @@ use crate::failure::{Failure, FailureKind};
 use crate::request::AskSettings;
 
 /// A vocabulary and what masks and reserves need of it.
-pub struct VocabState {
-    pub vocab: Arc<Vocabulary>,
-    pub trie: Arc<TokenTrie>,
-    pub speller: Speller,
+pub(crate) struct VocabState {
+    pub(crate) vocab: Arc<Vocabulary>,
+    pub(crate) trie: Arc<TokenTrie>,
+    pub(crate) speller: Speller,
     /// The model the endpoint says it serves.
-    pub model: String,
+    pub(crate) model: String,
     /// How prompts become this vocabulary's ids.
     renderer: Renderer,
 }
 
 impl VocabState {
-    pub fn new(vocab: Arc<Vocabulary>, model: String) -> Result<VocabState, Failure> {
+    pub(crate) fn new(vocab: Arc<Vocabulary>, model: String) -> Result<VocabState, Failure> {
         let trie = TokenTrie::shared(&vocab).map_err(|e| {
             Failure::internal(format!("the endpoint's vocabulary cannot be used: {e}"))
         })?;
@@ -60,7 +60,7 @@ impl VocabState {
     }
 
     /// How prompts become this vocabulary's token ids.
-    pub fn prompter(&self) -> Prompter {
+    pub(crate) fn prompter(&self) -> Prompter {
         Prompter {
             vocab: self.vocab.clone(),
             renderer: self.renderer.clone(),
@@ -109,9 +109,9 @@ struct ChatRenderer {
 
 /// When an asker no longer waits for a prompt's render: it went away, or its deadline
 /// passed (the same failures a step meets: cancelled, or the endpoint's timeout).
-pub struct Gone<'a> {
-    pub cancel: &'a AtomicBool,
-    pub deadline: Instant,
+pub(crate) struct Gone<'a> {
+    pub(crate) cancel: &'a AtomicBool,
+    pub(crate) deadline: Instant,
 }
 
 impl Gone<'_> {
@@ -232,22 +232,14 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 /// Turns a prompt into the token ids the model continues from: the one place that
 /// decides how a prompt is encoded (see [`Renderer`]).
-pub struct Prompter {
+pub(crate) struct Prompter {
     vocab: Arc<Vocabulary>,
     renderer: Renderer,
 }
 
 impl Prompter {
-    /// A prompter that encodes [`Prompt::flat`] with `vocab`.
-    pub fn new(vocab: Arc<Vocabulary>) -> Prompter {
-        Prompter {
-            vocab,
-            renderer: Renderer::Flat,
-        }
-    }
-
     /// How [`Prompter::tokens`] rendered its last prompt.
-    pub fn rendering(&self) -> Rendering {
+    pub(crate) fn rendering(&self) -> Rendering {
         match &self.renderer {
             Renderer::Endpoint(r) if r.template.load(Ordering::Relaxed) == TEMPLATE => {
                 Rendering::ChatTemplate
@@ -258,7 +250,7 @@ impl Prompter {
 
     /// The ids of `prompt`; `gone` says when the asker no longer waits (a render by the
     /// endpoint is then abandoned).
-    pub fn tokens(&self, prompt: &Prompt, gone: &Gone<'_>) -> Result<Vec<u32>, Failure> {
+    pub(crate) fn tokens(&self, prompt: &Prompt, gone: &Gone<'_>) -> Result<Vec<u32>, Failure> {
         if let Renderer::Endpoint(r) = &self.renderer {
             if let Some(ids) = r.render(prompt, &self.vocab, gone)? {
                 return Ok(ids);
@@ -280,7 +272,7 @@ pub struct MockDefaults {
 
 /// The model of a decode loop: in process, or a key of [`Models`]' servers (borrowed for
 /// one tick at a time, since admissions between ticks need the rest of the pipeline).
-pub enum ModelSlot {
+pub(crate) enum ModelSlot {
     Local(Box<dyn Model>),
     Remote(String),
 }
@@ -302,7 +294,7 @@ impl Server {
 }
 
 /// The models and vocabularies in use (see the module documentation).
-pub struct Models {
+pub(crate) struct Models {
     vocabularies: HashMap<String, Arc<VocabState>>,
     remotes: HashMap<String, Server>,
     /// The remotes an open loop asks (their abort hook is set): never dropped to make room.
@@ -314,7 +306,7 @@ pub struct Models {
 const REMOTES_KEPT: usize = 16;
 
 impl Models {
-    pub fn new(defaults: MockDefaults) -> Models {
+    pub(crate) fn new(defaults: MockDefaults) -> Models {
         Models {
             vocabularies: HashMap::new(),
             remotes: HashMap::new(),
@@ -324,12 +316,12 @@ impl Models {
     }
 
     /// The model `settings.endpoint` names.
-    pub fn spec(settings: &AskSettings) -> Result<EndpointSpec, Failure> {
+    pub(crate) fn spec(settings: &AskSettings) -> Result<EndpointSpec, Failure> {
         Self::spec_of(settings.endpoint.as_deref())
     }
 
     /// The model a `grid.endpoint` setting names.
-    pub fn spec_of(setting: Option<&str>) -> Result<EndpointSpec, Failure> {
+    pub(crate) fn spec_of(setting: Option<&str>) -> Result<EndpointSpec, Failure> {
         EndpointSpec::parse(setting).map_err(|e| match e {
             SpecError::Unset => {
                 Failure::new(FailureKind::EndpointUnset, format!("grid.endpoint is {e}"))
@@ -352,7 +344,7 @@ impl Models {
     }
 
     /// The vocabulary of the model `spec` names (fetched from a server once, then kept).
-    pub fn vocabulary(
+    pub(crate) fn vocabulary(
         &mut self,
         spec: &EndpointSpec,
         http: &HttpConfig,
@@ -407,7 +399,7 @@ impl Models {
     }
 
     /// The model `spec` names, sampling with `settings`.
-    pub fn model(
+    pub(crate) fn model(
         &mut self,
         spec: &EndpointSpec,
         settings: &AskSettings,
@@ -494,7 +486,7 @@ impl Models {
     }
 
     /// The model a tick asks, or `None` when a server's client has been dropped.
-    pub fn get<'a>(&'a mut self, slot: &'a mut ModelSlot) -> Option<&'a mut dyn Model> {
+    pub(crate) fn get<'a>(&'a mut self, slot: &'a mut ModelSlot) -> Option<&'a mut dyn Model> {
         match slot {
             ModelSlot::Local(m) => Some(m.as_mut()),
             ModelSlot::Remote(key) => self.remotes.get_mut(key.as_str()).map(Server::model),
@@ -502,7 +494,7 @@ impl Models {
     }
 
     /// The client error behind the last failed step of the server behind `slot`, once.
-    pub fn take_error(&mut self, slot: &ModelSlot) -> Option<ClientError> {
+    pub(crate) fn take_error(&mut self, slot: &ModelSlot) -> Option<ClientError> {
         match self.server(slot)? {
             Server::Endpoint(r) => r.take_error(),
             Server::Direct(d) => d.take_error(),
@@ -511,7 +503,7 @@ impl Models {
 
     /// Sets (or clears) the check that abandons a request in flight to the server behind
     /// `slot`.
-    pub fn set_abort(&mut self, slot: &ModelSlot, abort: Option<Abort>) {
+    pub(crate) fn set_abort(&mut self, slot: &ModelSlot, abort: Option<Abort>) {
         if let ModelSlot::Remote(key) = slot {
             match abort {
                 Some(_) => self.in_use.insert(key.clone()),
@@ -534,7 +526,7 @@ impl Models {
 
     /// The server behind `spec` changed models: its vocabulary is fetched again, and
     /// every client no open loop asks made anew, at the next ask.
-    pub fn forget(&mut self, spec: &EndpointSpec) {
+    pub(crate) fn forget(&mut self, spec: &EndpointSpec) {
         self.vocabularies.remove(&Self::vocabulary_key(spec));
         let in_use = &self.in_use;
         self.remotes.retain(|k, _| in_use.contains(k));
@@ -669,7 +661,7 @@ pub(crate) fn bounded_http_config(timeout: Duration, api_key: Option<&str>) -> H
 /// The HTTP settings of one ask's own requests (the vocabulary of a server it is the
 /// first to use): `settings.timeout_ms` bounds every request (the whole generation has no
 /// longer), no retries (a step is not idempotent).
-pub fn http_config(settings: &AskSettings, api_key: Option<&str>) -> HttpConfig {
+pub(crate) fn http_config(settings: &AskSettings, api_key: Option<&str>) -> HttpConfig {
     bounded_http_config(Duration::from_millis(settings.timeout_ms.max(1)), api_key)
 }
 

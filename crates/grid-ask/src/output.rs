@@ -121,7 +121,7 @@ fn lex(sql: &str) -> Result<Vec<Lexeme>, String> {
 }
 
 impl StatementCheck {
-    pub fn new(dialect: &Dialect, lexicon: &Lexicon, policy: &Policy) -> StatementCheck {
+    pub(crate) fn new(dialect: &Dialect, lexicon: &Lexicon, policy: &Policy) -> StatementCheck {
         let keywords = dialect
             .spec
             .decls

@@ -25,12 +25,12 @@ use crate::models::VocabState;
 /// timeout: each job keeps its own deadline in a loop (a generation past it is cancelled,
 /// and a request in flight abandoned once every job of the loop has gone), so an ask with
 /// another `grid.timeout` is decoded beside the others, not after them.
-pub fn group_key(job: &Job) -> String {
+pub(crate) fn group_key(job: &Job) -> String {
     crate::models::client_key(&job.ask.settings, job.api_key.as_deref())
 }
 
 /// Work for a decode loop.
-pub enum Entry {
+pub(crate) enum Entry {
     /// A new ask.
     Ask(Arc<Job>),
     /// An ask whose statement the judge refused, to repair.
@@ -38,16 +38,16 @@ pub enum Entry {
 }
 
 /// The repair of an ask whose statement the judge refused.
-pub struct Repair {
-    pub attempt: Attempt,
+pub(crate) struct Repair {
+    pub(crate) attempt: Attempt,
     /// The ask's flow.
-    pub flow: Flow,
+    pub(crate) flow: Flow,
     /// The vocabulary its first attempt was written in.
-    pub vocab: Arc<VocabState>,
+    pub(crate) vocab: Arc<VocabState>,
 }
 
 impl Entry {
-    pub fn job(&self) -> &Arc<Job> {
+    pub(crate) fn job(&self) -> &Arc<Job> {
         match self {
             Entry::Ask(job) => job,
             Entry::Repair(r) => &r.attempt.job,
@@ -60,7 +60,7 @@ impl Entry {
 }
 
 /// The pipeline's queue (see the module documentation).
-pub struct Inbox {
+pub(crate) struct Inbox {
     inputs: Receiver<Input>,
     /// Taken off the channel, not served yet, in arrival order.
     held: VecDeque<Entry>,
@@ -73,7 +73,7 @@ pub struct Inbox {
 }
 
 impl Inbox {
-    pub fn new(inputs: Receiver<Input>) -> Inbox {
+    pub(crate) fn new(inputs: Receiver<Input>) -> Inbox {
         Inbox {
             inputs,
             held: VecDeque::new(),
@@ -94,7 +94,7 @@ impl Inbox {
     /// Waits until there is something to do or `wait` has passed (for ever without it),
     /// then takes every input that has arrived. False once the host has hung up and
     /// nothing is held.
-    pub fn wait(&mut self, wait: Option<Duration>) -> bool {
+    pub(crate) fn wait(&mut self, wait: Option<Duration>) -> bool {
         if self.held.is_empty() && self.verdicts.is_empty() && self.warms.is_empty() && !self.closed
         {
             let input = match wait {
@@ -115,7 +115,7 @@ impl Inbox {
     }
 
     /// The oldest endpoint to prepare ([`Input::Warm`]), once nothing else waits.
-    pub fn next_warm(&mut self) -> Option<Warm> {
+    pub(crate) fn next_warm(&mut self) -> Option<Warm> {
         if !self.held.is_empty() || !self.verdicts.is_empty() {
             return None;
         }
@@ -136,25 +136,28 @@ impl Inbox {
     }
 
     /// Whether the host has hung up.
-    pub fn closed(&self) -> bool {
+    pub(crate) fn closed(&self) -> bool {
         self.closed
     }
 
     /// The verdicts received so far (taken off the channel by [`Inbox::wait`] and
     /// [`Inbox::arrival`]; asks are never taken off it here, so that a running loop still
     /// sees them arrive).
-    pub fn verdicts(&mut self) -> Vec<(u64, Verdict)> {
+    pub(crate) fn verdicts(&mut self) -> Vec<(u64, Verdict)> {
         self.verdicts.drain(..).collect()
     }
 
     /// The next loop's group: the oldest waiting entry and every waiting entry of its
     /// group, in arrival order (entries queued together share a loop).
-    pub fn next_group(&mut self) -> Option<Vec<Entry>> {
+    pub(crate) fn next_group(&mut self) -> Option<Vec<Entry>> {
         self.next_group_without(|_| false)
     }
 
     /// [`Inbox::next_group`] among the entries no open loop `takes`.
-    pub fn next_group_without(&mut self, takes: impl Fn(&Entry) -> bool) -> Option<Vec<Entry>> {
+    pub(crate) fn next_group_without(
+        &mut self,
+        takes: impl Fn(&Entry) -> bool,
+    ) -> Option<Vec<Entry>> {
         let key = self.held.iter().find(|e| !takes(e))?.key();
         let (group, others): (VecDeque<_>, VecDeque<_>) = self
             .held
@@ -165,18 +168,18 @@ impl Inbox {
     }
 
     /// Whether an entry waits that no open loop `takes`.
-    pub fn waits_without(&self, takes: impl Fn(&Entry) -> bool) -> bool {
+    pub(crate) fn waits_without(&self, takes: impl Fn(&Entry) -> bool) -> bool {
         self.held.iter().any(|e| !takes(e))
     }
 
     /// Queues an entry behind those waiting.
-    pub fn push(&mut self, entry: Entry) {
+    pub(crate) fn push(&mut self, entry: Entry) {
         self.held.push_back(entry);
     }
 
     /// The oldest entry an open loop `takes`, with what has arrived on the channel since
     /// the last look (verdicts met on the way are kept for [`Inbox::verdicts`]).
-    pub fn arrival(&mut self, takes: impl Fn(&Entry) -> bool) -> Option<Entry> {
+    pub(crate) fn arrival(&mut self, takes: impl Fn(&Entry) -> bool) -> Option<Entry> {
         self.drain();
         let i = self.held.iter().position(takes)?;
         self.held.remove(i)
@@ -184,7 +187,7 @@ impl Inbox {
 
     /// Puts entries a loop could not take back at the head of the queue, in their order
     /// (they arrived before any entry still held).
-    pub fn give_back(&mut self, entries: Vec<Entry>) {
+    pub(crate) fn give_back(&mut self, entries: Vec<Entry>) {
         for e in entries.into_iter().rev() {
             self.held.push_front(e);
         }
@@ -194,7 +197,7 @@ impl Inbox {
 /// The jobs of the open loops that are not answered yet. Shared with the endpoint
 /// clients' abort hooks (on another task of the pipeline's thread), hence the lock.
 #[derive(Clone, Default)]
-pub struct InLoop(Arc<Mutex<Vec<Arc<Job>>>>);
+pub(crate) struct InLoop(Arc<Mutex<Vec<Arc<Job>>>>);
 
 impl InLoop {
     fn jobs(&self) -> MutexGuard<'_, Vec<Arc<Job>>> {
@@ -202,18 +205,18 @@ impl InLoop {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub fn enter(&self, job: Arc<Job>) {
+    pub(crate) fn enter(&self, job: Arc<Job>) {
         self.jobs().push(job);
     }
 
     /// Ask `ask` has been answered, or waits outside the loop (for the judge).
-    pub fn leave(&self, ask: u64) {
+    pub(crate) fn leave(&self, ask: u64) {
         self.jobs().retain(|j| j.id() != ask);
     }
 
     /// Whether nobody waits for the loop of group `key` any more (every job of it
     /// cancelled or past its deadline): a request in flight can then be abandoned.
-    pub fn all_gone_in(&self, key: &str) -> bool {
+    pub(crate) fn all_gone_in(&self, key: &str) -> bool {
         self.jobs()
             .iter()
             .filter(|j| group_key(j) == key)
@@ -221,14 +224,14 @@ impl InLoop {
     }
 
     /// The jobs not answered, which leave.
-    pub fn drain(&self) -> Vec<Arc<Job>> {
+    pub(crate) fn drain(&self) -> Vec<Arc<Job>> {
         std::mem::take(&mut *self.jobs())
     }
 }
 
 /// Languages the open loops may hold together (as many as the pipeline caches); a job
 /// with another waits for the next loops, so loops that never end cannot pile them up.
-pub const PINNED: usize = 64;
+pub(crate) const PINNED: usize = 64;
 
 /// An append-only arena of `Arc<T>`s for the decode loops open together: `pin` takes `&self` and the
 /// references it hands out live as long as the arena, so a generation admitted while the
@@ -236,7 +239,7 @@ pub const PINNED: usize = 64;
 /// `Batch<'l>`). Sound without `unsafe`: each slot is a `OnceCell` set at most once and
 /// never cleared or moved while the arena lives, and the slots are allocated up front.
 /// At most [`PINNED`] distinct values.
-pub struct Pinned<T> {
+pub(crate) struct Pinned<T> {
     slots: Box<[OnceCell<Arc<T>>]>,
 }
 
@@ -251,7 +254,7 @@ impl<T> Default for Pinned<T> {
 impl<T> Pinned<T> {
     /// `value`, kept until the arena is dropped (once per distinct `Arc`); `None` when
     /// the arena is full.
-    pub fn pin(&self, value: &Arc<T>) -> Option<&T> {
+    pub(crate) fn pin(&self, value: &Arc<T>) -> Option<&T> {
         for slot in self.slots.iter() {
             match slot.get() {
                 Some(kept) if Arc::ptr_eq(kept, value) => return Some(kept),
@@ -263,7 +266,7 @@ impl<T> Pinned<T> {
     }
 
     /// Whether no value can be pinned anew.
-    pub fn is_full(&self) -> bool {
+    pub(crate) fn is_full(&self) -> bool {
         self.slots.iter().all(|s| s.get().is_some())
     }
 }

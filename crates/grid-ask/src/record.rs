@@ -61,7 +61,7 @@ pub fn sealed_role(session_user: &str, current_user: &str) -> String {
 
 /// The seal's metadata of an ask (the statement's digest is added when it stops, the
 /// prompt's when it is sealed: [`with_prompt`]).
-pub fn seal_meta(job: &Job) -> SealMeta {
+pub(crate) fn seal_meta(job: &Job) -> SealMeta {
     SealMeta {
         role: Some(sealed_role(&job.ask.session_user, &job.ask.current_user)),
         question_digest: Some(text_digest(&job.ask.question)),
@@ -76,7 +76,7 @@ pub fn seal_meta(job: &Job) -> SealMeta {
 /// the prompt digest the seal carries. `examples` are the curated examples the prompt
 /// showed (none when the model was never asked); `decline`, whether it taught the
 /// decline.
-pub fn with_prompt(
+pub(crate) fn with_prompt(
     mut artifacts: Vec<Arc<DigestedArtifact>>,
     prompt: Option<(&Prompt, usize)>,
     rendering: Rendering,
@@ -94,20 +94,20 @@ pub fn with_prompt(
 }
 
 /// The checker's violations as messages display them.
-pub fn reasons(violations: &[Violation]) -> Vec<String> {
+pub(crate) fn reasons(violations: &[Violation]) -> Vec<String> {
     violations.iter().map(ToString::to_string).collect()
 }
 
 /// The checker's violations as a generation's record keeps them (and a replay recomputes
 /// them): `None` when there are none.
-pub fn refusal(violations: &[Violation]) -> Option<String> {
+pub(crate) fn refusal(violations: &[Violation]) -> Option<String> {
     (!violations.is_empty()).then(|| reasons(violations).join("; "))
 }
 
 /// A decline as a generation's record keeps it in place of the checker's violations
 /// (`grid.generations.refused`: why `final_sql` was not returned): `declined: <reason>`.
 /// So a decline is never one of the answers `grid.run(generation)` may run.
-pub fn declined(d: &Decline) -> String {
+pub(crate) fn declined(d: &Decline) -> String {
     format!("declined: {}", d.reason)
 }
 
@@ -127,7 +127,7 @@ pub fn recorded_refusal(output: &str, snapshot: &CatalogSnapshot) -> Option<Stri
 /// `c`'s first seal and kept with it. `vocab` is the one `c` was compiled for: a
 /// compiled language is kept per vocabulary (`Languages`), so what is kept is what
 /// [`build_artifacts`] would build now.
-pub fn artifacts(c: &Compiled, vocab: &Vocabulary) -> Vec<Arc<DigestedArtifact>> {
+pub(crate) fn artifacts(c: &Compiled, vocab: &Vocabulary) -> Vec<Arc<DigestedArtifact>> {
     c.artifacts
         .get_or_init(|| {
             build_artifacts(c, vocab)
@@ -182,7 +182,7 @@ fn build_artifacts(c: &Compiled, vocab: &Vocabulary) -> Vec<Artifact> {
 /// artifacts: the dialect, the caller's snapshot and policy as sent, and the failure in
 /// place of a vocabulary; its prompt artifact has no prompt and binds their contents.
 /// `None` when the ask is not audited.
-pub fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<SealToWrite> {
+pub(crate) fn unreached(job: &Job, failure: &Failure, dialect: &Dialect) -> Option<SealToWrite> {
     if !job.ask.settings.audit.records() {
         return None;
     }

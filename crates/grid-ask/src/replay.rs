@@ -140,7 +140,7 @@ impl ArtifactSet {
     }
 
     /// The replay inputs of a seal with `fingerprints`.
-    pub fn inputs(&self, f: &Fingerprints) -> Result<Replayable, String> {
+    pub(crate) fn inputs(&self, f: &Fingerprints) -> Result<Replayable, String> {
         let missing = |k: ArtifactKind| {
             format!(
                 "the {} artifact {} is missing",

@@ -50,7 +50,7 @@ pub struct Parsed(pub std::sync::Arc<Result<ParsedParts, crate::failure::Failure
 
 /// What [`Parsed`] holds when the ask's parts can be read: the snapshot, the base
 /// policy, and the snapshot's fingerprint.
-pub type ParsedParts = (
+pub(crate) type ParsedParts = (
     grid_core::catalog::CatalogSnapshot,
     grid_core::Policy,
     [u8; 16],
@@ -137,13 +137,13 @@ pub struct Example {
 impl Example {
     /// The digest the audit names it by: over its question and SQL (not its id), so that
     /// an auditor can tell whether the stored row still says what the model was shown.
-    pub fn digest(&self) -> grid_core::audit::Digest32 {
+    pub(crate) fn digest(&self) -> grid_core::audit::Digest32 {
         let pair = serde_json::json!([self.question, self.sql]).to_string();
         grid_core::audit::text_digest(&pair)
     }
 
     /// What the prompt renders.
-    pub fn shown(&self) -> grid_core::prompt::Example {
+    pub(crate) fn shown(&self) -> grid_core::prompt::Example {
         grid_core::prompt::Example {
             question: self.question.clone(),
             sql: self.sql.clone(),
@@ -209,7 +209,7 @@ impl AuditLevel {
         }
     }
 
-    pub fn records(self) -> bool {
+    pub(crate) fn records(self) -> bool {
         self == AuditLevel::Full
     }
 }
@@ -229,7 +229,7 @@ pub struct Ablation {
     /// Repair only by asking again with the reasons quoted back, never by rewinding
     /// ([`crate::rewind`]): what the rewind brings.
     #[serde(default)]
-    pub prompt_repair: bool,
+    pub(crate) prompt_repair: bool,
 }
 
 impl Ablation {

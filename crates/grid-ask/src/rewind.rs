@@ -20,7 +20,7 @@ use grid_core::decode::Rewind;
 /// which spell `sql` exactly), refused for `violations`: at the earliest reference a
 /// violation locates in the statement. `None` when no violation is about a reference, or
 /// none of their references is found in the text.
-pub fn rewind_point<'v>(
+pub(crate) fn rewind_point<'v>(
     sql: &str,
     tokens: &[u32],
     bytes: impl Fn(u32) -> &'v [u8],

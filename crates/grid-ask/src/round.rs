@@ -64,7 +64,7 @@ pub(crate) struct Round<'l> {
 }
 
 impl<'l> Round<'l> {
-    pub fn new(
+    pub(crate) fn new(
         key: String,
         shared_vocab: Arc<VocabState>,
         vocab: &'l VocabState,
@@ -101,22 +101,22 @@ impl<'l> Round<'l> {
     }
 
     /// Whether a generation is live or an outcome is still to be handed back.
-    pub fn runs(&self) -> bool {
+    pub(crate) fn runs(&self) -> bool {
         !self.batch.is_empty()
     }
 
     /// Whether entries that arrive may still join (none held back: they came first).
-    pub fn admits(&self) -> bool {
+    pub(crate) fn admits(&self) -> bool {
         !self.stale && !self.closing
     }
 
     /// Admits nothing more: the loop ends once its generations have.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         self.closing = true;
     }
 
     /// Whether `entry` belongs to this loop (its group, and for a repair its vocabulary).
-    pub fn takes(&self, entry: &Entry) -> bool {
+    pub(crate) fn takes(&self, entry: &Entry) -> bool {
         group_key(entry.job()) == self.key
             && match entry {
                 Entry::Ask(_) => true,
@@ -124,11 +124,11 @@ impl<'l> Round<'l> {
             }
     }
 
-    pub fn stale(&self) -> bool {
+    pub(crate) fn stale(&self) -> bool {
         self.stale
     }
 
-    pub fn take_held_back(&mut self) -> Vec<Entry> {
+    pub(crate) fn take_held_back(&mut self) -> Vec<Entry> {
         std::mem::take(&mut self.held_back)
     }
 
@@ -142,7 +142,7 @@ impl<'l> Round<'l> {
     /// at once (sealed as unreached); one whose language does not fit in the round's
     /// arena is held back for the next loop. `languages` are the pipeline's, kept across
     /// loops.
-    pub fn admit(&mut self, languages: &mut Languages, entry: Entry, hands: &mut Hands<'_>) {
+    pub(crate) fn admit(&mut self, languages: &mut Languages, entry: Entry, hands: &mut Hands<'_>) {
         let compiled = match &entry {
             Entry::Ask(job) => {
                 hands.outbox.send(Output::Taken { ask: job.id() });
@@ -193,7 +193,12 @@ impl<'l> Round<'l> {
 
     /// One tick of the loop over the model of `slot` (one of `models`), then what follows
     /// for each generation that stopped.
-    pub fn step(&mut self, models: &mut Models, slot: &mut ModelSlot, hands: &mut Hands<'_>) {
+    pub(crate) fn step(
+        &mut self,
+        models: &mut Models,
+        slot: &mut ModelSlot,
+        hands: &mut Hands<'_>,
+    ) {
         let Some(model) = models.get(slot) else {
             return self.fail_all(&Failure::internal("the endpoint client was dropped"), hands);
         };

@@ -32,10 +32,10 @@ use std::collections::HashSet;
 use grid_core::catalog::CatalogSnapshot;
 
 /// What a hidden name is replaced with.
-pub const HIDDEN: &str = "<hidden>";
+pub(crate) const HIDDEN: &str = "<hidden>";
 
 /// Longest sanitized message, in characters (a prompt line).
-pub const MAX_CHARS: usize = 400;
+pub(crate) const MAX_CHARS: usize = 400;
 
 /// Object kinds after which (preceded by `for` or `of`) PostgreSQL writes a bare name.
 const KINDS: &[&str] = &[
@@ -65,7 +65,7 @@ const KINDS: &[&str] = &[
 
 /// The words of PostgreSQL's parse, analysis and planning errors and hints: kept outside
 /// name positions (with [`TYPE_NAMES`]).
-pub const MESSAGE_WORDS: &[&str] = &[
+pub(crate) const MESSAGE_WORDS: &[&str] = &[
     // Templates.
     "a",
     "aggregate",
@@ -464,7 +464,7 @@ pub const MESSAGE_WORDS: &[&str] = &[
 ];
 
 /// Built-in type names: message words, and names after `for type` / `of type`.
-pub const TYPE_NAMES: &[&str] = &[
+pub(crate) const TYPE_NAMES: &[&str] = &[
     "int",
     "int2",
     "int4",
@@ -528,14 +528,14 @@ pub const TYPE_NAMES: &[&str] = &[
 /// The words a judge's message may keep in a name position for one role and statement
 /// (see the module documentation), lower-cased.
 #[derive(Debug, Clone, Default)]
-pub struct KnownNames {
+pub(crate) struct KnownNames {
     names: HashSet<String>,
 }
 
 impl KnownNames {
     /// The names of `snapshot` (what the role's prompt shows, its function allow-list)
     /// and of `sql`.
-    pub fn new(snapshot: &CatalogSnapshot, sql: &str) -> KnownNames {
+    pub(crate) fn new(snapshot: &CatalogSnapshot, sql: &str) -> KnownNames {
         let mut k = KnownNames::default();
         for r in &snapshot.relations {
             k.add(&r.schema);
@@ -592,7 +592,7 @@ impl KnownNames {
         }
     }
 
-    pub fn knows(&self, word: &str) -> bool {
+    pub(crate) fn knows(&self, word: &str) -> bool {
         self.names.contains(&word.to_lowercase())
     }
 }
@@ -621,7 +621,7 @@ fn is_number(w: &str) -> bool {
 
 /// `message` with every name `known` does not hold hidden (the rule of the module
 /// documentation), on one line, at most [`MAX_CHARS`] characters.
-pub fn sanitize(message: &str, known: &KnownNames) -> String {
+pub(crate) fn sanitize(message: &str, known: &KnownNames) -> String {
     let chars: Vec<char> = message
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })

@@ -9,7 +9,7 @@ use grid_vocab::Vocabulary;
 use crate::protocol::ChatMessage;
 
 /// What separates two messages in the plain rendering: one line feed.
-pub const PLAIN_SEPARATOR: &str = "\n";
+pub(crate) const PLAIN_SEPARATOR: &str = "\n";
 
 /// A rendered prompt: its text and the token ids that spell it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +55,7 @@ pub fn render_plain(messages: &[ChatMessage]) -> String {
 }
 
 /// [`render_plain`] encoded with `vocab`'s encoder.
-pub fn render_plain_with(vocab: &Vocabulary, messages: &[ChatMessage]) -> RenderedPrompt {
+pub(crate) fn render_plain_with(vocab: &Vocabulary, messages: &[ChatMessage]) -> RenderedPrompt {
     let text = render_plain(messages);
     RenderedPrompt {
         tokens: vocab.encode(&text),

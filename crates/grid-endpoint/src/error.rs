@@ -171,12 +171,12 @@ pub struct GenerationError {
 #[error("{message}")]
 pub struct BackendError {
     /// What failed.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl BackendError {
     /// A backend error with this message.
-    pub fn new(message: impl Into<String>) -> Self {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
         BackendError {
             message: message.into(),
         }

@@ -27,21 +27,21 @@
 pub mod backend;
 pub mod chat;
 pub mod client;
-pub mod error;
-pub mod lru;
+pub(crate) mod error;
+pub(crate) mod lru;
 #[cfg(feature = "decode")]
 pub mod model;
 pub mod protocol;
 pub mod server;
 pub mod spec;
-pub mod tokenset;
+pub(crate) mod tokenset;
 
 pub use backend::{Allowed, Backend, Sample, SampleContext};
 pub use chat::RenderedPrompt;
 pub use client::{
     ClientConfig, DirectClient, DirectConfig, EndpointClient, HttpConfig, Mask, Sampled, StepInput,
 };
-pub use error::{BackendError, ClientError, GenerationError};
+pub use error::{BackendError, ClientError};
 pub use protocol::{ChatMessage, Role, Sampling, PROTOCOL};
 pub use server::{Server, ServerConfig};
 pub use spec::{EndpointSpec, SpecError};

@@ -6,7 +6,7 @@ use std::hash::Hash;
 /// A map that keeps at most `capacity` entries and, when full, evicts the one used least
 /// recently. `get` and `insert` count as uses; each costs O(log n).
 #[derive(Debug)]
-pub struct Lru<K, V> {
+pub(crate) struct Lru<K, V> {
     capacity: usize,
     /// Key → (value, tick of last use).
     map: HashMap<K, (V, u64)>,
@@ -18,7 +18,7 @@ pub struct Lru<K, V> {
 
 impl<K: Eq + Hash + Clone, V> Lru<K, V> {
     /// An empty map holding at most `capacity` entries (at least one).
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         Lru {
             capacity: capacity.max(1),
             map: HashMap::new(),
@@ -27,19 +27,9 @@ impl<K: Eq + Hash + Clone, V> Lru<K, V> {
         }
     }
 
-    /// The capacity in entries.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// Number of entries.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.len()
-    }
-
-    /// Whether the map is empty.
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
     }
 
     fn touch(&mut self, key: &K) {
@@ -53,24 +43,24 @@ impl<K: Eq + Hash + Clone, V> Lru<K, V> {
     }
 
     /// The value of `key`, marking it used.
-    pub fn get(&mut self, key: &K) -> Option<&mut V> {
+    pub(crate) fn get(&mut self, key: &K) -> Option<&mut V> {
         self.touch(key);
         self.map.get_mut(key).map(|(v, _)| v)
     }
 
     /// The value of `key` without marking it used.
-    pub fn peek(&self, key: &K) -> Option<&V> {
+    pub(crate) fn peek(&self, key: &K) -> Option<&V> {
         self.map.get(key).map(|(v, _)| v)
     }
 
     /// Whether `key` is present (not a use).
-    pub fn contains(&self, key: &K) -> bool {
+    pub(crate) fn contains(&self, key: &K) -> bool {
         self.map.contains_key(key)
     }
 
     /// Inserts or replaces `key`, marking it used; evicts the least recently used entry
     /// when full. Returns the evicted entry, if any.
-    pub fn insert(&mut self, key: K, value: V) -> Option<(K, V)> {
+    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<(K, V)> {
         self.tick += 1;
         let tick = self.tick;
         if let Some((old, t)) = self.map.insert(key.clone(), (value, tick)) {
@@ -91,7 +81,7 @@ impl<K: Eq + Hash + Clone, V> Lru<K, V> {
     }
 
     /// Removes `key`, returning its value.
-    pub fn remove(&mut self, key: &K) -> Option<V> {
+    pub(crate) fn remove(&mut self, key: &K) -> Option<V> {
         let (v, t) = self.map.remove(key)?;
         self.order.remove(&t);
         Some(v)

@@ -13,7 +13,8 @@ use grid_core::decode::{Choice, Model, ModelError, ModelStep};
 use grid_vocab::Vocabulary;
 
 use crate::chat::{render_plain_with, RenderedBy, RenderedPrompt};
-use crate::client::{DirectClient, EndpointClient, Lookahead, Mask as WireMask, StepInput};
+use crate::client::direct::Lookahead;
+use crate::client::{DirectClient, EndpointClient, Mask as WireMask, StepInput};
 use crate::{
     Allowed, Backend, ChatMessage, ClientError, EntryId, SampleContext, Sampling, TokenSet,
 };

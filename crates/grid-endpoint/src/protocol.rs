@@ -19,13 +19,13 @@ use crate::tokenset::EntryId;
 pub const PROTOCOL: &str = "grid-endpoint/1";
 
 /// Path of the vocabulary call.
-pub const VOCABULARY_PATH: &str = "/v1/vocabulary";
+pub(crate) const VOCABULARY_PATH: &str = "/v1/vocabulary";
 
 /// Path of the step call.
-pub const STEP_PATH: &str = "/v1/step";
+pub(crate) const STEP_PATH: &str = "/v1/step";
 
 /// Path of the prompt-rendering call.
-pub const PROMPT_PATH: &str = "/v1/prompt";
+pub(crate) const PROMPT_PATH: &str = "/v1/prompt";
 
 /// The metadata fields of the `GET /v1/vocabulary` reply. The same JSON object also
 /// holds the served vocabulary (`tokens`, `special`, `eos`), which
@@ -55,64 +55,64 @@ pub struct VocabularyHeader {
 
 /// `POST /v1/step`: one tick of every ready generation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepRequest {
+pub(crate) struct StepRequest {
     /// Always [`PROTOCOL`].
-    pub protocol: String,
+    pub(crate) protocol: String,
     /// The fingerprint of the vocabulary the client's masks are over; a server with
     /// another vocabulary refuses the whole request (HTTP 409, `vocab_mismatch`).
-    pub vocab_fingerprint: String,
+    pub(crate) vocab_fingerprint: String,
     /// Generations the client has finished with; the server drops their state before
     /// serving `generations`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub release: Vec<String>,
+    pub(crate) release: Vec<String>,
     /// The generations to advance by one sampled token each. Ids are unique within a
     /// request.
-    pub generations: Vec<GenerationStep>,
+    pub(crate) generations: Vec<GenerationStep>,
 }
 
 /// One generation's step: tokens to append without sampling, then one token sampled
 /// under the mask.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GenerationStep {
+pub(crate) struct GenerationStep {
     /// The generation's id, chosen by the client (1 to 256 bytes).
-    pub id: String,
+    pub(crate) id: String,
     /// How many tokens the server already holds for this generation before this step
     /// (the length of its history). `0` (re)starts the generation: `tokens_to_append`
     /// is then its whole history. Otherwise it must equal the server's history length,
     /// or the server answers `need` with `history: true`.
-    pub position: u64,
+    pub(crate) position: u64,
     /// Tokens appended to the history before sampling, unsampled: the prompt (and on a
     /// resync everything since) when `position` is 0, forced spans otherwise. The token
     /// sampled by the previous step is already in the server's history and is never
     /// resent.
     #[serde(default)]
-    pub tokens_to_append: Vec<u32>,
+    pub(crate) tokens_to_append: Vec<u32>,
     /// Only when `position` is 0: how many leading tokens of `tokens_to_append` are the
     /// prompt (the rest was generated). Absent means all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_tokens: Option<u64>,
+    pub(crate) prompt_tokens: Option<u64>,
     /// The cached part of the mask.
-    pub mask: MaskRef,
+    pub(crate) mask: MaskRef,
     /// Context-dependent ids allowed this step on top of the mask entry.
     #[serde(default)]
-    pub cd_pass: Vec<u32>,
+    pub(crate) cd_pass: Vec<u32>,
     /// Whether EOS may be sampled this step (the EOS gate). EOS is never in the mask
     /// payload or `cd_pass`.
-    pub eos_allowed: bool,
+    pub(crate) eos_allowed: bool,
     /// Sampling parameters.
-    pub sampling: Sampling,
+    pub(crate) sampling: Sampling,
 }
 
 /// A mask entry by content-addressed id, with its payload when the client believes the
 /// server does not hold it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MaskRef {
+pub(crate) struct MaskRef {
     /// The entry's id (32 hex digits).
-    pub entry_id: EntryId,
+    pub(crate) entry_id: EntryId,
     /// The packed bitset of allowed ids (see `crate::tokenset`), base64; absent when the
     /// server should already hold the entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub payload: Option<String>,
+    pub(crate) payload: Option<String>,
 }
 
 /// Sampling parameters of one step.
@@ -183,34 +183,34 @@ impl ChatMessage {
 
 /// `POST /v1/prompt`: render chat messages as the model's prompt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PromptRequest {
+pub(crate) struct PromptRequest {
     /// Always [`PROTOCOL`].
-    pub protocol: String,
+    pub(crate) protocol: String,
     /// The conversation so far, in order; the reply opens the assistant's turn after it.
-    pub messages: Vec<ChatMessage>,
+    pub(crate) messages: Vec<ChatMessage>,
 }
 
 /// The reply to a prompt request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PromptResponse {
+pub(crate) struct PromptResponse {
     /// Always [`PROTOCOL`].
-    pub protocol: String,
+    pub(crate) protocol: String,
     /// The fingerprint of the vocabulary `tokens` are ids of (the served one).
-    pub vocab_fingerprint: String,
+    pub(crate) vocab_fingerprint: String,
     /// The rendered prompt's token ids, as the model's tokenizer writes them (special
     /// tokens of the template included): the `prompt` of the generation.
-    pub tokens: Vec<u32>,
+    pub(crate) tokens: Vec<u32>,
     /// The rendered text the tokens spell.
-    pub text: String,
+    pub(crate) text: String,
     /// Whether the model's chat template rendered it (otherwise: the plain join).
-    pub chat_template: bool,
+    pub(crate) chat_template: bool,
 }
 
 /// The reply to a step request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepResponse {
     /// Always [`PROTOCOL`].
-    pub protocol: String,
+    pub(crate) protocol: String,
     /// One result per requested generation, in request order.
     pub results: Vec<GenerationResult>,
 }
@@ -287,7 +287,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// The wire name of the code.
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             ErrorCode::InvalidRequest => "invalid_request",
             ErrorCode::InvalidMask => "invalid_mask",
@@ -306,44 +306,44 @@ impl ErrorCode {
 
 /// The body of a request-level error reply (any non-2xx status).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     /// The error.
-    pub error: RequestError,
+    pub(crate) error: RequestError,
 }
 
 /// A request-level error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RequestError {
+pub(crate) struct RequestError {
     /// One of [`request_codes`].
-    pub code: String,
+    pub(crate) code: String,
     /// A human-readable explanation.
-    pub message: String,
+    pub(crate) message: String,
     /// With `vocab_mismatch`: the server's vocabulary fingerprint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_fingerprint: Option<String>,
+    pub(crate) server_fingerprint: Option<String>,
 }
 
 /// Request-level error codes and their HTTP statuses.
-pub mod request_codes {
+pub(crate) mod request_codes {
     /// 400: the body is not a valid request.
-    pub const BAD_REQUEST: &str = "bad_request";
+    pub(crate) const BAD_REQUEST: &str = "bad_request";
     /// 400: `protocol` is not `grid-endpoint/1`.
-    pub const UNSUPPORTED_PROTOCOL: &str = "unsupported_protocol";
+    pub(crate) const UNSUPPORTED_PROTOCOL: &str = "unsupported_protocol";
     /// 401: a bearer token is required and was missing or wrong.
-    pub const UNAUTHORIZED: &str = "unauthorized";
+    pub(crate) const UNAUTHORIZED: &str = "unauthorized";
     /// 404: no such path.
-    pub const NOT_FOUND: &str = "not_found";
+    pub(crate) const NOT_FOUND: &str = "not_found";
     /// 405: wrong method for the path.
-    pub const METHOD_NOT_ALLOWED: &str = "method_not_allowed";
+    pub(crate) const METHOD_NOT_ALLOWED: &str = "method_not_allowed";
     /// 400: `POST /v1/prompt` messages the model's template cannot render (e.g. one
     /// holds the text of a control token).
-    pub const INVALID_PROMPT: &str = "invalid_prompt";
+    pub(crate) const INVALID_PROMPT: &str = "invalid_prompt";
     /// 409: `vocab_fingerprint` is not the server's.
-    pub const VOCAB_MISMATCH: &str = "vocab_mismatch";
+    pub(crate) const VOCAB_MISMATCH: &str = "vocab_mismatch";
     /// 413: the body or the batch is too large.
-    pub const TOO_LARGE: &str = "too_large";
+    pub(crate) const TOO_LARGE: &str = "too_large";
     /// 500: the server failed.
-    pub const INTERNAL: &str = "internal";
+    pub(crate) const INTERNAL: &str = "internal";
     /// 500: the backend failed (e.g. it could not render a prompt).
-    pub const BACKEND: &str = "backend";
+    pub(crate) const BACKEND: &str = "backend";
 }

@@ -87,7 +87,7 @@ pub enum ServerKind {
 }
 
 /// Tokens asked for per round by default.
-pub const DEFAULT_CHUNK: usize = 16;
+pub(crate) const DEFAULT_CHUNK: usize = 16;
 
 /// A setting that names no model (displayed after the setting's name: "grid.endpoint is
 /// not set: …", "grid.endpoint \"x\" is not …").

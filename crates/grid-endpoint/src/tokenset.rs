@@ -104,7 +104,7 @@ impl TokenSet {
     }
 
     /// Decodes a base64 payload (see the module documentation).
-    pub fn from_base64(universe: usize, payload: &str) -> Result<Self, SetDecodeError> {
+    pub(crate) fn from_base64(universe: usize, payload: &str) -> Result<Self, SetDecodeError> {
         let bytes = STANDARD
             .decode(payload)
             .map_err(|e| SetDecodeError::Base64(e.to_string()))?;
@@ -112,7 +112,7 @@ impl TokenSet {
     }
 
     /// Decodes little-endian packed words.
-    pub fn from_le_bytes(universe: usize, bytes: &[u8]) -> Result<Self, SetDecodeError> {
+    pub(crate) fn from_le_bytes(universe: usize, bytes: &[u8]) -> Result<Self, SetDecodeError> {
         let expected = universe.div_ceil(32) * 4;
         if bytes.len() != expected {
             return Err(SetDecodeError::Length {
@@ -141,12 +141,12 @@ impl TokenSet {
     }
 
     /// The packed little-endian words.
-    pub fn to_le_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_le_bytes(&self) -> Vec<u8> {
         self.words.iter().flat_map(|w| w.to_le_bytes()).collect()
     }
 
     /// The vocabulary size this set ranges over.
-    pub fn universe(&self) -> usize {
+    pub(crate) fn universe(&self) -> usize {
         self.universe
     }
 
@@ -252,7 +252,7 @@ impl EntryId {
     }
 
     /// Parses 32 hex digits (either case).
-    pub fn from_hex(s: &str) -> Option<Self> {
+    pub(crate) fn from_hex(s: &str) -> Option<Self> {
         let b = s.as_bytes();
         if b.len() != 32 {
             return None;

@@ -6,7 +6,7 @@
 use grid_vocab::{VocabError, Vocabulary};
 
 /// The EOS token's text.
-pub const BUILTIN_EOS: &str = "<|endoftext|>";
+pub(crate) const BUILTIN_EOS: &str = "<|endoftext|>";
 
 const WORDS: &[&str] = &[
     "SELECT", "FROM", "WHERE", "JOIN", "ON", "AND", "OR", "NOT", "GROUP", "BY", "ORDER", "LIMIT",

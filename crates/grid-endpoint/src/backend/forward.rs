@@ -93,11 +93,11 @@ impl Default for ForwardConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ForwardStats {
     /// Forward passes run (each over a batch).
-    pub passes: u64,
+    pub(crate) passes: u64,
     /// Rows computed (histories over all passes).
-    pub rows: u64,
+    pub(crate) rows: u64,
     /// Rows computed ahead of the next step.
-    pub ahead_rows: u64,
+    pub(crate) ahead_rows: u64,
     /// Step items whose row was held (computed ahead): no pass of their own.
     pub ready_hits: u64,
     /// Generations holding a row now.

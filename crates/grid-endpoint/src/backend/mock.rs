@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use grid_vocab::Vocabulary;
 
+pub(crate) use crate::backend::sample::choose;
+pub use crate::backend::sample::mix;
 use crate::backend::sample::unit;
-pub use crate::backend::sample::{choose, mix};
 use crate::backend::script::Script;
 use crate::backend::{Backend, BoxFuture, Sample, SampleContext};
 use crate::error::BackendError;
@@ -20,7 +21,7 @@ use crate::error::BackendError;
 const PREFERRED: f64 = 20.0;
 
 /// The seeded base logit of `id` at this step, in `[0, 4)`.
-pub fn base_logit(ctx: &SampleContext<'_>, id: u32) -> f64 {
+pub(crate) fn base_logit(ctx: &SampleContext<'_>, id: u32) -> f64 {
     let last = ctx
         .generated
         .last()
@@ -77,7 +78,7 @@ impl ScriptedMock {
     }
 
     /// Samples one step.
-    pub fn sample(&self, ctx: &SampleContext<'_>) -> Result<Sample, BackendError> {
+    pub(crate) fn sample(&self, ctx: &SampleContext<'_>) -> Result<Sample, BackendError> {
         let prompt = self.vocab.decode(ctx.prompt);
         let Some(target) = self.script.target_for(&prompt) else {
             return sample_with(ctx, |_| 0.0);
@@ -183,7 +184,7 @@ impl AdversarialMock {
 /// How strongly appending `tok` to an output ending in `tail` (lowercase) advances a
 /// forbidden word: the longest `j` such that the output then ends with the first `j`
 /// bytes of a word (or contains a whole word inside the token), plus 4 for a whole word.
-pub fn attack_score(tail: &[u8], tok: &[u8]) -> f64 {
+pub(crate) fn attack_score(tail: &[u8], tok: &[u8]) -> f64 {
     if tok.is_empty() {
         return 0.0;
     }

@@ -67,12 +67,12 @@ impl Allowed {
     }
 
     /// The EOS id, when EOS is allowed.
-    pub fn eos(&self) -> Option<u32> {
+    pub(crate) fn eos(&self) -> Option<u32> {
         self.eos
     }
 
     /// Number of allowed ids, EOS included when allowed.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         let eos_extra = self
             .eos
             .is_some_and(|e| !self.mask.contains(e) && self.extra.binary_search(&e).is_err());
@@ -80,13 +80,13 @@ impl Allowed {
     }
 
     /// Whether nothing may be sampled.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The allowed ids other than EOS, each once (mask ids ascending, then CD-pass ids
     /// ascending).
-    pub fn tokens(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn tokens(&self) -> impl Iterator<Item = u32> + '_ {
         let eos = self.eos;
         self.mask
             .iter()
@@ -95,7 +95,7 @@ impl Allowed {
     }
 
     /// Every allowed id, EOS included when allowed, ascending.
-    pub fn ids(&self) -> Vec<u32> {
+    pub(crate) fn ids(&self) -> Vec<u32> {
         let mut v: Vec<u32> = self.tokens().chain(self.eos).collect();
         v.sort_unstable();
         v.dedup();
@@ -121,7 +121,7 @@ pub struct SampleContext<'a> {
 
 impl SampleContext<'_> {
     /// The history length (prompt + generated): the step's position.
-    pub fn position(&self) -> usize {
+    pub(crate) fn position(&self) -> usize {
         self.prompt.len() + self.generated.len()
     }
 }

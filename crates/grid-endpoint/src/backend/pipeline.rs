@@ -44,20 +44,20 @@ use crate::protocol::Sampling;
 #[derive(Debug)]
 pub struct StepItem {
     /// The generation's id.
-    pub id: String,
+    pub(crate) id: String,
     /// Prompt, then every token since (this step's forced tokens included).
-    pub history: Vec<u32>,
+    pub(crate) history: Vec<u32>,
     /// The prompt's length within `history`.
     pub prompt_len: usize,
     /// What may be sampled.
-    pub allowed: Allowed,
+    pub(crate) allowed: Allowed,
     /// The sampling parameters.
-    pub sampling: Sampling,
+    pub(crate) sampling: Sampling,
 }
 
 impl StepItem {
     /// The history the work ahead computes the logits after: this step's, then `token`.
-    pub fn continued(&self, token: u32) -> Vec<u32> {
+    pub(crate) fn continued(&self, token: u32) -> Vec<u32> {
         let mut h = Vec::with_capacity(self.history.len() + 1);
         h.extend_from_slice(&self.history);
         h.push(token);
@@ -66,7 +66,7 @@ impl StepItem {
 }
 
 /// A model served on the pipeline's thread.
-pub trait Stepper {
+pub(crate) trait Stepper {
     /// The counters [`Job::Stats`] reports.
     type Stats: Send + 'static;
 
@@ -87,10 +87,10 @@ pub trait Stepper {
 }
 
 /// The results of a step job, one per item, in order.
-pub type StepResults = Vec<Result<Sample, BackendError>>;
+pub(crate) type StepResults = Vec<Result<Sample, BackendError>>;
 
 /// What the model thread is asked to do.
-pub enum Job<T> {
+pub(crate) enum Job<T> {
     /// Sample one token for every item; the results go to `reply`.
     Step {
         items: Vec<StepItem>,
@@ -106,21 +106,21 @@ pub enum Job<T> {
 
 /// How the model thread serves steps.
 #[derive(Debug, Clone, Copy)]
-pub struct PipelineConfig {
+pub(crate) struct PipelineConfig {
     /// Run the forward pass of each sampled token right after the reply.
-    pub overlap: bool,
+    pub(crate) overlap: bool,
     /// The served vocabulary's EOS: a sampled EOS ends its generation, so nothing is
     /// computed after it.
-    pub eos: Option<u32>,
+    pub(crate) eos: Option<u32>,
     /// Print one JSON line per step job on stderr, its times in milliseconds since the
     /// thread started: `{"grid_endpoint_step":n,"items":k,"queued_ms":…,
     /// "replied_ms":…,"step_ms":…,"ahead_ms":…}` (sent by the server, replied, the
     /// model thread's time on the step and on the work ahead after it). For bench/.
-    pub trace: bool,
+    pub(crate) trace: bool,
 }
 
 /// Serves `jobs` with `stepper` until every sender is gone.
-pub fn serve<S: Stepper>(
+pub(crate) fn serve<S: Stepper>(
     mut stepper: S,
     jobs: mpsc::Receiver<Job<S::Stats>>,
     config: PipelineConfig,
@@ -188,14 +188,14 @@ impl<T> Starter<T> {
 
     /// Reports the thread ready and serves jobs with `stepper` until the [`Pipeline`]
     /// is dropped.
-    pub fn run<S: Stepper<Stats = T>>(self, stepper: S, config: PipelineConfig) {
+    pub(crate) fn run<S: Stepper<Stats = T>>(self, stepper: S, config: PipelineConfig) {
         let _ = self.ready.send(Ok(()));
         serve(stepper, self.jobs, config);
     }
 }
 
 /// Starts a model thread named `name` running `body`, and waits until it is ready.
-pub fn spawn<T: Send + 'static>(
+pub(crate) fn spawn<T: Send + 'static>(
     name: &str,
     body: impl FnOnce(Starter<T>) + Send + 'static,
 ) -> Result<Pipeline<T>, String> {
@@ -213,7 +213,7 @@ pub fn spawn<T: Send + 'static>(
 
 /// The server's handle on a model thread: what a pipelined [`crate::Backend`] forwards
 /// its calls to.
-pub struct Pipeline<T> {
+pub(crate) struct Pipeline<T> {
     jobs: mpsc::Sender<Job<T>>,
 }
 
@@ -229,7 +229,7 @@ fn stopped() -> BackendError {
 
 impl<T: Send + 'static> Pipeline<T> {
     /// [`crate::Backend::sample_batch`]: the batch as one step job.
-    pub fn sample_batch<'a>(
+    pub(crate) fn sample_batch<'a>(
         &'a self,
         batch: &'a [SampleContext<'a>],
     ) -> BoxFuture<'a, StepResults> {
@@ -266,13 +266,13 @@ impl<T: Send + 'static> Pipeline<T> {
 
     /// [`crate::Backend::release`]: queued behind the jobs sent before, so it also
     /// frees what their work ahead made. Never blocks.
-    pub fn release(&self, generations: &[String]) {
+    pub(crate) fn release(&self, generations: &[String]) {
         // A stopped thread holds nothing left to free.
         let _ = self.jobs.send(Job::Release(generations.to_vec()));
     }
 
     /// The stepper's counters, once the jobs sent before are served.
-    pub async fn stats(&self) -> Result<T, BackendError> {
+    pub(crate) async fn stats(&self) -> Result<T, BackendError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.jobs.send(Job::Stats(tx)).map_err(|_| stopped())?;
         rx.await.map_err(|_| stopped())

@@ -31,7 +31,11 @@ pub(crate) fn unit(h: u64) -> f64 {
 
 /// Picks from `(id, logit)` candidates by the sampling parameters (see the module
 /// documentation). `None` when there are no candidates.
-pub fn choose(cands: &mut [(u32, f64)], sampling: &Sampling, position: usize) -> Option<Sample> {
+pub(crate) fn choose(
+    cands: &mut [(u32, f64)],
+    sampling: &Sampling,
+    position: usize,
+) -> Option<Sample> {
     if cands.is_empty() {
         return None;
     }

@@ -63,7 +63,7 @@ impl Script {
     }
 
     /// The target SQL for a prompt, if an entry applies.
-    pub fn target_for(&self, prompt: &[u8]) -> Option<&str> {
+    pub(crate) fn target_for(&self, prompt: &[u8]) -> Option<&str> {
         let hay = prompt.to_ascii_lowercase();
         self.entries
             .iter()

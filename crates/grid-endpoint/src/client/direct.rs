@@ -34,11 +34,11 @@ use crate::spec::ServerKind;
 use crate::tokenset::TokenSet;
 
 /// Path of the model list.
-pub const MODELS_PATH: &str = "/v1/models";
+pub(crate) const MODELS_PATH: &str = "/v1/models";
 /// llama-server's chat template rendering: `{"messages":[…]}` → `{"prompt":"…"}`.
-pub const APPLY_TEMPLATE_PATH: &str = "/apply-template";
+pub(crate) const APPLY_TEMPLATE_PATH: &str = "/apply-template";
 /// The tokenizer of llama-server (`{"content":…}`) and of vLLM (`{"messages":[…]}` too).
-pub const TOKENIZE_PATH: &str = "/tokenize";
+pub(crate) const TOKENIZE_PATH: &str = "/tokenize";
 
 /// How a constrained step restricts the server's choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +100,7 @@ pub struct GreedyOutput {
     /// Requests made.
     pub round_trips: u64,
     /// Constrained single steps among them.
-    pub constrained_steps: u64,
+    pub(crate) constrained_steps: u64,
 }
 
 /// A client of an OpenAI-compatible completions server, for one model and vocabulary.
@@ -117,22 +117,22 @@ pub struct DirectClient {
 
 /// Requests made, and the constrained single steps among them.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Counters {
-    pub round_trips: u64,
-    pub constrained: u64,
+pub(crate) struct Counters {
+    pub(crate) round_trips: u64,
+    pub(crate) constrained: u64,
 }
 
 /// One generation's state between the steps of [`DirectClient::next`]: the last chunk
 /// the server wrote and the adaptive run of constrained steps.
 #[derive(Debug, Default)]
-pub struct Lookahead {
+pub(crate) struct Lookahead {
     chunk: Option<Chunk>,
     /// The length of the last run of constrained steps (doubles while chunk probes fail).
     run: usize,
     /// Positions still to be served by constrained steps before the next chunk probe.
     direct_run: usize,
     /// This generation's requests.
-    pub n: Counters,
+    pub(crate) n: Counters,
 }
 
 /// A chunk of greedy tokens the server wrote after `prefix` (the output then).
@@ -350,7 +350,7 @@ impl DirectClient {
     /// else from a new chunk of at most `remaining` tokens (see the module
     /// documentation). `look` is one generation's, kept between its steps; dropping it
     /// costs round trips, never a different choice.
-    pub async fn next(
+    pub(crate) async fn next(
         &self,
         prompt: &[u32],
         out: &[u32],

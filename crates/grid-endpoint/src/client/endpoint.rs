@@ -530,7 +530,7 @@ fn speaks_protocol(got: &str) -> Result<(), ClientError> {
 
 /// Parses a `POST /v1/prompt` reply body for a client whose vocabulary has `fingerprint`
 /// and `universe` ids: the protocol, the vocabulary, and every id inside it.
-pub fn parse_prompt_reply(
+pub(crate) fn parse_prompt_reply(
     body: &[u8],
     fingerprint: &str,
     universe: usize,

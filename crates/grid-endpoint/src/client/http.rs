@@ -33,7 +33,7 @@ impl ApiKey {
     }
 
     /// The key itself (to send it, never to show it).
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -95,7 +95,7 @@ impl Default for HttpConfig {
 #[derive(Debug)]
 pub(crate) struct Reply {
     /// The whole body.
-    pub body: Bytes,
+    pub(crate) body: Bytes,
 }
 
 /// A reqwest client bound to one base URL.
@@ -114,7 +114,7 @@ pub(crate) struct Http {
 impl Http {
     /// A client for the server at `base_url` (e.g. `http://127.0.0.1:8077`; a trailing
     /// `/` or `/v1` is dropped, paths are added as `/v1/...`).
-    pub fn new(base_url: &str, config: HttpConfig) -> Result<Self, ClientError> {
+    pub(crate) fn new(base_url: &str, config: HttpConfig) -> Result<Self, ClientError> {
         let mut url = Url::parse(base_url)
             .map_err(|e| ClientError::invalid(format!("bad endpoint URL: {e}")))?;
         if url.scheme() != "http" && url.scheme() != "https" {
@@ -152,22 +152,22 @@ impl Http {
     }
 
     /// The endpoint as shown in messages (no credentials).
-    pub fn endpoint(&self) -> &str {
+    pub(crate) fn endpoint(&self) -> &str {
         &self.shown
     }
 
     /// Round trips made so far.
-    pub fn round_trips(&self) -> u64 {
+    pub(crate) fn round_trips(&self) -> u64 {
         self.round_trips.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// `GET path`.
-    pub async fn get(&self, path: &str) -> Result<Reply, ClientError> {
+    pub(crate) async fn get(&self, path: &str) -> Result<Reply, ClientError> {
         self.send(Method::GET, path, None, Effect::Stateless).await
     }
 
     /// `POST path` with a JSON body.
-    pub async fn post_json<T: Serialize + ?Sized>(
+    pub(crate) async fn post_json<T: Serialize + ?Sized>(
         &self,
         path: &str,
         body: &T,
@@ -179,7 +179,7 @@ impl Http {
     /// `POST path` with a JSON body, for a request the server keeps nothing of
     /// (rendering or tokenizing a prompt, a stock server's completion): see
     /// [`HttpConfig::retries`].
-    pub async fn post_json_stateless<T: Serialize + ?Sized>(
+    pub(crate) async fn post_json_stateless<T: Serialize + ?Sized>(
         &self,
         path: &str,
         body: &T,

@@ -2,15 +2,11 @@
 //! OpenAI-compatible servers in the direct mode ([`direct`]), over a shared HTTP layer
 //! ([`http`]).
 
-pub mod direct;
+pub(crate) mod direct;
 pub mod endpoint;
-pub mod http;
+pub(crate) mod http;
 pub mod openai;
 
-pub use direct::{
-    ConstraintStyle, Counters, DirectClient, DirectConfig, Finish, GreedyOutput, Lookahead,
-};
-pub use endpoint::{
-    ClientConfig, ClientStats, EndpointClient, Mask, Sampled, ServedVocabulary, StepInput,
-};
+pub use direct::{ConstraintStyle, DirectClient, DirectConfig, Finish, GreedyOutput};
+pub use endpoint::{ClientConfig, ClientStats, EndpointClient, Mask, Sampled, StepInput};
 pub use http::{ApiKey, HttpConfig};

@@ -13,39 +13,39 @@ use serde_json::Value;
 use crate::error::ClientError;
 
 /// Path of the completions call.
-pub const COMPLETIONS_PATH: &str = "/v1/completions";
+pub(crate) const COMPLETIONS_PATH: &str = "/v1/completions";
 
 /// A completions request over token ids.
 #[derive(Debug, Clone, Serialize)]
-pub struct CompletionRequest<'a> {
+pub(crate) struct CompletionRequest<'a> {
     /// The served model name.
-    pub model: &'a str,
+    pub(crate) model: &'a str,
     /// The prompt as token ids.
-    pub prompt: &'a [u32],
+    pub(crate) prompt: &'a [u32],
     /// Tokens to generate.
-    pub max_tokens: usize,
+    pub(crate) max_tokens: usize,
     /// Sampling temperature (0 = greedy).
-    pub temperature: f64,
+    pub(crate) temperature: f64,
     /// vLLM's top-k (absent: off).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub top_k: Option<u32>,
+    pub(crate) top_k: Option<u32>,
     /// Seed of the draw.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
     /// How many top alternatives to report per position.
-    pub logprobs: usize,
+    pub(crate) logprobs: usize,
     /// vLLM: sample only among these ids.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub allowed_token_ids: Option<Vec<u32>>,
+    pub(crate) allowed_token_ids: Option<Vec<u32>>,
     /// OpenAI: additive bias per id (keys are ids as decimal strings).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub logit_bias: Option<BTreeMap<String, f64>>,
+    pub(crate) logit_bias: Option<BTreeMap<String, f64>>,
     /// vLLM: name tokens `token_id:<n>` in logprobs.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub return_tokens_as_token_ids: bool,
+    pub(crate) return_tokens_as_token_ids: bool,
     /// vLLM: keep special tokens (EOS) in the output.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub skip_special_tokens: Option<bool>,
+    pub(crate) skip_special_tokens: Option<bool>,
 }
 
 /// One generated position of a completion.
@@ -170,7 +170,7 @@ impl TokenMap {
     }
 
     /// The id spelled by `bytes`, when exactly one id spells them.
-    pub fn id_of_bytes(&self, vocab: &Vocabulary, bytes: &[u8]) -> Result<u32, ClientError> {
+    pub(crate) fn id_of_bytes(&self, vocab: &Vocabulary, bytes: &[u8]) -> Result<u32, ClientError> {
         let map = self.by_bytes.get_or_init(|| {
             let mut m: HashMap<Vec<u8>, Option<u32>> = HashMap::new();
             for (id, b) in vocab.iter() {

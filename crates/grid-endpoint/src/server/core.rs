@@ -14,7 +14,7 @@ use crate::protocol::{ErrorCode, GenerationStep, Outcome, Sampling, StepRequest}
 use crate::tokenset::{EntryId, TokenSet};
 
 /// Longest accepted generation id, in bytes.
-pub const MAX_ID_BYTES: usize = 256;
+pub(crate) const MAX_ID_BYTES: usize = 256;
 
 /// One generation's server-side state.
 #[derive(Debug)]
@@ -29,7 +29,7 @@ struct Session {
 
 /// The mask cache and the sessions of one server.
 #[derive(Debug)]
-pub struct Core {
+pub(crate) struct Core {
     vocab: Arc<Vocabulary>,
     /// Mask payloads by entry id.
     masks: Lru<EntryId, Arc<TokenSet>>,
@@ -45,19 +45,19 @@ pub struct Core {
 /// A generation ready for the backend: its history is taken out of the session (which
 /// is marked busy) until [`Core::commit`].
 #[derive(Debug)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// Index in the request.
-    pub index: usize,
+    pub(crate) index: usize,
     /// The generation id.
-    pub id: String,
+    pub(crate) id: String,
     /// The history including this step's `tokens_to_append`.
-    pub history: Vec<u32>,
+    pub(crate) history: Vec<u32>,
     /// The prompt length within `history`.
-    pub prompt_len: usize,
+    pub(crate) prompt_len: usize,
     /// What may be sampled.
-    pub allowed: Allowed,
+    pub(crate) allowed: Allowed,
     /// The sampling parameters.
-    pub sampling: Sampling,
+    pub(crate) sampling: Sampling,
     /// How to undo on failure.
     undo: Undo,
 }
@@ -73,7 +73,7 @@ enum Undo {
 
 /// The per-generation verdict of [`Core::prepare`].
 #[derive(Debug)]
-pub enum Slot {
+pub(crate) enum Slot {
     /// Answered without the backend.
     Done(Outcome),
     /// To be sampled.
@@ -89,7 +89,7 @@ fn error(code: ErrorCode, message: impl Into<String>) -> Slot {
 
 impl Core {
     /// Empty state over `vocab` with the given capacities.
-    pub fn new(vocab: Arc<Vocabulary>, mask_capacity: usize, max_sessions: usize) -> Self {
+    pub(crate) fn new(vocab: Arc<Vocabulary>, mask_capacity: usize, max_sessions: usize) -> Self {
         Core {
             vocab,
             masks: Lru::new(mask_capacity),
@@ -99,23 +99,8 @@ impl Core {
         }
     }
 
-    /// The vocabulary.
-    pub fn vocab(&self) -> &Arc<Vocabulary> {
-        &self.vocab
-    }
-
-    /// Number of cached mask payloads.
-    pub fn cached_masks(&self) -> usize {
-        self.masks.len()
-    }
-
-    /// Number of live generations.
-    pub fn sessions(&self) -> usize {
-        self.sessions.len()
-    }
-
     /// The generations dropped (released by the client, or evicted) since the last call.
-    pub fn take_dropped(&mut self) -> Vec<String> {
+    pub(crate) fn take_dropped(&mut self) -> Vec<String> {
         std::mem::take(&mut self.dropped)
     }
 
@@ -128,7 +113,7 @@ impl Core {
 
     /// Applies the releases of `req`, then validates every generation: each is answered
     /// (error, need) or made ready for the backend.
-    pub fn prepare(&mut self, req: &StepRequest) -> Vec<Slot> {
+    pub(crate) fn prepare(&mut self, req: &StepRequest) -> Vec<Slot> {
         for id in &req.release {
             match self.sessions.peek(id) {
                 Some(s) if s.busy => {
@@ -341,7 +326,7 @@ impl Core {
     /// Finishes a prepared generation with the backend's answer: an allowed token is
     /// appended and reported; anything else (an error, or a token outside the allowed
     /// set, which is never emitted) restores the session as it was.
-    pub fn commit(&mut self, p: Prepared, result: Result<Sample, BackendError>) -> Outcome {
+    pub(crate) fn commit(&mut self, p: Prepared, result: Result<Sample, BackendError>) -> Outcome {
         let outcome = match result {
             Ok(s) if p.allowed.contains(s.token) => Outcome::Ok {
                 token: s.token,

@@ -78,7 +78,7 @@ pub struct Server {
 /// A server running on a spawned task (for tests and embedding).
 pub struct RunningServer {
     /// The bound address.
-    pub addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
@@ -252,7 +252,7 @@ impl Server {
 
     /// Handles a prompt request body: the messages rendered by the backend's chat
     /// template, or plainly joined and encoded with the served vocabulary.
-    pub async fn handle_prompt(&self, body: &[u8]) -> (StatusCode, Bytes) {
+    pub(crate) async fn handle_prompt(&self, body: &[u8]) -> (StatusCode, Bytes) {
         let req: PromptRequest =
             match parse(body, "prompt request", |r: &PromptRequest| &r.protocol) {
                 Ok(r) => r,
@@ -300,7 +300,7 @@ impl Server {
     }
 
     /// Handles a step request body: the reply status and JSON body.
-    pub async fn handle_step(&self, body: &[u8]) -> (StatusCode, Bytes) {
+    pub(crate) async fn handle_step(&self, body: &[u8]) -> (StatusCode, Bytes) {
         let req: StepRequest = match parse(body, "step request", |r: &StepRequest| &r.protocol) {
             Ok(r) => r,
             Err(reply) => return reply,

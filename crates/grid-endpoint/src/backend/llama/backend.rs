@@ -26,7 +26,7 @@ use crate::protocol::ChatMessage;
 #[derive(Debug, Clone)]
 pub struct LlamaConfig {
     /// The GGUF file.
-    pub model: PathBuf,
+    pub(crate) model: PathBuf,
     /// CPU threads for decoding. One by default: on a 2-core machine whose other core is
     /// busy, two threads make generation collapse (measured: 18 → 0.4 tok/s).
     pub threads: usize,
@@ -38,7 +38,7 @@ pub struct LlamaConfig {
     /// Evaluated prompts kept for reuse.
     pub prefix_cache: usize,
     /// Most tokens per `llama_decode` call.
-    pub batch: u32,
+    pub(crate) batch: u32,
     /// Decode each sampled token right after the reply (see
     /// [`crate::backend::pipeline`]).
     pub overlap: bool,

@@ -39,26 +39,26 @@ pub struct EngineStats {
     /// Steps whose logits were ready without decoding (overlap hits).
     pub ready_hits: u64,
     /// `llama_decode` calls.
-    pub decode_calls: u64,
+    pub(crate) decode_calls: u64,
     /// Generations holding a sequence now.
     pub generations: usize,
     /// Kept prompts now.
     pub prefixes: usize,
     /// Microseconds spent in `llama_decode` (the forward passes).
-    pub decode_us: u64,
+    pub(crate) decode_us: u64,
 }
 
 /// Settings of the engine.
 #[derive(Debug, Clone, Copy)]
-pub struct EngineConfig {
-    pub max_generations: usize,
-    pub max_prefixes: usize,
-    pub n_ctx: usize,
-    pub n_batch: usize,
+pub(crate) struct EngineConfig {
+    pub(crate) max_generations: usize,
+    pub(crate) max_prefixes: usize,
+    pub(crate) n_ctx: usize,
+    pub(crate) n_batch: usize,
 }
 
 /// The state of the model thread.
-pub struct Engine<'m> {
+pub(crate) struct Engine<'m> {
     ctx: LlamaContext<'m>,
     book: KvBook<Vec<f32>>,
     batch: LlamaBatch<'static>,
@@ -98,7 +98,7 @@ impl Stepper for Engine<'_> {
 }
 
 impl<'m> Engine<'m> {
-    pub fn new(ctx: LlamaContext<'m>, config: EngineConfig) -> Self {
+    pub(crate) fn new(ctx: LlamaContext<'m>, config: EngineConfig) -> Self {
         let book = KvBook::new(config.max_generations, config.max_prefixes, config.n_ctx);
         let batch = LlamaBatch::new(config.n_batch, book.sequences() as i32);
         Engine {

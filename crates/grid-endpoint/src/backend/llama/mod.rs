@@ -29,9 +29,9 @@ pub mod kv;
 pub mod vocab;
 
 #[cfg(feature = "llama")]
-pub mod engine;
+pub(crate) mod engine;
 #[cfg(feature = "llama")]
-pub mod template;
+pub(crate) mod template;
 
 #[cfg(feature = "llama")]
 mod backend;

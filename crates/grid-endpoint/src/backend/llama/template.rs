@@ -16,7 +16,7 @@ use crate::protocol::ChatMessage;
 
 /// A compiled chat template.
 #[derive(Debug)]
-pub struct ChatTemplate {
+pub(crate) struct ChatTemplate {
     env: Environment<'static>,
     bos: String,
     eos: String,
@@ -27,7 +27,7 @@ const NAME: &str = "chat_template";
 impl ChatTemplate {
     /// Compiles `source`; `bos` and `eos` are the texts of the model's BOS and EOS tokens
     /// (empty when it has none).
-    pub fn new(source: String, bos: String, eos: String) -> Result<Self, String> {
+    pub(crate) fn new(source: String, bos: String, eos: String) -> Result<Self, String> {
         let mut env = Environment::new();
         let syntax = SyntaxConfig::builder()
             .trim_blocks(true)
@@ -45,7 +45,7 @@ impl ChatTemplate {
     }
 
     /// `messages` rendered, the assistant's turn opened.
-    pub fn render(&self, messages: &[ChatMessage]) -> Result<String, String> {
+    pub(crate) fn render(&self, messages: &[ChatMessage]) -> Result<String, String> {
         let tmpl = self
             .env
             .get_template(NAME)
