@@ -75,11 +75,21 @@ TOK RBRACKET \]
 TOK STRING '(?:[^'\\\x00-\x08\x0b-\x1f\x7f]|'')*'
 TOK ESTRING [eE]'(?:[^'\\\x00-\x08\x0b-\x1f\x7f]|\\[^'\x00-\x08\x0b-\x1f\x7f]|'')*'
 TOK INTEGER [0-9]+
+# What PostgreSQL's lexer reads as an integer constant (ICONST): an INTEGER whose value fits
+# in 32 bits (a larger one is a numeric constant, FCONST). Its grammar takes only ICONST
+# in a type's length or precision and in CURRENT_TIME(n) and the like: LOCALTIME(2660127536)
+# is a syntax error there.
+TOK ICONST 0*(?:[0-9]{1,9}|1[0-9]{9}|20[0-9]{8}|21[0-3][0-9]{7}|214[0-6][0-9]{6}|2147[0-3][0-9]{5}|21474[0-7][0-9]{4}|214748[0-2][0-9]{3}|2147483[0-5][0-9]{2}|21474836[0-3][0-9]|214748364[0-7])
+%within ICONST INTEGER
+# float(p): PostgreSQL's grammar refuses a precision outside 1 to 53 while it parses
+# (22023, "precision for type float must be less than 54 bits").
+TOK FLOAT_PREC 0*(?:[1-9]|[1-4][0-9]|5[0-3])
+%within FLOAT_PREC INTEGER
 TOK DECIMAL (?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+
 # Numeric literals: no lexeme boundary falls between one and a letter or `_` (`98.n` is
 # refused): PostgreSQL 15 reads `98.` and the label `n`, 16 refuses it ("trailing junk
 # after numeric literal").
-%numeric INTEGER DECIMAL
+%numeric INTEGER DECIMAL ICONST FLOAT_PREC
 # The fields EXTRACT(field FROM x) knows (PostgreSQL's grammar takes any identifier that is
 # not a keyword there, and YEAR ... SECOND; its analysis only these).
 TOK EXTRACT_FIELD (?i:century|day|decade|dow|doy|epoch|hour|isodow|isoyear|julian|microseconds|millennium|milliseconds|minute|month|quarter|second|timezone|timezone_hour|timezone_minute|week|year)
