@@ -131,14 +131,18 @@ pub(crate) fn untrusted_objects(sql: &str) -> Result<Vec<String>, pgrx::spi::Err
     );
     UNTRUSTED_PLAN.with(|kept| {
         Spi::connect(|c| {
-            if kept.get().is_none() {
-                let int8s = pgrx::PgOid::BuiltIn(pgrx::PgBuiltInOids::INT8ARRAYOID);
-                let plan = c.prepare(UNTRUSTED_QUERY, &[int8s, int8s, int8s])?.keep();
-                // Set only here, and this backend's one thread is here: it is empty.
-                let _ = kept.set(plan);
-            }
-            let Some(plan) = kept.get() else {
-                return Ok(Vec::new());
+            let plan: &'static pgrx::spi::OwnedPreparedStatement = match kept.get() {
+                Some(plan) => plan,
+                None => {
+                    let int8s = pgrx::PgOid::BuiltIn(pgrx::PgBuiltInOids::INT8ARRAYOID);
+                    let plan = c.prepare(UNTRUSTED_QUERY, &[int8s, int8s, int8s])?.keep();
+                    // Kept for the backend's life: never dropped, so no SPI_freeplan runs
+                    // while the process exits.
+                    let plan = Box::leak(Box::new(plan));
+                    // The cell was empty a moment ago, and this backend has one thread.
+                    let _ = kept.set(plan);
+                    plan
+                }
             };
             let rows = c.select(
                 plan,
@@ -160,7 +164,7 @@ thread_local! {
     /// planning it cost more than running it. PostgreSQL's plan cache plans a kept
     /// statement again when a catalog it reads changes; every name in it is qualified,
     /// so the caller's `search_path` does not change what it means.
-    static UNTRUSTED_PLAN: std::cell::OnceCell<pgrx::spi::OwnedPreparedStatement> =
+    static UNTRUSTED_PLAN: std::cell::OnceCell<&'static pgrx::spi::OwnedPreparedStatement> =
         const { std::cell::OnceCell::new() };
 }
 

@@ -234,7 +234,7 @@ mod tests {
                 "STRING" | "ESTRING" | "DECLINE_REASON" => {
                     out.push((l.start, Class::Str(string_value(text)?)))
                 }
-                "INTEGER" => out.push((l.start, Class::Integer)),
+                "INTEGER" | "ICONST" | "FLOAT_PREC" => out.push((l.start, Class::Integer)),
                 "DECIMAL" => out.push((l.start, Class::Float)),
                 _ if text
                     .starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '"') =>

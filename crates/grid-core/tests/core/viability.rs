@@ -45,7 +45,7 @@ fn token_spelling(name: &str) -> Option<&'static str> {
         "RBRACKET" => "]",
         "STRING" => "'s'",
         "ESTRING" => "E'e'",
-        "INTEGER" => "1",
+        "INTEGER" | "ICONST" | "FLOAT_PREC" => "1",
         "DECIMAL" => "1.5",
         _ => return None,
     })
