@@ -9,8 +9,7 @@
 use crate::common;
 use crate::qualified::{check, pets_language};
 
-use std::sync::Arc;
-
+use common::masker::{vocab_with, MaskFixture};
 use grid_core::cd_class::CdKey;
 use grid_core::schema::{Schema, Table};
 use grid_core::{Language, Lexicon, Policy, Session};
@@ -193,88 +192,10 @@ const FRAGMENTS: &[&str] = &[
     "\nage", "\tage", ". age", ".age", "s.", "T1.", " T1", " h", " s", "h.", "r", " r", " c",
 ];
 
-fn synthetic_vocab() -> grid_vocab::Vocabulary {
-    let mut toks: Vec<Vec<u8>> = vec![b"<eos>".to_vec(), b"<pad>".to_vec()];
-    toks.extend((0..=255u8).map(|b| vec![b]));
-    toks.extend(FRAGMENTS.iter().map(|f| f.as_bytes().to_vec()));
-    grid_vocab::Vocabulary::from_served(toks, &[1], Some(0)).expect("vocabulary")
-}
-
-struct Fixture {
-    vocab: grid_vocab::Vocabulary,
-    plain: grid_core::mask::Masker,
-    cached: grid_core::mask::Masker,
-    /// Ids only the statement's names allow, over every check.
-    dynamic_ids: usize,
-}
-
-impl Fixture {
-    fn new() -> Fixture {
-        let vocab = synthetic_vocab();
-        let trie = Arc::new(grid_core::trie::TokenTrie::build(&vocab).expect("trie"));
-        let cache = Arc::new(grid_core::cache::MaskCache::new(4));
-        Fixture {
-            plain: grid_core::mask::Masker::new(trie.clone()),
-            cached: grid_core::mask::Masker::with_cache(trie, cache),
-            vocab,
-            dynamic_ids: 0,
-        }
-    }
-
-    /// The plain mask at `cfg`, asserted equal to the oracle's and to the cached one; its
-    /// Dynamic class asserted to be exactly what the oracle allows and the oracle of the
-    /// language without the names does not (which allows nothing the mask does not).
-    fn checked(
-        &mut self,
-        s: &mut Session<'_>,
-        cfg: &grid_core::Config,
-        what: &str,
-    ) -> grid_core::mask::Mask {
-        let v = &self.vocab;
-        let fast = self.plain.mask(s, cfg);
-        let slow = grid_core::oracle::oracle_mask(s, cfg, v);
-        common::fixtures::assert_same_mask(
-            &fast,
-            &slow,
-            v,
-            &format!("{what}: fast vs oracle"),
-            false,
-        );
-        let mut on = self.cached.mask(s, cfg);
-        on.visited = fast.visited;
-        let vs = format!("{what}: cache on vs off");
-        common::fixtures::assert_same_mask(&on, &fast, v, &vs, true);
-        let without = grid_core::oracle::static_oracle_mask(s, cfg, v);
-        let added: Vec<u32> = fast
-            .ids()
-            .filter(|&id| !v.is_special(id) && !without.contains(id))
-            .collect();
-        let mut one_by_one: Vec<u32> = fast
-            .cd_classes
-            .iter()
-            .filter(|c| *c.key == CdKey::Dynamic)
-            .flat_map(|c| c.ids.iter().copied())
-            .collect();
-        one_by_one.sort_unstable();
-        assert!(
-            without
-                .ids()
-                .all(|id| v.is_special(id) || fast.contains(id)),
-            "{what}: the names take a token away"
-        );
-        assert_eq!(
-            one_by_one, added,
-            "{what}: checked one by one vs added by the names"
-        );
-        self.dynamic_ids += added.len();
-        fast
-    }
-}
-
 /// At every byte offset of the shapes, accepted and (up to where they fail) refused.
 #[test]
 fn fast_equals_oracle_equals_cache_through_bare_names() {
-    let mut fx = Fixture::new();
+    let mut fx = MaskFixture::new(vocab_with(FRAGMENTS)).checking_dynamic_class();
     let ids = common::byte_ids(&fx.vocab);
     let mut n = 0;
     let mut refused = 0;
@@ -313,7 +234,7 @@ fn fast_equals_oracle_equals_cache_through_bare_names() {
 /// only names allow; every mask on the way checked as above.
 #[test]
 fn random_walks_through_bare_names_agree() {
-    let mut fx = Fixture::new();
+    let mut fx = MaskFixture::new(vocab_with(FRAGMENTS)).checking_dynamic_class();
     let mut rng = common::Rng(0x0ba2_e5e5);
     let mut steps = 0;
     for (lang, accepted) in [
@@ -365,7 +286,7 @@ fn random_walks_through_bare_names_agree() {
 fn the_reserve_finishes_a_bare_column() {
     use grid_core::reserve::{ReserveMemo, ReserveTable, Speller};
     let lang = pets_language();
-    let vocab = synthetic_vocab();
+    let vocab = vocab_with(FRAGMENTS);
     let speller = Speller::of(&vocab);
     let table = ReserveTable::build(&lang, &speller);
     for prefix in [
@@ -412,7 +333,7 @@ fn the_reserve_finishes_a_bare_column() {
 #[test]
 fn the_mask_offers_the_columns_in_scope_and_no_other() {
     let lang = pets_language();
-    let mut fx = Fixture::new();
+    let mut fx = MaskFixture::new(vocab_with(FRAGMENTS)).checking_dynamic_class();
     let id = |v: &grid_vocab::Vocabulary, t: &str| {
         v.iter()
             .find(|(_, b)| *b == t.as_bytes())

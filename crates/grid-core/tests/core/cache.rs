@@ -47,14 +47,9 @@ const FRAGMENTS: &[&str] = &[
 /// EOS, a special, every byte, [`FRAGMENTS`] and `more`, then two more ids (aliases) for
 /// each spelling of `aliased`.
 fn vocab_with(more: &[&str], aliased: &[&str]) -> Vocabulary {
-    let mut toks: Vec<Vec<u8>> = vec![b"<eos>".to_vec(), b"<pad>".to_vec()];
-    toks.extend((0..=255u8).map(|b| vec![b]));
-    toks.extend(FRAGMENTS.iter().chain(more).map(|f| f.as_bytes().to_vec()));
-    for d in aliased {
-        toks.push(d.as_bytes().to_vec());
-        toks.push(d.as_bytes().to_vec());
-    }
-    Vocabulary::from_served(toks, &[1], Some(0)).expect("vocabulary")
+    let mut fragments: Vec<&str> = FRAGMENTS.iter().chain(more).copied().collect();
+    fragments.extend(aliased.iter().flat_map(|&d| [d, d]));
+    common::masker::vocab_with(&fragments)
 }
 
 fn synthetic_vocab() -> Vocabulary {

@@ -7,14 +7,14 @@ use crate::common;
 
 use std::sync::Arc;
 
+use common::masker::MaskFixture;
 use common::Rng;
 use grid_core::cache::MaskCache;
 use grid_core::grammar::spec::LexiconKind;
-use grid_core::mask::{Mask, Masker};
-use grid_core::oracle::oracle_mask;
+use grid_core::mask::Masker;
 use grid_core::schema::{Schema, Table};
 use grid_core::trie::TokenTrie;
-use grid_core::{Config, Language, Lexicon, Policy, Session};
+use grid_core::{Language, Lexicon, Policy, Session};
 use grid_vocab::Vocabulary;
 
 /// `salaries` exists but the role may not see it; `pg_sleep` is no function of the
@@ -214,80 +214,16 @@ const FRAGMENTS: &[&str] = &[
 
 const DUPLICATED: &[&str] = &[" n", "total", ".n"];
 
+/// [`common::masker::vocab_with`] [`FRAGMENTS`], then each spelling of [`DUPLICATED`] once
+/// more (an alias).
 fn synthetic_vocab() -> Vocabulary {
-    let mut toks: Vec<Vec<u8>> = vec![b"<eos>".to_vec(), b"<pad>".to_vec()];
-    toks.extend((0..=255u8).map(|b| vec![b]));
-    toks.extend(FRAGMENTS.iter().map(|f| f.as_bytes().to_vec()));
-    for d in DUPLICATED {
-        toks.push(d.as_bytes().to_vec());
-    }
-    Vocabulary::from_served(toks, &[1], Some(0)).expect("vocabulary")
-}
-
-struct Fixture {
-    vocab: Vocabulary,
-    plain: Masker,
-    cached: Masker,
-    dynamic_classes: usize,
-}
-
-impl Fixture {
-    fn new(vocab: Vocabulary) -> Fixture {
-        let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
-        let cache = Arc::new(MaskCache::new(4));
-        Fixture {
-            plain: Masker::new(trie.clone()),
-            cached: Masker::with_cache(trie, cache),
-            vocab,
-            dynamic_classes: 0,
-        }
-    }
-
-    fn spell(&self, ids: &[u32]) -> Vec<String> {
-        ids.iter()
-            .take(12)
-            .map(|&id| {
-                format!(
-                    "{id}:{:?}",
-                    String::from_utf8_lossy(self.vocab.token_bytes(id))
-                )
-            })
-            .collect()
-    }
-
-    /// The plain mask at `cfg`, asserted equal to the oracle's (ids, EOS, counts) and to the
-    /// cached one (everything but the walk's cost).
-    fn checked(&mut self, s: &mut Session<'_>, cfg: &Config, what: &str) -> Mask {
-        let fast = self.plain.mask(s, cfg);
-        let slow = oracle_mask(s, cfg, &self.vocab);
-        let vs = format!("{what}: fast vs oracle");
-        common::fixtures::assert_same_mask(&fast, &slow, &self.vocab, &vs, false);
-        assert_eq!(fast.ci + fast.cd, fast.allowed, "{what}: CI + CD");
-        let in_classes: usize = fast.cd_classes.iter().map(|c| c.ids.len()).sum();
-        assert_eq!(in_classes, fast.cd as usize, "{what}: class sizes");
-        let mut on = self.cached.mask(s, cfg);
-        on.visited = fast.visited;
-        if on != fast {
-            let (a, b) = on.diff(&fast);
-            panic!(
-                "{what}: cache on and off differ: only on {:?}, only off {:?}, ci {} vs {}, cd {} vs {}, classes {} vs {}, forced {:?} vs {:?}",
-                self.spell(&a), self.spell(&b), on.ci, fast.ci, on.cd, fast.cd,
-                on.cd_classes.len(), fast.cd_classes.len(), on.forced, fast.forced
-            );
-        }
-        self.dynamic_classes += fast
-            .cd_classes
-            .iter()
-            .filter(|c| *c.key == grid_core::cd_class::CdKey::Dynamic)
-            .count();
-        fast
-    }
+    common::masker::vocab_with(&[FRAGMENTS, DUPLICATED].concat())
 }
 
 #[test]
 fn fast_equals_oracle_equals_cache_at_every_offset() {
     let lang = shop_language();
-    let mut fx = Fixture::new(synthetic_vocab());
+    let mut fx = MaskFixture::new(synthetic_vocab());
     let ids = common::byte_ids(&fx.vocab);
     let n = common::over_offsets_by(&lang, &ids, ACCEPTED, &mut |s, cfg, what| {
         fx.checked(s, cfg, what)
@@ -305,7 +241,7 @@ fn fast_equals_oracle_equals_cache_at_every_offset() {
 #[test]
 fn random_walks_through_names_agree() {
     let lang = shop_language();
-    let mut fx = Fixture::new(synthetic_vocab());
+    let mut fx = MaskFixture::new(synthetic_vocab());
     let mut s = Session::new(&lang);
     let mut rng = Rng(0x5eed_2020);
     let mut steps = 0;

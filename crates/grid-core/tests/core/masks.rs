@@ -8,13 +8,13 @@ use crate::common;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use common::masker::MaskFixture;
 use common::{gold, spider_or_skip, Langs, Rng};
 use grid_core::cd_class::{CdClass, CdKey};
 use grid_core::grammar::spec::LexiconKind;
-use grid_core::mask::{Mask, Masker};
+use grid_core::mask::Mask;
 use grid_core::oracle::{oracle_mask, static_oracle_mask};
 use grid_core::schema::{Schema, Table};
-use grid_core::trie::TokenTrie;
 use grid_core::{Config, Dialect, Language, Lexicon, Policy, Session, TermSet};
 use grid_vocab::Vocabulary;
 
@@ -121,70 +121,6 @@ fn spell(v: &Vocabulary, ids: &[u32]) -> Vec<String> {
         .collect()
 }
 
-// ---------------------------------------------------------------------------------------
-// Checking one configuration
-
-struct Fixture {
-    vocab: Vocabulary,
-    masker: Masker,
-}
-
-impl Fixture {
-    fn new(vocab: Vocabulary) -> Fixture {
-        let trie = Arc::new(TokenTrie::build(&vocab).expect("trie"));
-        Fixture {
-            masker: Masker::new(trie),
-            vocab,
-        }
-    }
-
-    /// The fast mask at `cfg`, asserted equal to the oracle's and internally consistent.
-    fn checked(&mut self, s: &mut Session<'_>, cfg: &Config, what: &str) -> Mask {
-        let fast = self.masker.mask(s, cfg);
-        let slow = oracle_mask(s, cfg, &self.vocab);
-        let (only_fast, only_oracle) = fast.diff(&slow);
-        assert!(
-            only_fast.is_empty() && only_oracle.is_empty() && fast.eos == slow.eos,
-            "{what}: fast and oracle differ: only fast {:?}, only oracle {:?}, eos {} vs {}",
-            spell(&self.vocab, &only_fast),
-            spell(&self.vocab, &only_oracle),
-            fast.eos,
-            slow.eos
-        );
-        assert_eq!((fast.allowed, fast.blocked), (slow.allowed, slow.blocked));
-        self.consistent(&fast, what);
-        fast
-    }
-
-    fn consistent(&self, m: &Mask, what: &str) {
-        let v = &self.vocab;
-        assert_eq!(m.ci + m.cd, m.allowed, "{what}: CI + CD");
-        assert_eq!(
-            m.allowed + m.blocked,
-            (v.len() - v.special_ids().len()) as u32,
-            "{what}: allowed + blocked"
-        );
-        let in_classes: usize = m.cd_classes.iter().map(|c| c.ids.len()).sum();
-        assert_eq!(in_classes, m.cd as usize, "{what}: class sizes");
-        for &sp in v.special_ids() {
-            assert_eq!(
-                m.contains(sp),
-                Some(sp) == v.eos_id() && m.eos,
-                "{what}: special id {sp} set"
-            );
-        }
-        for class in v.alias_classes() {
-            let set = class.iter().filter(|&&id| m.contains(id)).count();
-            assert!(
-                set == 0 || set == class.len(),
-                "{what}: alias class {class:?} split"
-            );
-        }
-        let counted = m.ids().filter(|&id| !v.is_special(id)).count();
-        assert_eq!(counted, m.allowed as usize, "{what}: popcount");
-    }
-}
-
 fn config_after(s: &mut Session<'_>, text: &str) -> Config {
     let mut c = s.start();
     if let Err(e) = s.feed(&mut c, text.as_bytes()) {
@@ -195,7 +131,7 @@ fn config_after(s: &mut Session<'_>, text: &str) -> Config {
 
 /// Fast ≡ oracle at every byte offset of each statement, and the statement is complete at
 /// its end ([`common::over_offsets_by`]).
-fn differential_over_offsets(lang: &Language, fx: &mut Fixture, statements: &[&str]) -> usize {
+fn differential_over_offsets(lang: &Language, fx: &mut MaskFixture, statements: &[&str]) -> usize {
     let ids: Vec<Vec<u32>> = (0..=255u8).map(|b| byte_ids(&fx.vocab, b)).collect();
     common::over_offsets_by(lang, &ids, statements, &mut |s, cfg, what| {
         fx.checked(s, cfg, what)
@@ -222,7 +158,7 @@ const MINI_STATEMENTS: &[&str] = &[
 #[test]
 fn mini_dialect_fast_equals_oracle_at_every_offset() {
     let lang = hr_language(mini_dialect(), &Policy::default());
-    let mut fx = Fixture::new(synthetic_vocab());
+    let mut fx = MaskFixture::new(synthetic_vocab());
     let n = differential_over_offsets(&lang, &mut fx, MINI_STATEMENTS);
     assert!(n > 300, "{n}");
 }
@@ -245,7 +181,7 @@ const PG_STATEMENTS: &[&str] = &[
 #[test]
 fn postgres_dialect_fast_equals_oracle_at_every_offset() {
     let lang = hr_language(common::dialect(), &Policy::default());
-    let mut fx = Fixture::new(synthetic_vocab());
+    let mut fx = MaskFixture::new(synthetic_vocab());
     let n = differential_over_offsets(&lang, &mut fx, PG_STATEMENTS);
     assert!(n > 500, "{n}");
 }
@@ -259,7 +195,7 @@ fn decline_and_its_words_fast_equals_oracle_at_every_offset() {
         &crate::decline::decline_words_schema(),
         &Policy::default(),
     );
-    let mut fx = Fixture::new(synthetic_vocab());
+    let mut fx = MaskFixture::new(synthetic_vocab());
     let statements: Vec<&str> = crate::decline::DECLINES
         .iter()
         .copied()
@@ -303,7 +239,7 @@ fn decline_and_its_words_fast_equals_oracle_at_every_offset() {
 #[test]
 fn boundary_crossing_tokens_follow_the_stack() {
     let lang = hr_language(common::dialect(), &Policy::default());
-    let mut fx = Fixture::new(synthetic_vocab());
+    let mut fx = MaskFixture::new(synthetic_vocab());
     let mut s = Session::new(&lang);
     let v = synthetic_vocab();
     let one_semi = ids_of(&v, "1;")[0];
@@ -354,9 +290,9 @@ fn boundary_crossing_tokens_follow_the_stack() {
 /// A worked example: an identifier position under a schema lexicon.
 fn identifier_rule(lang: &Language) {
     let v = synthetic_vocab();
-    let mut fx = Fixture::new(synthetic_vocab());
+    let mut fx = MaskFixture::new(synthetic_vocab());
     let mut s = Session::new(lang);
-    let at = |s: &mut Session<'_>, fx: &mut Fixture, text: &str| {
+    let at = |s: &mut Session<'_>, fx: &mut MaskFixture, text: &str| {
         let c = config_after(s, text);
         fx.checked(s, &c, text)
     };
@@ -419,7 +355,7 @@ fn identifier_rule_postgres() {
 #[test]
 fn select_only_policy_at_the_statement_head() {
     let v = synthetic_vocab();
-    let mut fx = Fixture::new(synthetic_vocab());
+    let mut fx = MaskFixture::new(synthetic_vocab());
     let d = common::dialect();
     let lang = hr_language(d.clone(), &Policy::select_only());
     let mut s = Session::new(&lang);
@@ -461,7 +397,7 @@ fn singleton_masks_extend_to_forced_runs() {
     let lang = hr_language(mini_dialect(), &Policy::default());
     let mut s = Session::new(&lang);
     // (` FROM` alone could begin an identifier such as `fromage`; ` FROM ` cannot.)
-    let mut fx = Fixture::new(small_vocab(&["<eos>", "SELECT", " *", " FROM ", "orders;"]));
+    let mut fx = MaskFixture::new(small_vocab(&["<eos>", "SELECT", " *", " FROM ", "orders;"]));
     let c = s.start();
     let m = fx.checked(&mut s, &c, "start");
     assert_eq!(m.forced, Some(vec![1, 2, 3, 4]));
@@ -472,7 +408,7 @@ fn singleton_masks_extend_to_forced_runs() {
 
     // `(` nests without end: the run stops at its bound.
     let long = "INSERT INTO orders VALUES (";
-    let mut fx = Fixture::new(small_vocab(&["<eos>", long, "(", ")"]));
+    let mut fx = MaskFixture::new(small_vocab(&["<eos>", long, "(", ")"]));
     let c = s.start();
     let m = fx.checked(&mut s, &c, "start");
     let run = m.forced.expect("forced");
@@ -484,7 +420,7 @@ fn singleton_masks_extend_to_forced_runs() {
     assert_eq!(m.forced.map(|r| r.len()), Some(grid_core::mask::FORCED_MAX));
 
     // With a number to choose as well, the run is the one forced token.
-    let mut fx = Fixture::new(small_vocab(&["<eos>", long, "(", ")", "1"]));
+    let mut fx = MaskFixture::new(small_vocab(&["<eos>", long, "(", ")", "1"]));
     let c = s.start();
     let m = fx.checked(&mut s, &c, "start");
     assert_eq!(m.forced, Some(vec![1]));
@@ -511,7 +447,7 @@ fn singleton_masks_extend_to_forced_runs() {
 fn cd_classes_are_verdict_equivalent_across_stacks() {
     let lang = hr_language(common::dialect(), &Policy::default());
     let v = synthetic_vocab();
-    let mut fx = Fixture::new(synthetic_vocab());
+    let mut fx = MaskFixture::new(synthetic_vocab());
     let mut s = Session::new(&lang);
     // Prefixes grouped by the remainder they leave (the pending lexeme).
     let groups: &[&[&str]] = &[
@@ -653,7 +589,7 @@ fn ci_ids(m: &Mask, v: &Vocabulary) -> Vec<u32> {
 fn ci_verdicts_depend_only_on_remainder_and_allowed_set() {
     let lang = hr_language(common::dialect(), &Policy::default());
     let v = synthetic_vocab();
-    let mut fx = Fixture::new(synthetic_vocab());
+    let mut fx = MaskFixture::new(synthetic_vocab());
     let mut s = Session::new(&lang);
     let mut groups: HashMap<(Vec<u8>, TermSet), Vec<Config>> = HashMap::new();
     let extra = [
@@ -678,7 +614,7 @@ fn ci_verdicts_depend_only_on_remainder_and_allowed_set() {
     }
     let mut pairs = 0;
     for cfgs in groups.values().filter(|g| g.len() >= 2) {
-        let masks: Vec<Mask> = cfgs.iter().map(|c| fx.masker.mask(&mut s, c)).collect();
+        let masks: Vec<Mask> = cfgs.iter().map(|c| fx.plain.mask(&mut s, c)).collect();
         for (i, a) in masks.iter().enumerate() {
             let ci = ci_ids(a, &v);
             for (j, b) in cfgs.iter().enumerate() {
@@ -716,7 +652,7 @@ fn ci_verdicts_depend_only_on_remainder_and_allowed_set() {
 /// A token sequence walked through the mask: every token that keeps the output viable is
 /// in the mask, and the first one that leaves the language is not. Returns whether the
 /// text left the language.
-fn walk_hostile(s: &mut Session<'_>, fx: &mut Fixture, text: &str, check_oracle: bool) -> bool {
+fn walk_hostile(s: &mut Session<'_>, fx: &mut MaskFixture, text: &str, check_oracle: bool) -> bool {
     let ids = fx.vocab.encode(text);
     let mut cfg = s.start();
     let mut prefix: Vec<u8> = Vec::new();
@@ -724,7 +660,7 @@ fn walk_hostile(s: &mut Session<'_>, fx: &mut Fixture, text: &str, check_oracle:
         let m = if check_oracle {
             fx.checked(s, &cfg, text)
         } else {
-            fx.masker.mask(s, &cfg)
+            fx.plain.mask(s, &cfg)
         };
         assert_eq!(m.eos, s.complete(&prefix), "{text:?}: EOS at token {k}");
         let bytes = fx.vocab.token_bytes(id);
@@ -769,7 +705,7 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
 
 #[test]
 fn hostile_text_is_refused_at_the_first_bad_token() {
-    let mut fx = Fixture::new(synthetic_vocab());
+    let mut fx = MaskFixture::new(synthetic_vocab());
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut left = 0;
     for (lang, statements) in [
@@ -811,7 +747,7 @@ fn spider_gold_fast_equals_oracle_with_gpt2() {
         return;
     }
     let vocab = Vocabulary::load(&tok).expect("gpt2");
-    let mut fx = Fixture::new(vocab);
+    let mut fx = MaskFixture::new(vocab);
     let mut langs = Langs::new(&dir, Policy::default());
     let mut rng = Rng(7);
     let (mut checked, mut left) = (0, 0);
@@ -904,7 +840,7 @@ const QUALIFIED_STATEMENTS: &[&str] = &[
 #[test]
 fn qualified_names_fast_equals_oracle_at_every_offset() {
     let lang = qualified_language(common::dialect());
-    let mut fx = Fixture::new(qualified_vocab());
+    let mut fx = MaskFixture::new(qualified_vocab());
     let n = differential_over_offsets(&lang, &mut fx, QUALIFIED_STATEMENTS);
     assert!(n > 500, "{n}");
     let mini = qualified_language(mini_dialect());
@@ -919,9 +855,9 @@ fn qualified_names_fast_equals_oracle_at_every_offset() {
 fn qualified_names_only_where_a_table_may_be_named() {
     let lang = qualified_language(common::dialect());
     let v = qualified_vocab();
-    let mut fx = Fixture::new(qualified_vocab());
+    let mut fx = MaskFixture::new(qualified_vocab());
     let mut s = Session::new(&lang);
-    let at = |s: &mut Session<'_>, fx: &mut Fixture, text: &str| {
+    let at = |s: &mut Session<'_>, fx: &mut MaskFixture, text: &str| {
         let c = config_after(s, text);
         fx.checked(s, &c, text)
     };
@@ -1012,7 +948,7 @@ fn qualified_names_only_where_a_table_may_be_named() {
 #[test]
 fn hostile_qualified_text_is_refused_at_the_first_bad_token() {
     let lang = qualified_language(common::dialect());
-    let mut fx = Fixture::new(qualified_vocab());
+    let mut fx = MaskFixture::new(qualified_vocab());
     let mut rng = Rng(0x51ed_2701);
     let mut s = Session::new(&lang);
     let mut left = 0;

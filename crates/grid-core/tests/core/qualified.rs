@@ -6,6 +6,8 @@
 
 use crate::common;
 
+use common::masker::{vocab_with, MaskFixture};
+
 use grid_core::schema::{Schema, Table};
 use grid_core::{Language, Lexicon, Policy, Session};
 
@@ -171,64 +173,11 @@ const FRAGMENTS: &[&str] = &[
     "\"age\"", ".\"age", " \"S", "T1.ag", "1.age >", "- c\n.age", "*/.age", "/* */ . ag",
 ];
 
-fn synthetic_vocab() -> grid_vocab::Vocabulary {
-    let mut toks: Vec<Vec<u8>> = vec![b"<eos>".to_vec(), b"<pad>".to_vec()];
-    toks.extend((0..=255u8).map(|b| vec![b]));
-    toks.extend(FRAGMENTS.iter().map(|f| f.as_bytes().to_vec()));
-    grid_vocab::Vocabulary::from_served(toks, &[1], Some(0)).expect("vocabulary")
-}
-
-struct Fixture {
-    vocab: grid_vocab::Vocabulary,
-    plain: grid_core::mask::Masker,
-    cached: grid_core::mask::Masker,
-    dynamic_ids: usize,
-}
-
-impl Fixture {
-    fn new() -> Fixture {
-        use std::sync::Arc;
-        let vocab = synthetic_vocab();
-        let trie = Arc::new(grid_core::trie::TokenTrie::build(&vocab).expect("trie"));
-        let cache = Arc::new(grid_core::cache::MaskCache::new(4));
-        Fixture {
-            plain: grid_core::mask::Masker::new(trie.clone()),
-            cached: grid_core::mask::Masker::with_cache(trie, cache),
-            vocab,
-            dynamic_ids: 0,
-        }
-    }
-
-    /// The plain mask at `cfg`, asserted equal to the oracle's and to the cached one.
-    fn checked(
-        &mut self,
-        s: &mut Session<'_>,
-        cfg: &grid_core::Config,
-        what: &str,
-    ) -> grid_core::mask::Mask {
-        let fast = self.plain.mask(s, cfg);
-        let slow = grid_core::oracle::oracle_mask(s, cfg, &self.vocab);
-        let vs = format!("{what}: fast vs oracle");
-        common::fixtures::assert_same_mask(&fast, &slow, &self.vocab, &vs, false);
-        let mut on = self.cached.mask(s, cfg);
-        on.visited = fast.visited;
-        let vs = format!("{what}: cache on vs off");
-        common::fixtures::assert_same_mask(&on, &fast, &self.vocab, &vs, true);
-        self.dynamic_ids += fast
-            .cd_classes
-            .iter()
-            .filter(|c| *c.key == grid_core::cd_class::CdKey::Dynamic)
-            .map(|c| c.ids.len())
-            .sum::<usize>();
-        fast
-    }
-}
-
 /// At every byte offset of the shapes, accepted and (up to where they fail) refused.
 #[test]
 fn fast_equals_oracle_equals_cache_through_qualifiers() {
     let lang = pets_language();
-    let mut fx = Fixture::new();
+    let mut fx = MaskFixture::new(vocab_with(FRAGMENTS));
     let ids = common::byte_ids(&fx.vocab);
     let n = common::over_offsets_by(&lang, &ids, ACCEPTED, &mut |s, cfg, what| {
         fx.checked(s, cfg, what)
@@ -258,7 +207,7 @@ fn fast_equals_oracle_equals_cache_through_qualifiers() {
 #[test]
 fn random_walks_through_qualifiers_agree() {
     let lang = pets_language();
-    let mut fx = Fixture::new();
+    let mut fx = MaskFixture::new(vocab_with(FRAGMENTS));
     let mut s = Session::new(&lang);
     let mut rng = common::Rng(0x0a11_a5e5);
     let mut steps = 0;
@@ -686,7 +635,7 @@ fn spider_walks_name_after_from_only_what_the_checker_binds() {
 fn the_reserve_finishes_a_qualified_column() {
     use grid_core::reserve::{ReserveMemo, ReserveTable, Speller};
     let lang = pets_language();
-    let vocab = synthetic_vocab();
+    let vocab = vocab_with(FRAGMENTS);
     let speller = Speller::of(&vocab);
     let table = ReserveTable::build(&lang, &speller);
     for prefix in [

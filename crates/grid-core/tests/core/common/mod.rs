@@ -1,8 +1,9 @@
 //! Shared helpers of the tests: the data of `../shared/data`, the fixtures shared with
-//! `fuzz/` ([`fixtures`]), a seeded generator.
+//! `fuzz/` ([`fixtures`]), the differential mask fixture ([`masker`]), a seeded generator.
 #![allow(dead_code)]
 
 pub mod fixtures;
+pub mod masker;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
