@@ -337,7 +337,9 @@ pub fn parse_one(sql: &str) -> Result<Statement, ViolationKind> {
 /// and the statement then fails to parse: refused, never read otherwise. A string, a quoted
 /// name and a comment are no unquoted word, so nothing in them is touched.
 fn tokens(sql: &str) -> Result<Vec<TokenWithSpan>, TokenizerError> {
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location()?;
+    let tokens = typed_literals_unquoted(
+        Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location()?,
+    );
     let is_isnull = |t: &Token| match t {
         Token::Word(w) => w.quote_style.is_none() && w.value.eq_ignore_ascii_case("isnull"),
         _ => false,
@@ -368,6 +370,44 @@ fn tokens(sql: &str) -> Result<Vec<TokenWithSpan>, TokenizerError> {
         }
     }
     Ok(out)
+}
+
+/// `tokens` with the type name of a typed literal written unquoted where quoting changes
+/// nothing: PostgreSQL reads `"int2" 'a'` (a quoted name, then a string) as the typed
+/// literal `int2 'a'`, which sqlparser (0.63) reads, but takes a quoted word before a
+/// string for a column and fails. A name is unquoted only when it is what PostgreSQL folds
+/// an unquoted word to (lower case ASCII letters, digits, `_` and `$`, not beginning with a
+/// digit or `$`): one that is not, or one that is then a reserved word, stays as it was
+/// and the statement is refused as before. The type may change (`"char"` is not `char`);
+/// the checker reads no type, only the names a statement binds, and a type name binds
+/// none of its relations or columns.
+fn typed_literals_unquoted(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let folds_to_itself = |v: &str| {
+        v.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && v.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$')
+    };
+    for i in 0..tokens.len() {
+        let Token::Word(w) = &tokens[i].token else {
+            continue;
+        };
+        if w.quote_style != Some('"') || !folds_to_itself(&w.value) {
+            continue;
+        }
+        let next = tokens[i + 1..]
+            .iter()
+            .find(|t| !matches!(t.token, Token::Whitespace(_)));
+        if let Some(TokenWithSpan {
+            token: Token::SingleQuotedString(_),
+            ..
+        }) = next
+        {
+            let span = tokens[i].span;
+            let word = Token::make_word(&w.value, None);
+            tokens[i] = TokenWithSpan::new(word, span);
+        }
+    }
+    tokens
 }
 
 /// sqlparser (0.63) cannot end an INSERT's source at its target list before `ON CONFLICT`
