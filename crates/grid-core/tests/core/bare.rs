@@ -7,7 +7,7 @@
 //! token; the reserve finishes a bare column in progress.
 
 use crate::common;
-use crate::qualified::{check, pets_language};
+use crate::qualified::{assert_the_reserve_finishes, check, pets_language};
 
 use common::masker::{vocab_with, MaskFixture};
 use grid_core::cd_class::CdKey;
@@ -284,45 +284,24 @@ fn random_walks_through_bare_names_agree() {
 /// written and an expression must follow, it writes one the parser takes.
 #[test]
 fn the_reserve_finishes_a_bare_column() {
-    use grid_core::reserve::{ReserveMemo, ReserveTable, Speller};
-    let lang = pets_language();
-    let vocab = vocab_with(FRAGMENTS);
-    let speller = Speller::of(&vocab);
-    let table = ReserveTable::build(&lang, &speller);
-    for prefix in [
-        "SELECT 1 FROM student WHERE ag",
-        "SELECT 1 FROM student WHERE age",
-        "SELECT 1 FROM student WHERE \"ag",
-        "SELECT 1 FROM student WHERE age > maj",
-        "SELECT 1 FROM student WHERE",
-        "SELECT 1 FROM student WHERE age >",
-        "SELECT 1 FROM student GROUP BY",
-        "SELECT 1 FROM student ORDER BY",
-        "SELECT 1 FROM student JOIN has_pet ON",
-        "SELECT 1 FROM student JOIN has_pet ON pet",
-        "SELECT 1 FROM (SELECT 1 AS zz) AS s WHERE z",
-        "SELECT 1 FROM hr.staff WHERE sal",
-        "WITH c AS (SELECT * FROM pets) SELECT 1 FROM c WHERE pet_",
-    ] {
-        let mut s = Session::new(&lang);
-        let mut cfg = s.start();
-        if let Err(e) = s.feed(&mut cfg, prefix.as_bytes()) {
-            panic!("{prefix}: {e:?}");
-        }
-        assert!(s.is_viable(&cfg), "{prefix}");
-        let mut memo = ReserveMemo::default();
-        let cost = table.reserve(&mut s, &mut memo, &cfg, &speller);
-        let tail = table
-            .completion(&mut s, &mut memo, &cfg, &speller)
-            .unwrap_or_else(|| panic!("{prefix}: no completion (reserve {cost})"));
-        let full = format!("{prefix}{}", String::from_utf8_lossy(&tail));
-        assert!(check(&lang, &full).is_ok(), "{full}");
-        let tokens = speller.segment(&tail).expect("spelled").len() as u32;
-        assert!(
-            tokens <= cost,
-            "{full}: {tokens} tokens over a reserve of {cost}"
-        );
-    }
+    assert_the_reserve_finishes(
+        &vocab_with(FRAGMENTS),
+        &[
+            "SELECT 1 FROM student WHERE ag",
+            "SELECT 1 FROM student WHERE age",
+            "SELECT 1 FROM student WHERE \"ag",
+            "SELECT 1 FROM student WHERE age > maj",
+            "SELECT 1 FROM student WHERE",
+            "SELECT 1 FROM student WHERE age >",
+            "SELECT 1 FROM student GROUP BY",
+            "SELECT 1 FROM student ORDER BY",
+            "SELECT 1 FROM student JOIN has_pet ON",
+            "SELECT 1 FROM student JOIN has_pet ON pet",
+            "SELECT 1 FROM (SELECT 1 AS zz) AS s WHERE z",
+            "SELECT 1 FROM hr.staff WHERE sal",
+            "WITH c AS (SELECT * FROM pets) SELECT 1 FROM c WHERE pet_",
+        ],
+    );
 }
 
 /// The mask itself, token by token: after FROM it offers a bare column of a range variable
