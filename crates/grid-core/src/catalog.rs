@@ -78,7 +78,7 @@ pub enum RelationKind {
 }
 
 impl RelationKind {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             RelationKind::Table => "table",
             RelationKind::View => "view",
@@ -256,9 +256,9 @@ pub fn attach_descriptions(
 /// the name the model would write is not one to show ([`shows_name`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Omitted {
-    pub schema: String,
+    pub(crate) schema: String,
     pub name: String,
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 /// A relation the model is offered, and how it names it.
@@ -277,7 +277,7 @@ pub struct Offered<'a> {
 /// control token (`<|im_end|>` in a prompt ends the turn, or fails the whole request).
 /// Such a name is left out rather than escaped: escaped, it would no longer be the name
 /// the model must write; and it is no name a schema needs.
-pub fn shows_name(name: &str) -> bool {
+pub(crate) fn shows_name(name: &str) -> bool {
     !crate::text::is_unsafe_name(name)
 }
 
@@ -302,7 +302,7 @@ impl Offered<'_> {
 }
 
 impl Relation {
-    pub fn column(&self, stored: &str) -> Option<&CatalogColumn> {
+    pub(crate) fn column(&self, stored: &str) -> Option<&CatalogColumn> {
         self.columns.iter().find(|c| c.name == stored)
     }
 

@@ -41,7 +41,7 @@ pub enum CdKey {
 impl CdKey {
     /// The lexemes handed over before the trailing one (none for [`CdKey::Exact`], whose
     /// verdict reads no emission list).
-    pub fn emitted(&self) -> &[TermSet] {
+    pub(crate) fn emitted(&self) -> &[TermSet] {
         match self {
             CdKey::Scanned { emitted, .. } => emitted,
             CdKey::Exact { .. } | CdKey::Dynamic => &[],

@@ -127,7 +127,7 @@ pub const DEFAULT_FUNCTIONS: &[&str] = &[
 /// Identifier-like type names (keyword types such as `integer` are grammar keywords): the
 /// ones of PostgreSQL's core that the checker's parser reads in a typed literal
 /// (`date '2020-01-01'`) and a cast.
-pub const DEFAULT_TYPES: &[&str] = &[
+pub(crate) const DEFAULT_TYPES: &[&str] = &[
     "text", "date", "bool", "int2", "int4", "int8", "float4", "float8", "json", "jsonb", "uuid",
     "bytea",
 ];
@@ -147,7 +147,7 @@ pub struct Lexicon {
     /// Per relation, by its [`Table::key`], the columns of the column lexicon it has, in
     /// the schema's order: what may follow a qualifier that names it ([`crate::scope`]).
     /// Invariant: every name listed is a word of [`LexiconKind::Column`].
-    pub columns: BTreeMap<String, Vec<String>>,
+    pub(crate) columns: BTreeMap<String, Vec<String>>,
 }
 
 /// The relations of one category, split by how they are written.
@@ -308,7 +308,7 @@ impl Lexicon {
     }
 
     /// BLAKE2b-128 over a canonical listing.
-    pub fn fingerprint(&self) -> [u8; 16] {
+    pub(crate) fn fingerprint(&self) -> [u8; 16] {
         let mut h = Blake2b::<U16>::new();
         let put = |h: &mut Blake2b<U16>, w: &str| {
             h.update((w.len() as u32).to_le_bytes());
@@ -379,7 +379,10 @@ pub fn spellings(stored: &str, is_reserved: &dyn Fn(&str) -> bool) -> Vec<String
 /// Every canonical spelling of a qualified name: each part spelled either way it may be
 /// (`hr.employees`, `"hr".employees`, `hr."employees"`, `"hr"."employees"`), joined by
 /// a dot with no space, as one word.
-pub fn qualified_spellings(q: &QualifiedName, is_reserved: &dyn Fn(&str) -> bool) -> Vec<String> {
+pub(crate) fn qualified_spellings(
+    q: &QualifiedName,
+    is_reserved: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
     let names = spellings(&q.name, is_reserved);
     spellings(&q.schema, is_reserved)
         .iter()
@@ -388,7 +391,11 @@ pub fn qualified_spellings(q: &QualifiedName, is_reserved: &dyn Fn(&str) -> bool
 }
 
 /// How the model is shown a relation: each part bare when it folds back, quoted otherwise.
-pub fn written(qualifier: Option<&str>, name: &str, is_reserved: &dyn Fn(&str) -> bool) -> String {
+pub(crate) fn written(
+    qualifier: Option<&str>,
+    name: &str,
+    is_reserved: &dyn Fn(&str) -> bool,
+) -> String {
     let part = |p: &str| {
         if spells_unquoted(p, is_reserved) {
             p.to_string()

@@ -17,9 +17,9 @@
 //! - `lexer`: the scanner's automata and PostgreSQL's word bytes.
 //! - [`grammar`]: L1 and L2, the dialect grammar and its role projections.
 //! - [`lexicon`]: L3, the names each identifier category allows and their spellings.
-//! - [`qualifier`]: which form of a qualified column stands on a parser stack.
+//! - `qualifier`: which form of a qualified column stands on a parser stack.
 //! - [`scope`]: the dynamic lexicon's rules: names the statement itself introduces.
-//! - [`language`]: L1 projected by a policy and restricted by a lexicon.
+//! - `language`: L1 projected by a policy and restricted by a lexicon.
 //! - [`catalog`]: one role's catalog snapshot, read into its schema, policy and language.
 //! - [`trie`]: a vocabulary's tokens as a byte trie, and where names start in them.
 //! - [`registry`]: single-flight sharing of compiled languages and tries by fingerprint.
@@ -52,7 +52,7 @@ pub mod checker;
 pub mod decode;
 pub(crate) mod error;
 pub mod grammar;
-pub mod language;
+pub(crate) mod language;
 pub(crate) mod lexer;
 pub mod lexicon;
 pub mod mask;
@@ -61,7 +61,7 @@ pub mod oracle;
 pub mod parser;
 pub mod policy;
 pub mod prompt;
-pub mod qualifier;
+pub(crate) mod qualifier;
 pub mod recognizer;
 pub mod registry;
 pub mod reserve;

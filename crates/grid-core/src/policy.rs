@@ -20,7 +20,7 @@ impl Verb {
     pub const ALL: [Verb; 4] = [Verb::Select, Verb::Insert, Verb::Update, Verb::Delete];
 
     /// The alternative of the grammar's `statement` rule that this verb keeps.
-    pub fn statement_rule(self) -> &'static str {
+    pub(crate) fn statement_rule(self) -> &'static str {
         match self {
             Verb::Select => "select_statement",
             Verb::Insert => "insert_statement",
@@ -41,16 +41,8 @@ pub enum Ban {
 }
 
 impl Ban {
-    pub const ALL: [Ban; 5] = [
-        Ban::SetOps,
-        Ban::Subqueries,
-        Ban::Window,
-        Ban::Cte,
-        Ban::Joins,
-    ];
-
     /// A production naming any of these symbols (in either template copy) is removed.
-    pub fn markers(self) -> &'static [&'static str] {
+    pub(crate) fn markers(self) -> &'static [&'static str] {
         match self {
             Ban::SetOps => &["UNION", "INTERSECT", "EXCEPT"],
             Ban::Subqueries => &["subquery"],
@@ -148,7 +140,7 @@ impl Policy {
         }
     }
 
-    pub fn allows(&self, v: Verb) -> bool {
+    pub(crate) fn allows(&self, v: Verb) -> bool {
         self.verbs.contains(&v)
     }
 

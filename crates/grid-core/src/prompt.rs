@@ -21,9 +21,6 @@ pub const MAX_QUESTION_BYTES: usize = 8 * 1024;
 /// one relation or column, not a document.
 pub const MAX_DESCRIPTION_BYTES: usize = 1024;
 
-/// DDL bytes a prompt carries unless the caller says otherwise.
-pub const DEFAULT_SCHEMA_BUDGET: usize = 16 * 1024;
-
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum PromptError {
     #[error("the question is empty")]

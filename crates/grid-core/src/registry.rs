@@ -16,8 +16,6 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::error::GridError;
-use crate::language::Language;
 use crate::trie::{TokenTrie, TrieError};
 
 /// Monotonic time since some fixed origin.
@@ -27,7 +25,7 @@ pub trait Clock: Send + Sync {
 
 /// The process's monotonic clock.
 #[derive(Debug)]
-pub struct SystemClock(Instant);
+pub(crate) struct SystemClock(Instant);
 
 impl Default for SystemClock {
     fn default() -> SystemClock {
@@ -104,8 +102,6 @@ pub struct Registry<K, V, E: std::error::Error + 'static> {
     builds: AtomicU64,
 }
 
-/// Compiled languages by [`Language::fingerprint`].
-pub type LanguageRegistry = Registry<[u8; 16], Language, GridError>;
 /// Token tries by vocabulary fingerprint.
 pub type TrieRegistry = Registry<String, TokenTrie, TrieError>;
 

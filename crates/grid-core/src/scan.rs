@@ -27,7 +27,7 @@ pub struct Scan {
     /// The longest prefix of `rem` that is a lexeme, with its candidate terminals.
     pub last: Option<(u32, TermSet)>,
     /// Input offset of `rem[0]`.
-    pub start: usize,
+    pub(crate) start: usize,
 }
 
 impl Scan {
@@ -152,12 +152,12 @@ pub(crate) fn scan_byte<H: ScanHost>(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Absorbing {
     /// The bytes the run's first may be ([`crate::trie::pure::ByteSet`]).
-    pub lead: ByteSet,
+    pub(crate) lead: ByteSet,
     /// The bytes each later one may be.
-    pub bytes: ByteSet,
+    pub(crate) bytes: ByteSet,
     /// The longest run: every spelling of `1..=len` bytes, the first of `lead` and the
     /// others of `bytes`, qualifies.
-    pub len: usize,
+    pub(crate) len: usize,
 }
 
 /// Byte classes of the automaton: (class, one byte of it, its number of bytes).
@@ -490,27 +490,27 @@ pub(crate) fn splits(lang: &Language, cands: &TermSet, last: u8, next: u8) -> bo
 pub struct TrailKey {
     /// No lexeme in progress (then the rest is irrelevant: the prefix is viable, and `live`
     /// is empty and `cutback` `None`).
-    pub idle: bool,
+    pub(crate) idle: bool,
     /// The terminals the lexeme so far can still become.
-    pub live: TermSet,
+    pub(crate) live: TermSet,
     /// When the lexeme has an accepting prefix shorter than itself, the check may cut it
     /// back there.
-    pub cutback: Option<Cutback>,
+    pub(crate) cutback: Option<Cutback>,
 }
 
 /// What the check reads when it may cut the trailing lexeme back: the search over the bytes
 /// that could follow steps the lexeme's automaton state and word-trie node themselves.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Cutback {
+pub(crate) struct Cutback {
     /// Automaton state and word-trie node of the lexeme so far.
-    pub q: u32,
-    pub w: u32,
+    pub(crate) q: u32,
+    pub(crate) w: u32,
     /// The accepting prefix's candidates.
-    pub cands: TermSet,
+    pub(crate) cands: TermSet,
     /// Whether the prefix ends in a word character.
-    pub word: bool,
+    pub(crate) word: bool,
     /// The bytes after the prefix (they are scanned again).
-    pub rest: SmallVec<[u8; 8]>,
+    pub(crate) rest: SmallVec<[u8; 8]>,
 }
 
 impl TrailKey {

@@ -67,8 +67,8 @@ impl Table {
 /// A relation named schema-qualified, by the stored names of its schema and itself.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct QualifiedName {
-    pub schema: String,
-    pub name: String,
+    pub(crate) schema: String,
+    pub(crate) name: String,
 }
 
 impl QualifiedName {
@@ -104,7 +104,7 @@ impl Schema {
 /// (letters, digits, underscores, not starting with a digit, not reserved) was created
 /// unquoted and is stored folded to lower case; any other name was created quoted and is
 /// stored exactly as written.
-pub fn stored_name(written: &str, is_reserved: &dyn Fn(&str) -> bool) -> String {
+pub(crate) fn stored_name(written: &str, is_reserved: &dyn Fn(&str) -> bool) -> String {
     let simple = written
         .bytes()
         .next()
@@ -169,7 +169,7 @@ pub fn load_spider(path: &Path, is_reserved: &dyn Fn(&str) -> bool) -> Result<Ve
     parse_spider(&text, is_reserved)
 }
 
-pub fn parse_spider(text: &str, is_reserved: &dyn Fn(&str) -> bool) -> Result<Vec<Schema>> {
+pub(crate) fn parse_spider(text: &str, is_reserved: &dyn Fn(&str) -> bool) -> Result<Vec<Schema>> {
     let dbs: Vec<SpiderDb> = serde_json::from_str(text)?;
     dbs.into_iter()
         .map(|db| spider_schema(db, is_reserved))

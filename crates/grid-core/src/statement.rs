@@ -14,7 +14,7 @@ use crate::policy::Verb;
 /// A statement's write: its verb (never SELECT) and target, as written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Write {
-    pub verb: Verb,
+    pub(crate) verb: Verb,
     /// The target relation as the statement names it (`orders`, `hr.orders`).
     pub target: String,
 }
@@ -97,14 +97,14 @@ pub const DECLINE_REASON_MAX: usize = 200;
 
 /// Whether `c` may be in a decline's reason: an ASCII letter or digit, a space, or one of
 /// `. , ; : ! ? ( ) / _ -` (`DECLINE_REASON` in `grammars/postgres.lex`).
-pub fn is_reason_char(c: char) -> bool {
+pub(crate) fn is_reason_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || " .,;:!?()/_-".contains(c)
 }
 
 /// Whether `text` is a decline's reason: 1 to [`DECLINE_REASON_MAX`] characters of
 /// [`is_reason_char`], the first a letter or a digit. So it holds no quote, backslash,
 /// control character or anything beyond ASCII.
-pub fn is_reason(text: &str) -> bool {
+pub(crate) fn is_reason(text: &str) -> bool {
     text.len() <= DECLINE_REASON_MAX
         && text.starts_with(|c: char| c.is_ascii_alphanumeric())
         && text.chars().all(is_reason_char)

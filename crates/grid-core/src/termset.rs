@@ -11,9 +11,9 @@ use std::fmt;
 pub struct TermSet([u64; 4]);
 
 impl TermSet {
-    pub const CAPACITY: usize = 256;
+    pub(crate) const CAPACITY: usize = 256;
 
-    pub const EMPTY: TermSet = TermSet([0; 4]);
+    pub(crate) const EMPTY: TermSet = TermSet([0; 4]);
 
     pub fn singleton(t: u16) -> TermSet {
         let mut s = TermSet::EMPTY;
@@ -22,12 +22,12 @@ impl TermSet {
     }
 
     #[inline]
-    pub fn insert(&mut self, t: u16) {
+    pub(crate) fn insert(&mut self, t: u16) {
         self.0[usize::from(t >> 6)] |= 1u64 << (t & 63);
     }
 
     #[inline]
-    pub fn remove(&mut self, t: u16) {
+    pub(crate) fn remove(&mut self, t: u16) {
         self.0[usize::from(t >> 6)] &= !(1u64 << (t & 63));
     }
 
@@ -47,17 +47,17 @@ impl TermSet {
     }
 
     #[inline]
-    pub fn union(&self, o: &TermSet) -> TermSet {
+    pub(crate) fn union(&self, o: &TermSet) -> TermSet {
         TermSet(std::array::from_fn(|i| self.0[i] | o.0[i]))
     }
 
     #[inline]
-    pub fn intersect(&self, o: &TermSet) -> TermSet {
+    pub(crate) fn intersect(&self, o: &TermSet) -> TermSet {
         TermSet(std::array::from_fn(|i| self.0[i] & o.0[i]))
     }
 
     #[inline]
-    pub fn minus(&self, o: &TermSet) -> TermSet {
+    pub(crate) fn minus(&self, o: &TermSet) -> TermSet {
         TermSet(std::array::from_fn(|i| self.0[i] & !o.0[i]))
     }
 
@@ -81,7 +81,7 @@ impl TermSet {
     }
 
     /// The raw words, for hashing into keys and fingerprints.
-    pub fn words(&self) -> &[u64; 4] {
+    pub(crate) fn words(&self) -> &[u64; 4] {
         &self.0
     }
 }

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 /// from a Unicode table of the regex crate: the generated dialect's automaton is built from
 /// this list and its fingerprint hashes it, so the language changes only with this text.
 /// The Cf ranges are Unicode 15's.
-pub const HIDDEN: &[(char, char)] = &[
+pub(crate) const HIDDEN: &[(char, char)] = &[
     ('\u{0}', '\u{8}'),
     ('\u{b}', '\u{1f}'),
     ('\u{7f}', '\u{9f}'),
@@ -49,7 +49,7 @@ pub fn is_hidden(c: char) -> bool {
 
 /// The text every lexeme of generated SQL is: a regex in Unicode mode (so over valid UTF-8
 /// only) of the characters outside `hidden` ([`HIDDEN`]).
-pub fn generated_text_pattern(hidden: &[(char, char)]) -> String {
+pub(crate) fn generated_text_pattern(hidden: &[(char, char)]) -> String {
     let mut p = String::from("(?u:[^");
     for &(lo, hi) in hidden {
         let _ = write!(p, "\\x{{{:X}}}", u32::from(lo));
@@ -111,7 +111,7 @@ const CONTROL_SPELLINGS: &[&str] = &[
 /// `one_line` (a field that must not start a line of its own in the prompt: a trusted
 /// comment is a line), and every spelling of a control token broken by a backslash, so
 /// that no tokenizer reads one and the text still shows what it said.
-pub fn prompt_text(text: &str, one_line: bool) -> String {
+pub(crate) fn prompt_text(text: &str, one_line: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

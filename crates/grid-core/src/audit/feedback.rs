@@ -52,7 +52,7 @@ pub enum FeedbackVerdict {
 
 impl FeedbackVerdict {
     /// Canonical byte of the verdict.
-    pub fn code(self) -> u8 {
+    pub(crate) fn code(self) -> u8 {
         match self {
             FeedbackVerdict::Right => 1,
             FeedbackVerdict::Wrong => 2,
@@ -123,7 +123,7 @@ impl FeedbackRecord {
     /// `u64 index ‖ u64 generation ‖ [32] seal_hash ‖ u64 length ‖ UTF-8 role ‖
     /// u8 verdict ‖ correction_digest ‖ [32] prev_hash`, where an absent digest is `u8 0`
     /// and a present one `u8 1` followed by its 32 bytes.
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(128 + self.role.len());
         b.extend_from_slice(&self.index.to_le_bytes());
         b.extend_from_slice(&self.generation.to_le_bytes());
@@ -143,12 +143,12 @@ impl FeedbackRecord {
     }
 
     /// `BLAKE2b-256("grid_pg/audit/feedback/v1\0" ‖ encode())`.
-    pub fn compute_hash(&self) -> Digest32 {
+    pub(crate) fn compute_hash(&self) -> Digest32 {
         tagged(FEEDBACK_TAG, &[&self.encode()])
     }
 
     /// The head of the feedback chain once this record is its last.
-    pub fn head(&self) -> Head {
+    pub(crate) fn head(&self) -> Head {
         Head {
             seals: self.index.saturating_add(1),
             hash: self.hash,
@@ -180,8 +180,8 @@ pub enum FeedbackReason {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub struct FeedbackError {
     /// The index and generation the record carries.
-    pub at: Option<(u64, u64)>,
-    pub reason: FeedbackReason,
+    pub(crate) at: Option<(u64, u64)>,
+    pub(crate) reason: FeedbackReason,
 }
 
 impl fmt::Display for FeedbackError {

@@ -229,13 +229,13 @@ pub fn to_line(entry: &Entry) -> Result<String, serde_json::Error> {
 }
 
 /// Writes the entry as one line, newline included.
-pub fn write_line<W: Write>(mut w: W, entry: &Entry) -> io::Result<()> {
+pub(crate) fn write_line<W: Write>(mut w: W, entry: &Entry) -> io::Result<()> {
     serde_json::to_writer(&mut w, &to_wire(entry))?;
     w.write_all(b"\n")
 }
 
 /// Parses one line (without its newline).
-pub fn parse_line(line: &str) -> Result<Entry, LineError> {
+pub(crate) fn parse_line(line: &str) -> Result<Entry, LineError> {
     if line.trim().is_empty() {
         return Err(LineError::Empty);
     }

@@ -35,16 +35,16 @@ pub use feedback::{
     feedback_genesis, feedback_genesis_head, FeedbackError, FeedbackReason, FeedbackRecord,
     FeedbackVerdict, FeedbackVerifier, FEEDBACK_GENESIS_TAG, FEEDBACK_TAG,
 };
+pub use hash::from_hex;
 pub use hash::{
-    artifact_digest, from_hex, generation_genesis, seal_genesis, text_digest, to_hex, Digest32,
-    HexError, ARTIFACT_TAG, GENESIS_TAG, SEAL_GENESIS_TAG, SEAL_TAG, STEP_TAG, TEXT_TAG,
+    artifact_digest, seal_genesis, Digest32, HexError, ARTIFACT_TAG, GENESIS_TAG, SEAL_GENESIS_TAG,
+    SEAL_TAG, STEP_TAG, TEXT_TAG,
 };
+pub use hash::{generation_genesis, text_digest, to_hex};
 pub use jsonl::{read_jsonl, write_jsonl, JsonlError, JsonlReader, JsonlSink, LineError};
 pub use record::{StepKind, StepRecord, Token, STEP_ENCODING_LEN};
-pub use replay::{
-    replay, replay_generation, Difference, MaskCommit, Recompute, RecomputeError, ReplayError,
-    ReplaySummary, StepContext,
-};
+pub use replay::{replay, Difference, MaskCommit, RecomputeError, ReplayError, StepContext};
+pub use replay::{replay_generation, Recompute, ReplaySummary};
 pub use rules::{StepRule, StopRule};
 pub use seal::{DecodeMode, Fingerprints, Head, HeadParseError, Mode, Seal, SealMeta, StopReason};
 pub use verify::{verify, Incomplete, Reason, Site, Summary, Verifier, VerifyError, VerifyOptions};

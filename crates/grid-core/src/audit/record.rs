@@ -62,7 +62,7 @@ pub enum StepKind {
 
 impl StepKind {
     /// Canonical byte of the kind.
-    pub fn code(self) -> u8 {
+    pub(crate) fn code(self) -> u8 {
         match self {
             StepKind::Sampled => 0,
             StepKind::Forced => 1,
@@ -86,7 +86,7 @@ impl StepKind {
     }
 
     /// Whether the record's token is part of the output (every kind but `Banned`).
-    pub fn emits(self) -> bool {
+    pub(crate) fn emits(self) -> bool {
         self != StepKind::Banned
     }
 
@@ -139,7 +139,7 @@ impl StepRecord {
     /// The canonical encoding of every field except `hash`, in this order, little-endian:
     /// `u64 generation ‖ u32 step ‖ u64 config_hash ‖ [16] mask_entry_id ‖ u8 token tag ‖
     /// u32 token id ‖ u32 blocked_count ‖ u8 kind ‖ [32] prev_hash`.
-    pub fn encode(&self) -> [u8; STEP_ENCODING_LEN] {
+    pub(crate) fn encode(&self) -> [u8; STEP_ENCODING_LEN] {
         let mut b = [0u8; STEP_ENCODING_LEN];
         let mut at = 0;
         let mut put = |bytes: &[u8]| {

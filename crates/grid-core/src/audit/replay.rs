@@ -27,11 +27,11 @@ pub struct StepContext<'a> {
     pub prefix: &'a [Token],
     /// The ids the `Banned` records since the last output token removed: the step's
     /// mask is the exact mask without them.
-    pub banned: &'a [u32],
+    pub(crate) banned: &'a [u32],
     /// The token this step emitted, to check against the mask and then advance with.
-    pub token: Token,
+    pub(crate) token: Token,
     /// How it was chosen.
-    pub kind: StepKind,
+    pub(crate) kind: StepKind,
 }
 
 /// What a step's mask is, recomputed: the values the record commits to, and whether the
@@ -199,7 +199,7 @@ pub enum ReplayError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplaySummary {
     /// The chain verification the replay started with.
-    pub chain: Summary,
+    pub(crate) chain: Summary,
     /// Sealed generations replayed.
     pub generations: u64,
     /// Steps replayed (steps of unsealed generations are not: their artifacts are unknown).

@@ -40,25 +40,25 @@ pub enum StopRule {
 
 /// The state of one generation's chain after the records seen so far.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// Step number the next record must carry (= records seen). u64 so that a record
     /// with step `u32::MAX` cannot overflow it.
-    pub next_step: u64,
+    pub(crate) next_step: u64,
     /// `hash` of the last record, or the generation's genesis constant.
-    pub tip: Digest32,
+    pub(crate) tip: Digest32,
     /// An `Eos` record was seen (it must have been the last).
-    pub ended: bool,
+    pub(crate) ended: bool,
     /// A `BudgetCompleted` record was seen.
-    pub completing: bool,
+    pub(crate) completing: bool,
     /// A record of a kind other than `Replayed` was seen (no `Replayed` may follow).
-    pub past_replay: bool,
+    pub(crate) past_replay: bool,
     /// A `Replayed` or `Banned` record was seen (the generation is a rewind repair).
-    pub rewound: bool,
+    pub(crate) rewound: bool,
 }
 
 impl Progress {
     /// A generation with no records yet.
-    pub fn genesis(generation: u64) -> Progress {
+    pub(crate) fn genesis(generation: u64) -> Progress {
         Progress {
             next_step: 0,
             tip: generation_genesis(generation),
@@ -70,7 +70,7 @@ impl Progress {
     }
 
     /// Whether a record of this kind and token may come next.
-    pub fn check_step(&self, token: Token, kind: StepKind) -> Result<(), StepRule> {
+    pub(crate) fn check_step(&self, token: Token, kind: StepKind) -> Result<(), StepRule> {
         if (kind == StepKind::Eos) != (token == Token::Eos) {
             return Err(StepRule::KindTokenMismatch { kind, token });
         }
@@ -87,7 +87,7 @@ impl Progress {
     }
 
     /// Records an accepted step.
-    pub fn advance(&mut self, hash: Digest32, kind: StepKind) {
+    pub(crate) fn advance(&mut self, hash: Digest32, kind: StepKind) {
         self.next_step += 1;
         self.tip = hash;
         self.ended |= kind == StepKind::Eos;
@@ -97,7 +97,7 @@ impl Progress {
     }
 
     /// Whether the generation may be sealed with this stop reason and mode.
-    pub fn check_stop(&self, stop: StopReason, mode: Mode) -> Result<(), StopRule> {
+    pub(crate) fn check_stop(&self, stop: StopReason, mode: Mode) -> Result<(), StopRule> {
         if stop.ends_with_eos() && !self.ended {
             return Err(StopRule::MissingEos { stop });
         }

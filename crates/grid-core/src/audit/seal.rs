@@ -29,7 +29,7 @@ pub enum StopReason {
 
 impl StopReason {
     /// Canonical byte of the reason.
-    pub fn code(self) -> u8 {
+    pub(crate) fn code(self) -> u8 {
         match self {
             StopReason::Eos => 0,
             StopReason::BudgetCompleted => 1,
@@ -83,7 +83,7 @@ pub enum DecodeMode {
 
 impl DecodeMode {
     /// Canonical byte of the mode.
-    pub fn code(self) -> u8 {
+    pub(crate) fn code(self) -> u8 {
         match self {
             DecodeMode::Mode1 => 1,
             DecodeMode::Mode2 => 2,
@@ -108,7 +108,7 @@ impl DecodeMode {
     ];
 
     /// Whether the generation's tokens were chosen under the exact mask (mode 1 or 2).
-    pub fn masked(self) -> bool {
+    pub(crate) fn masked(self) -> bool {
         self != DecodeMode::Unconstrained
     }
 }
@@ -210,7 +210,7 @@ impl Seal {
     /// neither (every seal written before they existed) keeps its encoding and its hash,
     /// and the encoding stays unambiguous, since all that precedes the marker is
     /// self-delimiting and so is all that follows it.
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(256);
         b.extend_from_slice(&self.index.to_le_bytes());
         b.extend_from_slice(&self.generation.to_le_bytes());

@@ -31,7 +31,7 @@ pub struct Incomplete {
     /// Records seen.
     pub steps: u64,
     /// Hash of the last record.
-    pub last_hash: Digest32,
+    pub(crate) last_hash: Digest32,
     /// Index of its first record in the log.
     pub first_entry: usize,
 }

@@ -13,7 +13,7 @@ use crate::termset::TermSet;
 
 /// The encoding tag hashed between key and payload: a new payload layout gets a new tag,
 /// so ids of different layouts never collide.
-pub const ENCODING_TAG: &[u8] = b"grid-mask-entry/3";
+pub(crate) const ENCODING_TAG: &[u8] = b"grid-mask-entry/3";
 
 /// Bytes buffered before they are fed to the hash.
 const HASH_CHUNK: usize = 1 << 14;
@@ -43,8 +43,8 @@ pub struct Entry {
     pub classes: Box<[CdCandidates]>,
     /// The distinct emitted sequences of the classes (`classes[i].key.emitted ==
     /// emissions[class_emission[i]]`): a step shifts each once, however many classes share it.
-    pub emissions: Box<[SmallVec<[TermSet; 2]>]>,
-    pub class_emission: Box<[u32]>,
+    pub(crate) emissions: Box<[SmallVec<[TermSet; 2]>]>,
+    pub(crate) class_emission: Box<[u32]>,
 }
 
 /// Equal keys and payloads (so equal ids, whether computed yet or not).
@@ -67,7 +67,7 @@ impl Eq for Entry {}
 #[derive(Clone, Debug)]
 pub struct CdCandidates {
     /// Shared with the walk's merged tails and with the masks' [`crate::CdClass`]es.
-    pub key: Arc<CdKey>,
+    pub(crate) key: Arc<CdKey>,
     /// Alias-expanded ids, as ascending runs, disjoint (a miss files a class from the
     /// lists of the walk tails it spans). Sorted into one list only when the class is
     /// first allowed ([`CdCandidates::ids`]): most classes of a cold entry never are.
@@ -75,8 +75,8 @@ pub struct CdCandidates {
     sorted: OnceLock<Arc<[u32]>>,
     /// The class's first token in trie order: its node and its spelling, fed when the
     /// verdict needs the full viability check.
-    pub rep_node: u32,
-    pub rep: SmallVec<[u8; 16]>,
+    pub(crate) rep_node: u32,
+    pub(crate) rep: SmallVec<[u8; 16]>,
 }
 
 /// Equal keys, ids and first tokens, however the ids are split into runs.
@@ -94,7 +94,7 @@ impl Eq for CdCandidates {}
 
 impl CdCandidates {
     /// A class of the ids in `runs`: each ascending, no id in two.
-    pub fn new(
+    pub(crate) fn new(
         key: Arc<CdKey>,
         runs: SmallVec<[Arc<[u32]>; 1]>,
         rep_node: u32,
@@ -111,21 +111,17 @@ impl CdCandidates {
     }
 
     /// The number of ids.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.runs.iter().map(|r| r.len()).sum()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.runs.iter().all(|r| r.is_empty())
-    }
-
     /// Every id, run by run (ascending within a run).
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         self.runs.iter().flat_map(|r| r.iter()).copied()
     }
 
     /// The ids ascending, as one list. Shared: a hit hands the mask this list, not a copy.
-    pub fn ids(&self) -> &Arc<[u32]> {
+    pub(crate) fn ids(&self) -> &Arc<[u32]> {
         match &self.runs[..] {
             [one] => one,
             runs => self.sorted.get_or_init(|| {
@@ -196,13 +192,8 @@ impl Entry {
         h.finalize().into()
     }
 
-    /// The key the entry was sealed under.
-    pub fn key(&self) -> &CacheKey {
-        &self.key
-    }
-
     /// Heap bytes the entry holds (what the cache's budget counts).
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         let classes: usize = self
             .classes

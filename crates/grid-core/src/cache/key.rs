@@ -28,7 +28,7 @@ use crate::scan::Scan;
 use crate::termset::TermSet;
 
 /// The dialect, lexicon and vocabulary an entry was built for; namespaces are per scope.
-pub type Scope = [u8; 16];
+pub(crate) type Scope = [u8; 16];
 
 /// The lexeme in progress, as a key holds it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -47,7 +47,7 @@ pub enum Remainder {
 
 impl Remainder {
     /// The T2 form when the lexicon-visibility guard holds, else the T1 form.
-    pub fn of(lang: &Language, scan: &Scan) -> Remainder {
+    pub(crate) fn of(lang: &Language, scan: &Scan) -> Remainder {
         let t = lang.terms();
         let decided = t
             .lexicon_all
@@ -95,10 +95,10 @@ impl Remainder {
 /// What both key types hold.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct KeyBody {
-    pub scope: Scope,
-    pub remainder: Remainder,
+    pub(crate) scope: Scope,
+    pub(crate) remainder: Remainder,
     /// `A(σ)`, end of input included.
-    pub allowed: TermSet,
+    pub(crate) allowed: TermSet,
 }
 
 /// The key of a configuration at an identifier position.
@@ -154,14 +154,14 @@ impl CacheKey {
         }
     }
 
-    pub fn position(&self) -> Position {
+    pub(crate) fn position(&self) -> Position {
         match self {
             CacheKey::Ident(_) => Position::Ident,
             CacheKey::Generic(_) => Position::Generic,
         }
     }
 
-    pub fn body(&self) -> &KeyBody {
+    pub(crate) fn body(&self) -> &KeyBody {
         match self {
             CacheKey::Ident(k) => &k.0,
             CacheKey::Generic(k) => &k.0,
@@ -169,7 +169,7 @@ impl CacheKey {
     }
 
     /// The canonical byte encoding hashed into entry ids.
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.push(match self {
             CacheKey::Ident(_) => b'I',
             CacheKey::Generic(_) => b'G',

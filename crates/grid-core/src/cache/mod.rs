@@ -13,7 +13,7 @@
 //! and a masker holding it moves to a fresh one, so a retired namespace's entries are never
 //! consulted again and its memory goes when the last masker lets go of it.
 
-pub mod entry;
+pub(crate) mod entry;
 pub mod key;
 pub mod walk;
 
@@ -27,9 +27,11 @@ use thiserror::Error;
 use crate::language::Language;
 use crate::trie::TokenTrie;
 
-pub use entry::{CdCandidates, Entry, EntryId};
-pub use key::{CacheKey, GenericKey, IdentKey, KeyBody, Position, Remainder, Scope};
-pub use walk::TailMemo;
+pub(crate) use entry::CdCandidates;
+pub use entry::{Entry, EntryId};
+pub(crate) use key::Scope;
+pub use key::{CacheKey, GenericKey, IdentKey, KeyBody, Position, Remainder};
+pub(crate) use walk::TailMemo;
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum CacheError {
@@ -47,7 +49,7 @@ pub enum CacheError {
 /// The entries of one scope.
 #[derive(Debug)]
 pub struct Namespace {
-    pub scope: Scope,
+    pub(crate) scope: Scope,
     /// Distinguishes successive namespaces of one scope.
     pub generation: u64,
     retired: AtomicBool,
@@ -71,7 +73,7 @@ impl Namespace {
     }
 
     /// The memo of walk tails that misses in this namespace share.
-    pub fn tails(&self) -> &TailMemo {
+    pub(crate) fn tails(&self) -> &TailMemo {
         &self.tails
     }
 
@@ -88,7 +90,7 @@ impl Namespace {
     }
 
     /// Heap bytes held: the entries and the tail memo.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.entry_bytes.load(Ordering::Relaxed) + self.tails.bytes()
     }
 
@@ -133,7 +135,7 @@ pub struct MaskCache {
     /// Namespaces kept before the oldest rolls over.
     capacity: usize,
     /// Walk the root's subtrees in parallel on a miss.
-    pub parallel: bool,
+    pub(crate) parallel: bool,
     /// Heap bytes the live namespaces may hold together.
     budget: AtomicUsize,
     spaces: Mutex<Spaces>,
@@ -187,7 +189,7 @@ impl MaskCache {
         self.budget.store(bytes, Ordering::Relaxed);
     }
 
-    pub fn budget(&self) -> usize {
+    pub(crate) fn budget(&self) -> usize {
         self.budget.load(Ordering::Relaxed)
     }
 
@@ -223,12 +225,6 @@ impl MaskCache {
         }
     }
 
-    /// The same cache with serial miss walks.
-    pub fn serial(mut self) -> MaskCache {
-        self.parallel = false;
-        self
-    }
-
     /// The live namespace of `scope`, opening one (and retiring the oldest beyond
     /// capacity) when there is none.
     pub fn namespace(&self, scope: Scope) -> Arc<Namespace> {
@@ -261,18 +257,6 @@ impl MaskCache {
         walk::warm_blocks(trie, lang);
         let ns = self.namespace(key::scope_of(lang, trie.fingerprint()));
         walk::warm_tails(trie, lang, ns.tails(), self.parallel)
-    }
-
-    /// Retires the namespace of `scope` (its grammar was superseded).
-    pub fn retire(&self, scope: Scope) {
-        let mut s = self.lock();
-        s.live.retain(|n| {
-            let keep = n.scope != scope;
-            if !keep {
-                n.retired.store(true, Ordering::Release);
-            }
-            keep
-        });
     }
 
     pub fn stats(&self) -> CacheStats {

@@ -386,7 +386,7 @@ impl Merged {
 /// path's emissions and picks out the CI tokens. Classes in order of first token, as a walk
 /// would meet them, so merging gives the same part as walking.
 #[derive(Debug)]
-pub struct Tail(Part);
+pub(crate) struct Tail(Part);
 
 /// Where a tail starts: the node and the scan state there in its normal form (`Remainder`'s
 /// T2 form, plus whether a lexeme is in progress; the offsets are left out).
@@ -458,7 +458,7 @@ impl TailMemo {
     }
 
     /// Heap bytes of the tails kept (their id lists, which dominate) and of their merges.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.ids.load(Ordering::Relaxed) * std::mem::size_of::<u32>()
             + self.merged_bytes.load(Ordering::Relaxed)
     }
@@ -795,7 +795,12 @@ pub fn warm_blocks(trie: &TokenTrie, lang: &Language) -> usize {
 /// it takes the first walk of those tails off the first questions; the tails are the ones
 /// a miss would have walked and kept (a tail is a function of its node and scan state in
 /// the namespace), so no mask changes. Returns the tails walked (none already kept).
-pub fn warm_tails(trie: &TokenTrie, lang: &Language, memo: &TailMemo, parallel: bool) -> usize {
+pub(crate) fn warm_tails(
+    trie: &TokenTrie,
+    lang: &Language,
+    memo: &TailMemo,
+    parallel: bool,
+) -> usize {
     let fresh = Scan::fresh(lang, 0);
     let walker = Walker {
         trie,

@@ -14,7 +14,7 @@ pub const MASK_ENTRY_TAG: &[u8] = b"grid_pg/mask-entry/v1\0";
 /// The content address of a mask: `BLAKE2b-128(tag ‖ u64le word count ‖ words as u32le ‖
 /// u8 eos)`. Equal masks (same allowed ids, same EOS bit) have equal ids whatever computed
 /// them (walk, oracle, a forced run, a cache).
-pub fn mask_entry_id(mask: &Mask) -> [u8; 16] {
+pub(crate) fn mask_entry_id(mask: &Mask) -> [u8; 16] {
     let mut h = Blake2b::<U16>::new();
     h.update(MASK_ENTRY_TAG);
     h.update((mask.bits.len() as u64).to_le_bytes());
@@ -30,7 +30,7 @@ pub fn mask_entry_id(mask: &Mask) -> [u8; 16] {
 /// `low64(BLAKE2b-128(u32le stack count ‖ u64le H(stack)… ‖ u32le remainder length ‖
 /// remainder bytes))`, stack hashes ascending. (Sorted by hash, not by node id: ids depend
 /// on what else the session's arena was asked, which a replay does not repeat.)
-pub fn config_hash(session: &Session<'_>, cfg: &Config) -> u64 {
+pub(crate) fn config_hash(session: &Session<'_>, cfg: &Config) -> u64 {
     let mut hashes: smallvec::SmallVec<[u64; 4]> =
         cfg.stacks.iter().map(|&s| session.stacks.hash(s)).collect();
     hashes.sort_unstable();
@@ -48,7 +48,7 @@ pub fn config_hash(session: &Session<'_>, cfg: &Config) -> u64 {
 }
 
 /// The mask a forced token was appended under: exactly that id allowed, EOS shut.
-pub fn singleton_mask(n_ids: usize, n_special: usize, id: u32) -> Mask {
+pub(crate) fn singleton_mask(n_ids: usize, n_special: usize, id: u32) -> Mask {
     let mut m = Mask::empty(n_ids, n_special);
     m.set(id);
     m.allowed = 1;
@@ -57,7 +57,7 @@ pub fn singleton_mask(n_ids: usize, n_special: usize, id: u32) -> Mask {
 }
 
 /// The mask of an unconstrained step: every non-special id and EOS allowed.
-pub fn full_mask(trie: &TokenTrie) -> Mask {
+pub(crate) fn full_mask(trie: &TokenTrie) -> Mask {
     let n = trie.n_ids();
     let special = trie.special_ids();
     let mut m = Mask::empty(n, special.len());

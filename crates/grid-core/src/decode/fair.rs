@@ -17,13 +17,13 @@
 use std::time::{Duration, Instant};
 
 /// The longest a generation is held before it steps anyway.
-pub const HOLD_MAX: Duration = Duration::from_secs(1);
+pub(crate) const HOLD_MAX: Duration = Duration::from_secs(1);
 
 /// A live generation's service so far.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Service {
     /// The time its steps (mask, plan, sampled token's check) have taken.
-    pub attained: Duration,
+    pub(crate) attained: Duration,
     /// Since when it has been held, while it is.
     held_since: Option<Instant>,
 }

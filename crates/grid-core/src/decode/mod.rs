@@ -45,14 +45,14 @@ use crate::mask::{Mask, Masker};
 use crate::recognizer::{Config, Session};
 use crate::reserve::{ReserveMemo, ReserveTable, Speller, UNREACHABLE};
 
-pub use commit::{config_hash, full_mask, mask_entry_id, singleton_mask, MASK_ENTRY_TAG};
-pub use fair::HOLD_MAX;
+pub use commit::MASK_ENTRY_TAG;
+pub(crate) use commit::{config_hash, full_mask, mask_entry_id, singleton_mask};
 pub use model::{Choice, Model, ModelError, ModelStep, StepModel};
 pub use replay::{ArtifactMismatch, Recomputer};
 
 /// Tokens kept in hand beyond the reserve when deciding to complete (see the module
 /// documentation for why the look-ahead makes 0 sound).
-pub const SAFETY: u32 = 0;
+pub(crate) const SAFETY: u32 = 0;
 
 /// One generation to run.
 #[derive(Debug, Clone)]

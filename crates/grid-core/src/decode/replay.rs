@@ -19,8 +19,8 @@ use crate::trie::TokenTrie;
 #[derive(Debug, Error)]
 #[error("generation {generation}: the archived {artifact} does not have the sealed fingerprint")]
 pub struct ArtifactMismatch {
-    pub generation: u64,
-    pub artifact: &'static str,
+    pub(crate) generation: u64,
+    pub(crate) artifact: &'static str,
 }
 
 /// The generation being replayed: its session and the configuration before `next_step`.

@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 use crate::error::{GridError, Result};
 use crate::termset::TermSet;
 
-pub const DEAD: u32 = 0;
+pub(crate) const DEAD: u32 = 0;
 
 /// A deterministic byte automaton over the union of terminal languages.
 #[derive(Clone, Debug)]
@@ -23,7 +23,7 @@ pub struct LexDfa {
     trans: Vec<u32>,
     classes: [u8; 256],
     n_classes: usize,
-    pub start: u32,
+    pub(crate) start: u32,
     /// Terminals whose language contains the bytes read to reach this state.
     accept: Vec<TermSet>,
     /// Terminals with a word that extends the bytes read (accepting ones included).
@@ -45,7 +45,7 @@ impl LexDfa {
     /// lexeme's regex over bytes counts bytes (a name's 63), which a class of characters
     /// cannot; the product keeps that count and admits only bytes that can still end a
     /// character `text` takes, whatever the lexeme.
-    pub fn build_with(patterns: &[(u16, String)], text: Option<&str>) -> Result<LexDfa> {
+    pub(crate) fn build_with(patterns: &[(u16, String)], text: Option<&str>) -> Result<LexDfa> {
         let raw = Raw::build(patterns)?;
         let raw = match text {
             Some(t) => raw.product(&Raw::text(t)?),
@@ -345,23 +345,23 @@ impl Raw {
 
 impl LexDfa {
     #[inline]
-    pub fn next(&self, state: u32, byte: u8) -> u32 {
+    pub(crate) fn next(&self, state: u32, byte: u8) -> u32 {
         self.trans[state as usize * self.n_classes + usize::from(self.classes[usize::from(byte)])]
     }
 
     /// The byte's class: bytes of one class move every state alike.
     #[inline]
-    pub fn class(&self, byte: u8) -> u8 {
+    pub(crate) fn class(&self, byte: u8) -> u8 {
         self.classes[usize::from(byte)]
     }
 
     #[inline]
-    pub fn accept(&self, state: u32) -> &TermSet {
+    pub(crate) fn accept(&self, state: u32) -> &TermSet {
         &self.accept[state as usize]
     }
 
     #[inline]
-    pub fn live(&self, state: u32) -> &TermSet {
+    pub(crate) fn live(&self, state: u32) -> &TermSet {
         &self.live[state as usize]
     }
 
@@ -370,7 +370,7 @@ impl LexDfa {
         self.dies_within[state as usize]
     }
 
-    pub fn n_states(&self) -> usize {
+    pub(crate) fn n_states(&self) -> usize {
         self.accept.len()
     }
 

@@ -1,8 +1,8 @@
 //! The scanner's two automata (the union of terminal languages and the word trie) and the
 //! byte classes of PostgreSQL's lexer that decide where a lexeme may end.
 
-pub mod dfa;
-pub mod words;
+pub(crate) mod dfa;
+pub(crate) mod words;
 
 /// Whether PostgreSQL's lexer reads `b` as part of a word (an identifier, keyword or number
 /// goes on): a lexeme never ends between two such bytes.

@@ -11,7 +11,7 @@
 
 use crate::termset::TermSet;
 
-pub const OFF: u32 = u32::MAX;
+pub(crate) const OFF: u32 = u32::MAX;
 
 /// One trie node. Invariant: `live` is the union of `accept` over the node's subtree.
 #[derive(Clone, Debug, Default)]
@@ -40,10 +40,10 @@ impl Default for WordTrie {
 }
 
 impl WordTrie {
-    pub const ROOT: u32 = 0;
+    pub(crate) const ROOT: u32 = 0;
 
     /// Adds a canonical spelling; `allow` or `deny` says for which terminals.
-    pub fn insert(&mut self, spelling: &[u8], allow: Option<u16>, deny: Option<u16>) {
+    pub(crate) fn insert(&mut self, spelling: &[u8], allow: Option<u16>, deny: Option<u16>) {
         let mut n = 0usize;
         for &b in spelling {
             let in_quotes = self.nodes[n].in_quotes;
@@ -93,7 +93,7 @@ impl WordTrie {
 
     /// Whether some node steps on `byte` (as itself inside quotes, folded outside): a byte
     /// for which this is false leaves the trie from every node.
-    pub fn steps_on(&self, byte: u8) -> bool {
+    pub(crate) fn steps_on(&self, byte: u8) -> bool {
         let folded = byte.to_ascii_lowercase();
         self.nodes.iter().any(|n| {
             let key = if n.in_quotes { byte } else { folded };
@@ -103,7 +103,7 @@ impl WordTrie {
 
     /// Whether `byte` after `node` is the dot of a `schema.table` word that the trie holds.
     #[inline]
-    pub fn is_separator(&self, node: u32, byte: u8) -> bool {
+    pub(crate) fn is_separator(&self, node: u32, byte: u8) -> bool {
         byte == b'.'
             && node != OFF
             && !self.nodes[node as usize].in_quotes
@@ -115,7 +115,7 @@ impl WordTrie {
 
     /// Whether `node` is inside double quotes (`OFF` is not: it is on no spelling).
     #[inline]
-    pub fn in_quotes(&self, node: u32) -> bool {
+    pub(crate) fn in_quotes(&self, node: u32) -> bool {
         node != OFF && self.nodes[node as usize].in_quotes
     }
 
@@ -129,7 +129,7 @@ impl WordTrie {
     }
 
     #[inline]
-    pub fn deny(&self, node: u32) -> TermSet {
+    pub(crate) fn deny(&self, node: u32) -> TermSet {
         if node == OFF {
             TermSet::EMPTY
         } else {

@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use grid_vocab::Vocabulary;
 use thiserror::Error;
 
-pub mod names;
+pub(crate) mod names;
 pub mod pure;
-pub mod starts;
+pub(crate) mod starts;
 
 use pure::{ByteSet, PureTokens};
 use starts::TokenStarts;
@@ -82,12 +82,12 @@ pub struct TokenTrie {
 
 impl TokenTrie {
     /// The largest vocabulary the packed node's 24-bit token field can hold.
-    pub const MAX_IDS: usize = (TOKEN_MASK - 1) as usize;
+    pub(crate) const MAX_IDS: usize = (TOKEN_MASK - 1) as usize;
 
     /// The most byte sets whose pure tokens a trie keeps ([`TokenTrie::pure`]): the bodies
     /// of a few lexemes (a quoted name, a literal, a comment, a word) in the dialects that
     /// share the trie. Past it the oldest goes.
-    pub const PURE_SETS: usize = 17;
+    pub(crate) const PURE_SETS: usize = 17;
 
     /// Builds the trie of `vocab`'s non-special tokens.
     pub fn build(vocab: &Vocabulary) -> Result<TokenTrie, TrieError> {
@@ -195,13 +195,13 @@ impl TokenTrie {
     }
 
     /// Where names may start inside the tokens ([`TokenStarts`]), built on first use.
-    pub fn starts(&self) -> &TokenStarts {
+    pub(crate) fn starts(&self) -> &TokenStarts {
         self.starts.get_or_init(|| TokenStarts::build(self))
     }
 
     /// The tokens spelled after their first byte only with bytes of `bytes`
     /// ([`PureTokens`]), built on first use and kept, at most [`TokenTrie::PURE_SETS`] sets.
-    pub fn pure(&self, bytes: &ByteSet) -> Arc<PureTokens> {
+    pub(crate) fn pure(&self, bytes: &ByteSet) -> Arc<PureTokens> {
         let mut kept = self.pure.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = kept.iter().find(|p| p.bytes == *bytes) {
             return p.clone();
@@ -224,23 +224,18 @@ impl TokenTrie {
 
     /// Number of nodes, the root included.
     #[inline]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.nodes.len()
     }
 
-    /// True when the vocabulary has no non-special token.
-    pub fn is_empty(&self) -> bool {
-        self.nodes.len() == 1 && self.token(0).is_none()
-    }
-
     #[inline]
-    pub fn byte(&self, node: usize) -> u8 {
+    pub(crate) fn byte(&self, node: usize) -> u8 {
         self.nodes[node] as u8
     }
 
     /// The smallest id spelled by the path to `node`, if any.
     #[inline]
-    pub fn token(&self, node: usize) -> Option<u32> {
+    pub(crate) fn token(&self, node: usize) -> Option<u32> {
         match (self.nodes[node] >> TOKEN_SHIFT) & TOKEN_MASK {
             0 => None,
             t => Some(t as u32 - 1),
@@ -249,18 +244,18 @@ impl TokenTrie {
 
     /// Size of the subtree of `node`, the node included: its subtree is `node..node + size`.
     #[inline]
-    pub fn size(&self, node: usize) -> usize {
+    pub(crate) fn size(&self, node: usize) -> usize {
         (self.nodes[node] >> SIZE_SHIFT) as usize
     }
 
     /// Whether more than one id spells `node`.
     #[inline]
-    pub fn has_aliases(&self, node: usize) -> bool {
+    pub(crate) fn has_aliases(&self, node: usize) -> bool {
         self.nodes[node] & ALIAS_BIT != 0
     }
 
     /// Every id spelled by the path to `node` (empty when none).
-    pub fn ids(&self, node: usize) -> IdsOf<'_> {
+    pub(crate) fn ids(&self, node: usize) -> IdsOf<'_> {
         if self.has_aliases(node) {
             if let Ok(k) = self.alias_nodes.binary_search(&(node as u32)) {
                 let (a, b) = (self.alias_start[k], self.alias_start[k + 1]);
@@ -271,7 +266,7 @@ impl TokenTrie {
     }
 
     /// The children of `node`, in ascending byte order.
-    pub fn children(&self, node: usize) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn children(&self, node: usize) -> impl Iterator<Item = usize> + '_ {
         let end = node + self.size(node);
         let mut c = node + 1;
         std::iter::from_fn(move || {
@@ -285,7 +280,7 @@ impl TokenTrie {
 
     /// The spelling of `node`: the edge bytes from the root (empty for the root and for a
     /// node out of range).
-    pub fn spelling(&self, node: usize) -> Vec<u8> {
+    pub(crate) fn spelling(&self, node: usize) -> Vec<u8> {
         let mut out = Vec::new();
         if node >= self.len() {
             return out;
@@ -320,11 +315,11 @@ impl TokenTrie {
         self.n_ids
     }
 
-    pub fn special_ids(&self) -> &[u32] {
+    pub(crate) fn special_ids(&self) -> &[u32] {
         &self.special
     }
 
-    pub fn eos_id(&self) -> Option<u32> {
+    pub(crate) fn eos_id(&self) -> Option<u32> {
         self.eos
     }
 
@@ -341,24 +336,24 @@ impl TokenTrie {
 
 /// The ids of one trie node: its token, or its whole alias class.
 #[derive(Clone, Copy, Debug)]
-pub enum IdsOf<'t> {
+pub(crate) enum IdsOf<'t> {
     One(Option<u32>),
     Many(&'t [u32]),
 }
 
 impl IdsOf<'_> {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             IdsOf::One(t) => usize::from(t.is_some()),
             IdsOf::Many(s) => s.len(),
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         let (one, many): (Option<u32>, &[u32]) = match *self {
             IdsOf::One(t) => (t, &[]),
             IdsOf::Many(s) => (None, s),

@@ -10,8 +10,8 @@ use crate::lexer::is_word_byte;
 
 /// What a token spells before the name: blanks, and when `dot`, one dot among them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Lead {
-    pub dot: bool,
+pub(crate) struct Lead {
+    pub(crate) dot: bool,
 }
 
 /// The bytes a lead may hold besides the dot.
@@ -30,7 +30,7 @@ fn is_blank(b: u8) -> bool {
 /// that is only a lead is in neither list. A superset of the tokens whose scan reads such a
 /// name there; a token of `prefixes` spells, after its lead, the beginning of an unquoted
 /// spelling of a name, exactly.
-pub fn spelling_names(
+pub(crate) fn spelling_names(
     trie: &TokenTrie,
     names: &[&[u8]],
     lead: Option<Lead>,

@@ -15,7 +15,7 @@
 use super::TokenTrie;
 
 /// A set of bytes: bit `b % 64` of word `b / 64`.
-pub type ByteSet = [u64; 4];
+pub(crate) type ByteSet = [u64; 4];
 
 /// Whether `b` is in `set`.
 #[inline]
@@ -25,12 +25,12 @@ pub fn has_byte(set: &ByteSet, b: u8) -> bool {
 
 /// Takes `b` out of `set`.
 #[inline]
-pub fn clear_byte(set: &mut ByteSet, b: u8) {
+pub(crate) fn clear_byte(set: &mut ByteSet, b: u8) {
     set[usize::from(b / 64)] &= !(1 << (b % 64));
 }
 
 /// The set of one byte.
-pub fn byte_set(b: u8) -> ByteSet {
+pub(crate) fn byte_set(b: u8) -> ByteSet {
     let mut s = [0; 4];
     s[usize::from(b / 64)] |= 1 << (b % 64);
     s
@@ -48,8 +48,8 @@ pub fn byte_set(b: u8) -> ByteSet {
 /// `pure_below` that every node of `n`'s subtree is; `deepest[n]` is the longest spelling
 /// in `n`'s subtree.
 #[derive(Debug)]
-pub struct PureTokens {
-    pub bytes: ByteSet,
+pub(crate) struct PureTokens {
+    pub(crate) bytes: ByteSet,
     ids: Vec<u32>,
     off: Vec<u32>,
     first: Vec<u32>,
@@ -62,7 +62,7 @@ pub struct PureTokens {
 }
 
 impl PureTokens {
-    pub fn build(trie: &TokenTrie, bytes: ByteSet) -> PureTokens {
+    pub(crate) fn build(trie: &TokenTrie, bytes: ByteSet) -> PureTokens {
         let n = trie.len();
         let words = n.div_ceil(64);
         let mut pure = vec![0u64; words];
@@ -147,19 +147,19 @@ impl PureTokens {
 
     /// Whether the path to `node` is pure after its first byte.
     #[inline]
-    pub fn is_pure(&self, node: usize) -> bool {
+    pub(crate) fn is_pure(&self, node: usize) -> bool {
         self.pure[node / 64] & (1 << (node % 64)) != 0
     }
 
     /// Whether every node of `node`'s subtree is pure.
     #[inline]
-    pub fn pure_below(&self, node: usize) -> bool {
+    pub(crate) fn pure_below(&self, node: usize) -> bool {
         self.pure_below[node / 64] & (1 << (node % 64)) != 0
     }
 
     /// Whether every token of `node`'s subtree is pure and spelled with at most `len` bytes.
     #[inline]
-    pub fn covers(&self, node: usize, len: usize) -> bool {
+    pub(crate) fn covers(&self, node: usize, len: usize) -> bool {
         self.pure_below(node) && self.deepest[node] as usize <= len
     }
 
@@ -178,7 +178,7 @@ impl PureTokens {
     }
 
     /// Number of pure ids with a first byte in `lead`, spelled with `1..=len` bytes.
-    pub fn count_upto(&self, lead: &ByteSet, len: usize) -> usize {
+    pub(crate) fn count_upto(&self, lead: &ByteSet, len: usize) -> usize {
         (0..=255u8)
             .filter(|&b| has_byte(lead, b))
             .map(|b| self.group(b, len).len())
@@ -187,7 +187,7 @@ impl PureTokens {
 
     /// The smallest pure token node with a first byte in `lead`, spelled with `1..=len`
     /// bytes.
-    pub fn first_upto(&self, lead: &ByteSet, len: usize) -> Option<u32> {
+    pub(crate) fn first_upto(&self, lead: &ByteSet, len: usize) -> Option<u32> {
         let len = len.min(self.m - 1);
         (0..=255u8)
             .filter(|&b| has_byte(lead, b))
@@ -198,7 +198,7 @@ impl PureTokens {
 
     /// Sets in `bits` (a mask's words, which hold none of the pure ids) the pure ids with a
     /// first byte in `lead`, spelled with `1..=len` bytes; returns how many there are.
-    pub fn set_upto(&self, lead: &ByteSet, len: usize, bits: &mut [u32]) -> usize {
+    pub(crate) fn set_upto(&self, lead: &ByteSet, len: usize, bits: &mut [u32]) -> usize {
         let k = self.count_upto(lead, len);
         if self.ids.len() - k < k {
             // Fewer to take out than to put in: every pure id, then the others out.

@@ -30,7 +30,7 @@ struct Start {
 
 /// The lexeme starts of every token of one trie, built once per trie.
 #[derive(Debug, Default)]
-pub struct TokenStarts {
+pub(crate) struct TokenStarts {
     /// Every token's spelling, back to back.
     bytes: Vec<u8>,
     /// Ordered by the folded bytes from the start to the end of the token.
@@ -79,7 +79,7 @@ fn name_at(t: &[u8], i: usize) -> bool {
 }
 
 impl TokenStarts {
-    pub fn build(trie: &TokenTrie) -> TokenStarts {
+    pub(crate) fn build(trie: &TokenTrie) -> TokenStarts {
         let mut ts = TokenStarts {
             node_of: vec![u32::MAX; trie.n_ids()],
             first_byte: vec![0; trie.n_ids()],
@@ -144,7 +144,7 @@ impl TokenStarts {
     }
 
     /// The node of `id`, if a non-special token.
-    pub fn node_of(&self, id: u32) -> Option<usize> {
+    pub(crate) fn node_of(&self, id: u32) -> Option<usize> {
         match self.node_of.get(id as usize) {
             Some(&n) if n != u32::MAX => Some(n as usize),
             _ => None,
@@ -152,12 +152,12 @@ impl TokenStarts {
     }
 
     /// The first byte of `id`'s spelling (0 for a special id).
-    pub fn first_byte(&self, id: u32) -> u8 {
+    pub(crate) fn first_byte(&self, id: u32) -> u8 {
         self.first_byte.get(id as usize).copied().unwrap_or(0)
     }
 
     /// The spelling of token node `node` (empty for a node without a token).
-    pub fn spelling(&self, node: u32) -> &[u8] {
+    pub(crate) fn spelling(&self, node: u32) -> &[u8] {
         match self.spelled.binary_search_by_key(&node, |e| e.0) {
             Ok(k) => {
                 let (_, at, len) = self.spelled[k];
@@ -170,7 +170,7 @@ impl TokenStarts {
     /// Where a name may begin in a token right after a comment ends there (and blanks, a
     /// dot among them or not): `(node, offset)`; with `opened`, only where the comment
     /// opens in the token too.
-    pub fn after_comment(&self, opened: bool) -> &[(u32, u16)] {
+    pub(crate) fn after_comment(&self, opened: bool) -> &[(u32, u16)] {
         if opened {
             &self.closed
         } else {
@@ -179,7 +179,7 @@ impl TokenStarts {
     }
 
     /// Tokens in which two names may start.
-    pub fn multi(&self) -> &[u32] {
+    pub(crate) fn multi(&self) -> &[u32] {
         &self.multi
     }
 
@@ -187,7 +187,7 @@ impl TokenStarts {
     /// which a name may use one that `rem`'s lexeme or an earlier one of the token
     /// introduces ([`uses_own_name`] of `rem` and the spelling); `out` gets their nodes.
     /// The others can use only names already introduced, which the stacks hold.
-    pub fn multi_using_own(&self, rem: &[u8], out: &mut Vec<u32>) {
+    pub(crate) fn multi_using_own(&self, rem: &[u8], out: &mut Vec<u32>) {
         if rem.is_empty() {
             out.extend_from_slice(&self.multi_own);
             return;
@@ -223,14 +223,14 @@ impl TokenStarts {
     /// the token's end, or all of it followed by a byte that is not a word byte (which ends
     /// it); `at_start` keeps only lexemes starting at the token's first byte. `out` gets
     /// their nodes (a superset of the tokens whose scan holds such a lexeme).
-    pub fn matching(&self, name: &[u8], at_start: bool, out: &mut Vec<u32>) {
+    pub(crate) fn matching(&self, name: &[u8], at_start: bool, out: &mut Vec<u32>) {
         self.matching_starts(name, at_start, 1, |node, _| out.push(node))
     }
 
     /// [`TokenStarts::matching`], calling `f` with each token's node and where in it the
     /// lexeme starts, without the prefixes of `name` shorter than `shortest` bytes (a
     /// token whose lexeme is cut short before is not kept for them).
-    pub fn matching_starts(
+    pub(crate) fn matching_starts(
         &self,
         name: &[u8],
         at_start: bool,
@@ -280,7 +280,11 @@ impl TokenStarts {
     /// Tokens ending in a lone double quote (the start of a quoted name, cut short there)
     /// where `before` (the token's bytes before that quote) holds: `f` gets each one's node
     /// and the quote's place in it.
-    pub fn ending_in_quote(&self, before: impl Fn(&[u8]) -> bool, mut f: impl FnMut(u32, u16)) {
+    pub(crate) fn ending_in_quote(
+        &self,
+        before: impl Fn(&[u8]) -> bool,
+        mut f: impl FnMut(u32, u16),
+    ) {
         self.ending_with(b"\"", |s| {
             let at = s.at as usize;
             if before(&self.bytes[at..at + usize::from(s.offset)]) {
