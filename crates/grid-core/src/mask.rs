@@ -696,8 +696,7 @@ impl Masker {
                     offset: cfg.offset,
                     allowed,
                 };
-                let (e, visited) =
-                    walk::build(trie, &key, start, state.cache.parallel, Some(ns.tails()));
+                let (e, visited) = walk::build(trie, &key, start, true, Some(ns.tails()));
                 m.visited = visited;
                 let e = match ns.publish(key, e) {
                     Ok(e) => e,

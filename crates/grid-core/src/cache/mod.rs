@@ -134,8 +134,6 @@ impl Namespace {
 pub struct MaskCache {
     /// Namespaces kept before the oldest rolls over.
     capacity: usize,
-    /// Walk the root's subtrees in parallel on a miss.
-    pub(crate) parallel: bool,
     /// Heap bytes the live namespaces may hold together.
     budget: AtomicUsize,
     spaces: Mutex<Spaces>,
@@ -174,7 +172,6 @@ impl MaskCache {
     pub fn new(capacity: usize) -> MaskCache {
         MaskCache {
             capacity: capacity.max(1),
-            parallel: true,
             budget: AtomicUsize::new(usize::MAX),
             spaces: Mutex::default(),
             hits: AtomicU64::new(0),
@@ -256,7 +253,7 @@ impl MaskCache {
         }
         walk::warm_blocks(trie, lang);
         let ns = self.namespace(key::scope_of(lang, trie.fingerprint()));
-        walk::warm_tails(trie, lang, ns.tails(), self.parallel)
+        walk::warm_tails(trie, lang, ns.tails(), true)
     }
 
     pub fn stats(&self) -> CacheStats {
